@@ -1,0 +1,31 @@
+"""surfacelab: look inside zero-shot answer scoring with causal and masked language models.
+
+>>> import surfacelab as sl
+>>> lm = sl.load_lm()                                             # doctest: +SKIP
+>>> r = sl.score(lm, "The man took a bath in the", [" bathtub", " xylophone"],
+...              domain_premise=" the")                           # doctest: +SKIP
+>>> r.table[["option", "logprob", "per_char", "dcpmi"]]           # doctest: +SKIP
+"""
+
+from .engine import logprobs, next_token_logprobs
+from .models import DEFAULT_LM, DEFAULT_MLM, LM, MLM, list_presets, load_lm, load_mlm
+from .scoring import MCResult, list_scorers, register_scorer, score, score_items
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_LM",
+    "DEFAULT_MLM",
+    "LM",
+    "MLM",
+    "MCResult",
+    "list_presets",
+    "list_scorers",
+    "load_lm",
+    "load_mlm",
+    "logprobs",
+    "next_token_logprobs",
+    "register_scorer",
+    "score",
+    "score_items",
+]

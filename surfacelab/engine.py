@@ -1,0 +1,523 @@
+"""Requests -> per-token log-probs.
+
+``logprobs(lm, requests)`` encodes every (context, continuation) pair with ``text.encode``,
+deduplicates identical encodings, looks them up in the on-disk cache and computes the rest:
+
+* **Shared-prefix reuse.** Unique encodings are sorted by token ids and split into groups that
+  share a token prefix (all options of one question, every option under one domain premise). A
+  group's prefix runs once; its key/value cache is copied to every row of the group, and only the
+  suffixes run on top of it. Groups are chosen by a cost model on token counts (``_groups``):
+  reuse is used only where it saves at least ``REUSE_MIN_SAVED`` forwarded tokens. The split is on
+  token ids, so boundary merges and left truncation need no special case.
+* **Batching by token count.** Batches are planned by a token budget (``TOKEN_BUDGET``) or a row
+  count; the automatic budget halves on an out-of-memory error and resets on every call.
+* **Projection only where needed.** The LM head and the float32 log-softmax run only at positions
+  whose next token is scored, in chunks of at most ``PROJECT_ELEMENTS`` logits.
+* **No host sync in the loop.** Per-token results stay on the device until the last batch.
+
+``engine.stats`` holds the counters of the last call (see ``EngineStats``).
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from . import text
+from .cache import ScoreCache, default_cache, request_key
+
+Request = tuple[str, str]
+
+#: Token budget of one automatic batch, by device type (rows x padded length; for a shared-prefix
+#: batch: prefix rows x prefix length + suffix rows x suffix length).
+TOKEN_BUDGET = {"cpu": 4096, "mps": 16384, "cuda": 65536}
+#: A shared prefix is reused only if it saves at least this many forwarded tokens.
+REUSE_MIN_SAVED = 16
+#: Most requests in one shared-prefix group (bounds the planning cost; a larger set is split).
+GROUP_MAX = 256
+#: Most logits (positions x vocabulary) projected at once.
+PROJECT_ELEMENTS = 1 << 25
+
+
+@dataclass
+class Scored:
+    """The scored tokens of one request.
+
+    Arrays have one entry per continuation token: ``token_ids``, ``logprob`` (natural log,
+    computed in float32), ``rank`` (1 = the model's top choice), ``entropy`` (nats, of the
+    next-token distribution at that position) and ``greedy`` (rank == 1).
+    """
+
+    request: Request
+    encoding: text.Encoding
+    logprob: np.ndarray
+    rank: np.ndarray
+    entropy: np.ndarray
+    greedy: np.ndarray
+    tokens: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> float:
+        """Summed log-prob of the continuation."""
+        return float(self.logprob.astype(np.float64).sum())
+
+    @property
+    def n_tokens(self) -> int:
+        """Number of scored tokens."""
+        return len(self.logprob)
+
+    @property
+    def flags(self) -> list[str]:
+        """Per-token flags: 'boundary_merge' on a token straddling the join, 'truncated' where the context was cut."""
+        out = []
+        for i in range(self.n_tokens):
+            f = []
+            if i == 0 and self.encoding.merged:
+                f.append("boundary_merge")
+            if self.encoding.truncated:
+                f.append(f"truncated:{self.encoding.truncated}")
+            out.append(",".join(f))
+        return out
+
+    def frame(self) -> pd.DataFrame:
+        """One row per scored token."""
+        enc = self.encoding
+        return pd.DataFrame({
+            "position": np.arange(self.n_tokens),
+            "token": self.tokens,
+            "token_id": np.asarray(enc.scored_ids, dtype=np.int64),
+            "char_start": [s for s, _ in enc.spans],
+            "char_end": [e for _, e in enc.spans],
+            "logprob": self.logprob.astype(np.float64),
+            "rank": self.rank,
+            "entropy": self.entropy.astype(np.float64),
+            "greedy": self.greedy,
+            "flags": self.flags,
+        })
+
+
+@dataclass
+class EngineStats:
+    """Counters of the last ``logprobs`` call.
+
+    Token counts cover the requests computed in this call (not those served by the cache). A
+    request of n tokens needs n - 1 positions forwarded (its last token is only a target), so:
+    ``tokens_needed`` is what a plan without prefix reuse forwards, ``tokens_unique`` what an
+    ideal plan forwards (every distinct token prefix once), and ``tokens_forwarded`` what was
+    actually forwarded; ``redundancy`` = forwarded / unique (1.0 is ideal).
+    """
+
+    requests: int = 0
+    unique: int = 0
+    cached: int = 0
+    batches: int = 0
+    tokens_forwarded: int = 0  # non-pad tokens run through the model (prefix and suffix passes)
+    tokens_padded: int = 0  # rows x padded length actually computed, padding included
+    tokens_needed: int = 0  # sum of (length - 1) of the unique requests computed
+    tokens_unique: int = 0  # distinct token prefixes among them (the unique-prefix plan)
+    tokens_scored: int = 0  # positions projected onto the vocabulary
+    prefix_groups: int = 0  # shared prefixes run once and reused
+    reused: int = 0  # requests scored on top of a shared prefix
+    oom_backoffs: int = 0  # times the automatic token budget was halved
+
+    @property
+    def redundancy(self) -> float:
+        """Tokens forwarded per token an ideal unique-prefix plan needs."""
+        return self.tokens_forwarded / self.tokens_unique if self.tokens_unique else 1.0
+
+    def as_dict(self) -> dict[str, float]:
+        """The counters (and ``redundancy``) as a plain dict."""
+        return {**self.__dict__, "redundancy": self.redundancy}
+
+
+stats = EngineStats()
+
+
+def _check_requests(requests: Any) -> list[Request]:
+    if isinstance(requests, (str, bytes)) or not isinstance(requests, Iterable):
+        raise TypeError("requests: expected a list of (context, continuation) pairs")
+    out = []
+    for i, r in enumerate(requests):
+        if not isinstance(r, (tuple, list)) or len(r) != 2:
+            raise ValueError(f"requests[{i}]: expected a (context, continuation) pair, got {r!r}")
+        text.check_text(r[0], f"requests[{i}] context")
+        text.check_text(r[1], f"requests[{i}] continuation", allow_empty=False)
+        out.append((r[0], r[1]))
+    return out
+
+
+def _batch_size(batch_size: int | str) -> int | None:
+    if batch_size == "auto":
+        return None
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size: expected a positive int or 'auto', got {batch_size!r}")
+    return batch_size
+
+
+def _plan(lengths: list[int], rows: int | None, budget: int) -> list[list[int]]:
+    """Group indices (already sorted longest first) into batches by row count or token budget."""
+    batches: list[list[int]] = []
+    cur: list[int] = []
+    for i in range(len(lengths)):
+        width = lengths[cur[0]] if cur else lengths[i]
+        full = len(cur) >= rows if rows is not None else (len(cur) + 1) * width > budget
+        if cur and full:
+            batches.append(cur)
+            cur = []
+        cur.append(i)
+    if cur:
+        batches.append(cur)
+    return batches
+
+
+def _lcp(a: Sequence[int], b: Sequence[int]) -> int:
+    """Length of the longest common prefix of two token sequences."""
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def _unique_prefix_tokens(seqs: list[tuple[int, ...]]) -> int:
+    """Number of distinct non-empty prefixes among ``seqs`` (nodes of their token trie)."""
+    ordered = sorted(seqs)
+    return sum(len(s) - (_lcp(p, s) if k else 0) for k, (p, s) in enumerate(zip([()] + ordered, ordered)))
+
+
+@dataclass
+class _Group:
+    """Encodings that run as one unit: a shared prefix of ``prefix`` tokens (0 = none) and suffix rows."""
+
+    prefix: int
+    members: list[int]
+    widths: list[int]  # forwarded suffix length of each member
+
+
+def _groups(encs: list[text.Encoding], max_group: int, window: int | None) -> list[_Group]:
+    """Split encodings into shared-prefix groups by a cost model on token counts.
+
+    Encodings are sorted by their reusable prefix (the tokens before the first scored position);
+    an optimal split of that order into runs (dynamic programming over runs of at most
+    ``max_group``) maximises the forwarded tokens saved, (k - 1) x common prefix per run, counting
+    only runs that save at least ``REUSE_MIN_SAVED``. Everything else runs plainly. Encodings
+    longer than a sliding attention window never share a prefix (the cache would drop tokens).
+    """
+    heads = [e.input_ids[:e.start - 1] for e in encs]
+    eligible = [i for i, e in enumerate(encs) if window is None or len(e.input_ids) < window]
+    order = sorted(eligible, key=lambda i: (heads[i], encs[i].input_ids))
+    n = len(order)
+    adjacent = np.array([_lcp(heads[a], heads[b]) for a, b in zip(order, order[1:])], dtype=np.int64)
+    best = np.zeros(n + 1)
+    cut = np.zeros(n + 1, dtype=np.int64)
+    for j in range(1, n + 1):
+        lo = max(0, j - max_group)
+        common = np.minimum.accumulate(adjacent[lo:j - 1][::-1])[::-1]  # common[t]: min lcp of run lo+t..j-1
+        size = j - np.arange(lo, j - 1)
+        saved = np.where((size - 1) * common >= REUSE_MIN_SAVED, (size - 1) * common, 0)
+        total = best[lo:j - 1] + saved
+        k = int(np.argmax(total)) if len(total) else 0
+        if len(total) and total[k] > best[j - 1]:
+            best[j], cut[j] = total[k], lo + k
+        else:
+            best[j], cut[j] = best[j - 1], j - 1
+    out: list[_Group] = []
+    j = n
+    shared: set[int] = set()
+    while j > 0:
+        i = int(cut[j])
+        if j - i > 1:
+            members = order[i:j]
+            p = int(adjacent[i:j - 1].min())
+            out.append(_Group(p, members, [len(encs[m].input_ids) - 1 - p for m in members]))
+            shared.update(members)
+        j = i
+    out += [_Group(0, [i], [len(e.input_ids) - 1]) for i, e in enumerate(encs) if i not in shared]
+    return out
+
+
+def _take(groups: list[_Group], rows: int | None, budget: int) -> int:
+    """How many of ``groups`` (sorted) form the next batch: same kind, within the row or token budget."""
+    n_pre = n_rows = p_max = s_max = 0
+    for k, g in enumerate(groups):
+        if k and (g.prefix > 0) != (groups[0].prefix > 0):
+            return k
+        n_pre, n_rows = n_pre + 1, n_rows + len(g.members)
+        p_max, s_max = max(p_max, g.prefix), max(s_max, max(g.widths))
+        cost = n_pre * p_max + n_rows * s_max
+        if k and (n_rows > rows if rows is not None else cost > budget or n_rows * (p_max + s_max) > 4 * budget):
+            return k
+    return len(groups)
+
+
+def _project(lm: Any, hidden: torch.Tensor) -> torch.Tensor:
+    """Vocabulary logits for selected hidden states, in float32 (applies final soft-capping)."""
+    logits = lm.model.get_output_embeddings()(hidden).float()
+    cap = getattr(lm.model.config, "final_logit_softcapping", None)
+    if cap:
+        logits = torch.tanh(logits / cap) * cap
+    return logits
+
+
+def _cache_kwarg(lm: Any) -> str:
+    """The keyword the base model takes its key/value cache by ('cache' from transformers 5.x, else 'past_key_values')."""
+    params = inspect.signature(lm.model.base_model.forward).parameters
+    return "cache" if "cache" in params else "past_key_values"
+
+
+def _hidden(lm: Any, ids: torch.Tensor, mask: torch.Tensor, **kwargs: Any) -> Any:
+    """Run the base transformer (no LM head); returns its output (``last_hidden_state``, cache)."""
+    return lm.model.base_model(input_ids=ids, attention_mask=mask, **kwargs)
+
+
+def _last_hidden(out: Any) -> torch.Tensor:
+    return out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+
+
+def _score_positions(lm: Any, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """(n, 3) float32 tensor of log-prob, rank and entropy of ``targets`` after each hidden state."""
+    vocab = lm.model.get_output_embeddings().weight.shape[0]
+    step = max(1, PROJECT_ELEMENTS // vocab)
+    parts = []
+    for a in range(0, len(targets), step):
+        logp = torch.log_softmax(_project(lm, hidden[a:a + step]), dim=-1)
+        lp = logp.gather(1, targets[a:a + step, None])[:, 0]
+        rank = (logp > lp[:, None]).sum(1) + 1
+        entropy = -(logp.exp() * logp).sum(1)
+        parts.append(torch.stack([lp, rank.float(), entropy], 1))
+    return torch.cat(parts)
+
+
+def _score_batch(lm: Any, encs: list[text.Encoding], groups: list[_Group], pad: int) -> torch.Tensor:
+    """Score one batch of groups (all plain or all shared-prefix); rows follow the groups' member order."""
+    dev = lm.device
+    members = [m for g in groups for m in g.members]
+    prefixes = [g.prefix for g in groups for _ in g.members]
+    width = max(w for g in groups for w in g.widths)
+    ids = torch.full((len(members), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(members), width), dtype=torch.long)
+    rows, cols, targets = [], [], []
+    for r, (m, p) in enumerate(zip(members, prefixes)):
+        e = encs[m]
+        n = len(e.input_ids) - 1 - p
+        ids[r, :n] = torch.tensor(e.input_ids[p:-1])
+        mask[r, :n] = 1
+        rows += [r] * (len(e.input_ids) - e.start)
+        cols += list(range(e.start - 1 - p, n))
+        targets += list(e.scored_ids)
+    kwargs: dict[str, Any] = {}
+    if groups[0].prefix:
+        p_max = max(g.prefix for g in groups)
+        pre_ids = torch.full((len(groups), p_max), pad, dtype=torch.long)
+        pre_mask = torch.zeros((len(groups), p_max), dtype=torch.long)
+        for k, g in enumerate(groups):  # right-padded: no fully masked query row, no NaN
+            pre_ids[k, :g.prefix] = torch.tensor(encs[g.members[0]].input_ids[:g.prefix])
+            pre_mask[k, :g.prefix] = 1
+        name = _cache_kwarg(lm)
+        out = _hidden(lm, pre_ids.to(dev), pre_mask.to(dev), use_cache=True)
+        kv = getattr(out, name, None)
+        owner = torch.tensor([k for k, g in enumerate(groups) for _ in g.members])
+        kv.batch_select_indices(owner.to(dev))
+        mask = torch.cat([pre_mask[owner], mask], 1)
+        positions = torch.tensor(prefixes)[:, None] + torch.arange(width)[None, :]
+        kwargs = {name: kv, "use_cache": True, "position_ids": positions.to(dev)}
+        stats.tokens_forwarded += sum(g.prefix for g in groups)
+        stats.tokens_padded += pre_ids.numel()
+        stats.prefix_groups += len(groups)
+        stats.reused += len(members)
+    else:
+        kwargs = {"use_cache": False}
+    hidden = _last_hidden(_hidden(lm, ids.to(dev), mask.to(dev), **kwargs))
+    picked = hidden[torch.tensor(rows, device=dev), torch.tensor(cols, device=dev)]
+    stats.tokens_forwarded += sum(w for g in groups for w in g.widths)
+    stats.tokens_padded += ids.numel()
+    stats.tokens_scored += len(targets)
+    return _score_positions(lm, picked, torch.tensor(targets, device=dev))
+
+
+def _run(lm: Any, encs: list[text.Encoding], rows: int | None, progress: bool) -> list[dict[str, np.ndarray]]:
+    """Score unique encodings; automatic batches halve their token budget on out-of-memory."""
+    from tqdm.auto import tqdm
+
+    window = getattr(lm.model.config, "sliding_window", None) if getattr(lm.model.config, "layer_types", None) else None
+    max_group = min(GROUP_MAX, rows) if rows is not None else GROUP_MAX
+    groups = _groups(encs, max_group, window if isinstance(window, int) else None)
+    groups.sort(key=lambda g: (g.prefix == 0, -max(g.widths), -g.prefix))
+    budget = TOKEN_BUDGET.get(lm.device.type, 4096)
+    pad = lm.tokenizer.pad_token_id if lm.tokenizer.pad_token_id is not None else 0
+    parts: list[torch.Tensor] = []
+    done_order: list[int] = []
+    done = 0
+    bar = tqdm(total=len(encs), desc=f"scoring ({lm.name})", unit="req", disable=not progress or len(encs) < 64)
+    with torch.inference_mode():
+        while done < len(groups):
+            k = _take(groups[done:], rows, budget)
+            batch = groups[done:done + k]
+            try:
+                parts.append(_score_batch(lm, encs, batch, pad))
+            except torch.OutOfMemoryError:
+                if rows is not None or (k == 1 and len(batch[0].members) == 1):
+                    raise
+                if k == 1:  # one shared-prefix group too large: run it as two halves
+                    g, h = batch[0], len(batch[0].members) // 2
+                    groups[done:done + 1] = [_Group(g.prefix, g.members[:h], g.widths[:h]),
+                                             _Group(g.prefix, g.members[h:], g.widths[h:])]
+                budget //= 2
+                stats.oom_backoffs += 1
+                if lm.device.type == "cuda":
+                    torch.cuda.empty_cache()
+                continue
+            done_order += [m for g in batch for m in g.members]
+            done += k
+            stats.batches += 1
+            bar.update(sum(len(g.members) for g in batch))
+    bar.close()
+    flat = torch.cat(parts).cpu().numpy() if parts else np.zeros((0, 3), np.float32)
+    results: list[dict[str, np.ndarray] | None] = [None] * len(encs)
+    k = 0
+    for m in done_order:
+        n = len(encs[m].input_ids) - encs[m].start
+        lp, rank, ent = flat[k:k + n, 0], flat[k:k + n, 1].astype(np.int64), flat[k:k + n, 2]
+        results[m] = {"logprob": lp, "rank": rank, "entropy": ent, "greedy": rank == 1}
+        k += n
+    return results  # type: ignore[return-value]
+
+
+def _token_strings(lm: Any, enc: text.Encoding) -> list[str]:
+    """Readable token strings: the continuation text each token covers, or its decoded form."""
+    out = []
+    for tid, (s, e) in zip(enc.scored_ids, enc.spans):
+        piece = enc.continuation[s:e]
+        out.append(piece if piece else lm.tokenizer.decode([tid]))
+    return out
+
+
+def logprobs(
+    lm: Any,
+    requests: Sequence[Request],
+    *,
+    batch_size: int | str = "auto",
+    progress: bool = True,
+    cache: bool | ScoreCache = True,
+) -> list[Scored]:
+    """Per-token log-probs of every continuation given its context.
+
+    Args:
+        lm: a loaded ``LM``.
+        requests: (context, continuation) pairs; duplicates are computed once, and requests that
+            share a token prefix run it once (see the module docstring).
+        batch_size: rows per batch, or "auto" to plan batches by token count (backs off on OOM;
+            the back-off starts afresh on every call).
+        progress: show a ``tqdm.auto`` bar for long runs.
+        cache: use the on-disk cache (True), a given ``ScoreCache``, or none (False).
+
+    Returns:
+        One ``Scored`` per request, in the order given.
+
+    Example:
+        >>> [s.total for s in logprobs(lm, [("The sky is", " blue")])]  # doctest: +SKIP
+    """
+    reqs = _check_requests(requests)
+    rows = _batch_size(batch_size)
+    global stats
+    stats = EngineStats(requests=len(reqs))
+    encs = [text.encode(lm, c, x) for c, x in reqs]
+    unique: dict[tuple, int] = {}
+    for e in encs:
+        unique.setdefault(e.key, len(unique))
+    uniq_encs = [None] * len(unique)
+    for e in encs:
+        uniq_encs[unique[e.key]] = e
+    stats.unique = len(uniq_encs)
+    store = (default_cache() if cache is True else cache) or None
+    keys = [request_key(lm.fingerprint, e.input_ids, e.start) for e in uniq_encs]
+    found = store.get_many(keys) if store is not None else {}
+    stats.cached = len(found)
+    todo = [i for i, k in enumerate(keys) if k not in found]
+    stats.tokens_needed = sum(len(uniq_encs[i].input_ids) - 1 for i in todo)
+    stats.tokens_unique = _unique_prefix_tokens([uniq_encs[i].input_ids[:-1] for i in todo])
+    computed = _run(lm, [uniq_encs[i] for i in todo], rows, progress) if todo else []
+    fresh = {keys[i]: r for i, r in zip(todo, computed)}
+    if store is not None:
+        store.put_many(fresh)
+    found.update(fresh)
+    out = []
+    for req, e in zip(reqs, encs):
+        r = found[keys[unique[e.key]]]
+        out.append(Scored(req, e, r["logprob"], r["rank"], r["entropy"], r["greedy"], _token_strings(lm, e)))
+    return out
+
+
+@dataclass
+class NextToken:
+    """The next-token distribution after one prompt (float32 log-softmax)."""
+
+    context: str
+    input_ids: tuple[int, ...]
+    selected: np.ndarray  # log-probs of the requested token ids, in their order
+    top_ids: np.ndarray
+    top_logprobs: np.ndarray
+    top_tokens: list[str]
+    entropy: float
+
+
+def next_token_logprobs(
+    lm: Any,
+    contexts: Sequence[str],
+    *,
+    token_ids: Sequence[int] = (),
+    top_k: int = 0,
+    batch_size: int | str = "auto",
+) -> list[NextToken]:
+    """The next-token log-probs after each context: chosen token ids and/or the top k.
+
+    Args:
+        lm: a loaded ``LM``.
+        contexts: prompts (the BOS/EOS rule of ``text`` applies to an empty one).
+        token_ids: vocabulary ids whose log-probs are returned in ``selected``.
+        top_k: how many of the most likely next tokens to return.
+    """
+    if isinstance(contexts, str):
+        raise TypeError("contexts: expected a list of strings, got a single string")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
+        raise ValueError(f"top_k: expected an int >= 0, got {top_k!r}")
+    vocab = lm.model.get_output_embeddings().weight.shape[0]
+    bad = [t for t in token_ids if not isinstance(t, (int, np.integer)) or not 0 <= int(t) < vocab]
+    if bad:
+        raise ValueError(f"token_ids: not vocabulary ids: {bad[:5]}")
+    rows = _batch_size(batch_size)
+    prompts = [text.encode_prompt(lm, text.check_text(c, f"contexts[{i}]")) for i, c in enumerate(contexts)]
+    order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))
+    budget = TOKEN_BUDGET.get(lm.device.type, 4096)
+    out: list[NextToken | None] = [None] * len(prompts)
+    sel = torch.tensor([int(t) for t in token_ids], dtype=torch.long, device=lm.device)
+    pad = lm.tokenizer.pad_token_id if lm.tokenizer.pad_token_id is not None else 0
+    done = 0
+    with torch.inference_mode():
+        while done < len(order):
+            lengths = [len(prompts[i]) for i in order[done:]]
+            batch = [order[done + j] for j in _plan(lengths, rows, max(budget, lengths[0]))[0]]
+            width = len(prompts[batch[0]])
+            ids = torch.full((len(batch), width), pad, dtype=torch.long)
+            mask = torch.zeros_like(ids)
+            for r, i in enumerate(batch):
+                ids[r, :len(prompts[i])] = torch.tensor(prompts[i])
+                mask[r, :len(prompts[i])] = 1
+            hidden = _last_hidden(_hidden(lm, ids.to(lm.device), mask.to(lm.device), use_cache=False))
+            last = hidden[torch.arange(len(batch), device=lm.device), mask.sum(1).to(lm.device) - 1]
+            logp = torch.log_softmax(_project(lm, last), dim=-1)
+            ent = -(logp.exp() * logp).sum(1).cpu().numpy()
+            chosen = logp[:, sel].cpu().numpy() if len(sel) else np.zeros((len(batch), 0), np.float32)
+            top = logp.topk(top_k, dim=-1) if top_k else None
+            for r, i in enumerate(batch):
+                tids = top.indices[r].cpu().numpy() if top is not None else np.zeros(0, np.int64)
+                tlps = top.values[r].cpu().numpy() if top is not None else np.zeros(0, np.float32)
+                out[i] = NextToken(contexts[i], prompts[i], chosen[r], tids, tlps,
+                                   [lm.tokenizer.decode([int(t)]) for t in tids], float(ent[r]))
+            done += len(batch)
+    return out  # type: ignore[return-value]

@@ -1,0 +1,320 @@
+"""Answer scorers and ``score()``: every option under the premise, the domain premise and an empty context.
+
+Definitions (y = option, x = premise, x_dom = domain premise, sums over the option's tokens):
+
+============  ==============================  =========================================
+scorer        column                          definition
+============  ==============================  =========================================
+lm            logprob                         Σ log P(y | x)
+avg           avg_token                       lm / #tokens(y)  (the paper's Avg)
+per_char      per_char                        lm / len(y)  (lm-eval ``acc_norm``)
+per_byte      per_byte                        lm / UTF-8 bytes(y)  (``acc_bytes``)
+unc           unc                             Σ log P(y | x_dom)
+dcpmi         dcpmi                           lm − unc  (domain-conditional PMI)
+pmi_null      pmi_null                        lm − Σ log P(y | empty context = BOS/EOS)
+============  ==============================  =========================================
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import engine
+from .text import check_text
+
+CONDITIONS = ("premise", "domain", "null")
+
+
+@dataclass(frozen=True)
+class Scorer:
+    """A way to turn an option table into one number per option (higher is better)."""
+
+    name: str
+    column: str
+    needs: tuple[str, ...]
+    formula: str
+    description: str
+    compute: Callable[[pd.DataFrame], pd.Series]
+
+
+_REGISTRY: dict[str, Scorer] = {}
+
+
+def register_scorer(scorer: Scorer) -> Scorer:
+    """Add a scorer to the registry (its column is added to every ``MCResult.table``)."""
+    if not isinstance(scorer, Scorer):
+        raise TypeError(f"scorer: expected a Scorer, got {type(scorer).__name__}")
+    bad = set(scorer.needs) - set(CONDITIONS)
+    if bad:
+        raise ValueError(f"scorer: unknown condition(s) {sorted(bad)}; known: {CONDITIONS}")
+    _REGISTRY[scorer.name] = scorer
+    return scorer
+
+
+for _s in [
+    Scorer("lm", "logprob", ("premise",), "Σ log P(y|x)", "summed log-prob of the option", lambda t: t["logprob"]),
+    Scorer("avg", "avg_token", ("premise",), "lm / #tokens(y)", "per-token average (the paper's Avg)",
+           lambda t: t["logprob"] / t["n_tokens"]),
+    Scorer("per_char", "per_char", ("premise",), "lm / len(y)", "per character (lm-eval acc_norm)",
+           lambda t: t["logprob"] / t["n_chars"]),
+    Scorer("per_byte", "per_byte", ("premise",), "lm / bytes(y)", "per UTF-8 byte (lm-eval acc_bytes)",
+           lambda t: t["logprob"] / t["n_bytes"]),
+    Scorer("unc", "unc", ("domain",), "Σ log P(y|x_dom)", "option prior in the domain, premise ignored",
+           lambda t: t["domain_logprob"]),
+    Scorer("dcpmi", "dcpmi", ("premise", "domain"), "lm − unc", "domain-conditional PMI (Holtzman et al. 2021)",
+           lambda t: t["logprob"] - t["domain_logprob"]),
+    Scorer("pmi_null", "pmi_null", ("premise", "null"), "lm − Σ log P(y|BOS)",
+           "PMI against an empty context (lm-eval acc_mutual_info)", lambda t: t["logprob"] - t["null_logprob"]),
+]:
+    register_scorer(_s)
+
+
+def list_scorers() -> pd.DataFrame:
+    """The registered scorers with their columns, formulas and the conditions they need."""
+    return pd.DataFrame([{"scorer": s.name, "column": s.column, "formula": s.formula, "needs": ",".join(s.needs),
+                          "description": s.description} for s in _REGISTRY.values()])
+
+
+def get_scorer(name: str) -> Scorer:
+    """Look up a scorer by name (``ValueError`` naming ``scorer`` if unknown)."""
+    if name not in _REGISTRY:
+        raise ValueError(f"scorer: unknown scorer {name!r}; known: {', '.join(_REGISTRY)}")
+    return _REGISTRY[name]
+
+
+def check_options(options: Any) -> list[str]:
+    """Validate an option list: non-empty, strings, non-empty strings, no duplicates."""
+    if isinstance(options, str) or not isinstance(options, Iterable):
+        raise TypeError("options: expected a list of strings")
+    options = list(options)
+    if not options:
+        raise ValueError("options: must not be empty")
+    for i, o in enumerate(options):
+        check_text(o, f"options[{i}]", allow_empty=False)
+    dupes = sorted({o for o in options if options.count(o) > 1})
+    if dupes:
+        raise ValueError(f"options: duplicate option(s) {dupes}")
+    return options
+
+
+@dataclass
+class MCResult:
+    """Scores of one multiple-choice item.
+
+    ``table`` has one row per option (the raw log-probs, lengths, every scorer's column and
+    ``rank_<scorer>``); ``tokens`` has one row per scored token per condition.
+    """
+
+    premise: str
+    options: list[str]
+    domain_premise: str | None
+    model: str
+    table: pd.DataFrame
+    tokens: pd.DataFrame
+    gold: int | None = None
+    meta: dict = field(default_factory=dict)
+
+    def scores(self, scorer: str) -> pd.Series:
+        """The scores of every option under ``scorer``, indexed by option."""
+        s = get_scorer(scorer)
+        return self.table.set_index("option")[s.column]
+
+    def winner(self, scorer: str = "lm") -> str:
+        """The option with the highest score under ``scorer`` (the first one on ties)."""
+        s = self.scores(scorer)
+        if s.isna().all():
+            raise ValueError(f"scorer: {scorer!r} needs a domain premise, and this result has none")
+        return str(s.idxmax())
+
+    def winners(self) -> pd.Series:
+        """The winning option under every scorer that has scores."""
+        return pd.Series({name: self.winner(name) for name in _REGISTRY
+                          if not self.scores(name).isna().all()}, name="winner")
+
+    def explain(self) -> str:
+        """Plain words on why the LM winner differs from the DC-PMI winner (length, prior, costly tokens)."""
+        return explain(self)
+
+    def save(self, path: str | Path) -> Path:
+        """Write ``.table`` as CSV (``*.csv``) or both frames as JSON (``*.json``)."""
+        path = Path(path)
+        if path.suffix == ".csv":
+            self.table.to_csv(path, index=False)
+        elif path.suffix == ".json":
+            path.write_text(json.dumps({
+                "premise": self.premise, "domain_premise": self.domain_premise, "model": self.model,
+                "options": self.options, "gold": self.gold,
+                "table": json.loads(self.table.to_json(orient="records")),
+                "tokens": json.loads(self.tokens.to_json(orient="records")),
+            }, indent=1))
+        else:
+            raise ValueError(f"path: expected a .csv or .json file name, got {path.name!r}")
+        return path
+
+    def _repr_html_(self) -> str:
+        return self.table.to_html(index=False, float_format=lambda v: f"{v:.3f}")
+
+
+def _fmt(x: float) -> str:
+    return f"{x:+.2f}" if np.isfinite(x) else "n/a"
+
+
+def explain(result: MCResult) -> str:
+    """Plain-language account of an ``MCResult``: LM winner vs DC-PMI winner and why."""
+    t = result.table.set_index("option")
+    lm_top = result.winner("lm")
+    lines = []
+    if result.domain_premise is None:
+        per = result.winner("per_char")
+        lines.append(f"Under LM the top option is {lm_top!r}; no domain premise was given, so DC-PMI is not "
+                     f"computed. Per character, the top option is {per!r}.")
+        return " ".join(lines)
+    pmi_top = result.winner("dcpmi")
+    if lm_top == pmi_top:
+        others = t.drop(index=lm_top)
+        margin = t.loc[lm_top, "dcpmi"] - others["dcpmi"].max() if len(others) else float("nan")
+        return (f"{lm_top!r} wins under both LM and DC-PMI (DC-PMI margin {_fmt(margin)} nats): "
+                f"the premise raises it more than any other option.")
+    a, b = t.loc[lm_top], t.loc[pmi_top]
+    lm_gap = a["logprob"] - b["logprob"]
+    prior_gap = a["domain_logprob"] - b["domain_logprob"]
+    lines.append(f"Under LM, {lm_top!r} beats {pmi_top!r} by {lm_gap:.2f} nats; under DC-PMI, {pmi_top!r} wins "
+                 f"by {b['dcpmi'] - a['dcpmi']:.2f} nats.")
+    if a["n_tokens"] < b["n_tokens"]:
+        lines.append(f"Length: {pmi_top!r} has {int(b['n_tokens'])} tokens against {int(a['n_tokens'])}, and every "
+                     f"extra token costs log-probability (per character the gap is "
+                     f"{a['per_char'] - b['per_char']:+.2f} nats/char).")
+    if prior_gap > 0:
+        lines.append(f"Prior: without the premise (domain premise {result.domain_premise!r}) the model already "
+                     f"prefers {lm_top!r} by {prior_gap:.2f} nats, so most of its LM lead is a-priori frequency, "
+                     f"not evidence from the premise.")
+    else:
+        lines.append(f"Prior: {pmi_top!r} is not less likely a priori ({-prior_gap:.2f} nats ahead in the domain), "
+                     f"so the premise itself favours {lm_top!r} by less than the raw scores suggest.")
+    tok = result.tokens
+    costly = tok[(tok["option"] == pmi_top) & (tok["condition"] == "premise")].nsmallest(2, "logprob")
+    if len(costly):
+        parts = ", ".join(f"{r.token!r} ({r.logprob:.2f})" for r in costly.itertuples())
+        lines.append(f"The tokens that cost {pmi_top!r} most under the premise: {parts}.")
+    return " ".join(lines)
+
+
+def _item_requests(premise: str, options: list[str], domain: str | None) -> list[tuple[str, str, str]]:
+    conds = [("premise", premise)] + ([("domain", domain)] if domain is not None else []) + [("null", "")]
+    return [(cond, ctx, opt) for cond, ctx in conds for opt in options]
+
+
+def _table(options: list[str], totals: dict[tuple[str, str], float], n_tokens: dict[str, int],
+           has_domain: bool) -> pd.DataFrame:
+    nan = float("nan")
+    t = pd.DataFrame({
+        "option": options,
+        "logprob": [totals[("premise", o)] for o in options],
+        "n_tokens": [n_tokens[o] for o in options],
+        "n_chars": [len(o) for o in options],
+        "n_bytes": [len(o.encode("utf-8")) for o in options],
+        "domain_logprob": [totals[("domain", o)] if has_domain else nan for o in options],
+        "null_logprob": [totals[("null", o)] for o in options],
+    })
+    for s in _REGISTRY.values():
+        if s.column not in ("logprob", "domain_logprob"):
+            t[s.column] = s.compute(t)
+    for s in _REGISTRY.values():
+        t[f"rank_{s.name}"] = t[s.column].rank(ascending=False, method="min")
+    first = ["option", "logprob", "n_tokens", "n_chars", "n_bytes", "avg_token", "per_char", "per_byte",
+             "domain_logprob", "unc", "dcpmi", "null_logprob", "pmi_null"]
+    return t[first + [c for c in t.columns if c not in first]]
+
+
+def score_items(
+    lm: Any,
+    items: Sequence[Any],
+    *,
+    batch_size: int | str = "auto",
+    progress: bool = True,
+    cache: bool = True,
+) -> list[MCResult]:
+    """Score many items with ONE engine call (batching, deduplication and caching across items).
+
+    Args:
+        lm: a loaded ``LM``.
+        items: (premise, options, domain_premise) triples, or objects with ``premise``, ``options``,
+            ``domain_premise`` (and optionally ``gold``) attributes.
+
+    Returns:
+        One ``MCResult`` per item.
+    """
+    parsed = []
+    for i, it in enumerate(items):
+        if isinstance(it, (tuple, list)):
+            if len(it) != 3:
+                raise ValueError(f"items[{i}]: expected (premise, options, domain_premise)")
+            premise, options, domain, gold = *it, None
+        else:
+            premise, options, domain = it.premise, it.options, it.domain_premise
+            gold = getattr(it, "gold", None)
+        if premise is None:
+            raise TypeError(f"premise: expected a string, got None (item {i})")
+        check_text(premise, "premise")
+        if domain is not None:
+            check_text(domain, "domain_premise")
+        parsed.append((premise, check_options(options), domain, gold))
+    plan = [_item_requests(p, o, d) for p, o, d, _ in parsed]
+    flat = [(ctx, opt) for reqs in plan for _, ctx, opt in reqs]
+    scored = iter(engine.logprobs(lm, flat, batch_size=batch_size, progress=progress, cache=cache))
+    out = []
+    for (premise, options, domain, gold), reqs in zip(parsed, plan):
+        totals, n_tokens, frames = {}, {}, []
+        for cond, _, opt in reqs:
+            s = next(scored)
+            totals[(cond, opt)] = s.total
+            if cond == "premise":
+                n_tokens[opt] = s.n_tokens
+            f = s.frame()
+            f.insert(0, "condition", cond)
+            f.insert(0, "option", opt)
+            frames.append(f)
+        out.append(MCResult(premise, options, domain, lm.name, _table(options, totals, n_tokens, domain is not None),
+                            pd.concat(frames, ignore_index=True), gold))
+    return out
+
+
+def score(
+    lm: Any,
+    premise: str,
+    options: Sequence[str],
+    *,
+    domain_premise: str | None = None,
+    gold: int | None = None,
+    batch_size: int | str = "auto",
+    cache: bool = True,
+) -> MCResult:
+    """Score every option under the premise, the domain premise (if given) and an empty context.
+
+    Args:
+        lm: a loaded ``LM`` (see ``load_lm``).
+        premise: the question/context; trailing whitespace moves onto the options.
+        options: the candidate continuations, usually with a leading space (" bathtub").
+        domain_premise: the domain premise for Unc and DC-PMI (e.g. " the answer is:").
+        gold: index of the correct option, if known (marked in views).
+
+    Example:
+        >>> r = score(load_lm(), "The man took a bath in the", [" bathtub", " xylophone"],
+        ...           domain_premise=" the")  # doctest: +SKIP
+        >>> r.winner("dcpmi")  # doctest: +SKIP
+        ' bathtub'
+    """
+    result = score_items(lm, [(premise, options, domain_premise)], batch_size=batch_size, progress=False,
+                         cache=cache)[0]
+    if gold is not None:
+        if isinstance(gold, bool) or not isinstance(gold, (int, np.integer)) or not 0 <= gold < len(result.options):
+            raise ValueError(f"gold: expected an option index in [0, {len(result.options)}), got {gold!r}")
+        result.gold = int(gold)
+    return result
+

@@ -1,0 +1,116 @@
+"""Boundary-safe encoding of (context, continuation) requests for causal scoring.
+
+The rules, in order:
+
+1. **Whitespace.** Trailing whitespace of the context moves onto the continuation (as
+   lm-evaluation-harness does): ``("in the ", "tub")`` is scored as ``("in the", " tub")``.
+2. **Joint encoding.** ``context + continuation`` is tokenized once, with character offsets.
+3. **Scored tokens.** Exactly the tokens whose character span reaches into the continuation are
+   scored; each carries its span within the (whitespace-adjusted) continuation.
+4. **Boundary merge.** If the first scored token also covers characters of the context (the
+   tokenizer merged across the join, e.g. ``"Hello" + "!!"``), that whole token is charged to the
+   continuation, its span starts at 0, and the encoding is flagged ``merged``. Its log-prob is
+   P(token | context tokens before it): the context is scored one token shorter, never shifted.
+5. **Empty context.** The continuation is conditioned on BOS, or EOS where the model has no BOS.
+   Models whose tokenizer adds BOS to every sequence get it on every request.
+6. **Window.** If the sequence is longer than the model's window, context tokens are dropped from
+   the left (BOS is kept) and ``truncated`` says how many; a continuation that cannot fit at all
+   raises ``ValueError``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """A request ready for the engine.
+
+    Attributes:
+        context: the context after the whitespace rule.
+        continuation: the scored text (the continuation after the whitespace rule).
+        input_ids: the tokens to forward (prefix, kept context tokens, continuation tokens).
+        start: index in ``input_ids`` of the first scored token (always >= 1).
+        spans: character span within ``continuation`` of every scored token.
+        merged: the first scored token straddles the context/continuation join.
+        truncated: number of context tokens dropped from the left to fit the window.
+    """
+
+    context: str
+    continuation: str
+    input_ids: tuple[int, ...]
+    start: int
+    spans: tuple[tuple[int, int], ...]
+    merged: bool
+    truncated: int
+
+    @property
+    def scored_ids(self) -> tuple[int, ...]:
+        """The token ids of the continuation."""
+        return self.input_ids[self.start:]
+
+    @property
+    def key(self) -> tuple[tuple[int, ...], int]:
+        """Identity of the computation: identical keys give identical scores."""
+        return self.input_ids, self.start
+
+
+def move_whitespace(context: str, continuation: str) -> tuple[str, str]:
+    """Move the context's trailing whitespace onto the continuation."""
+    stripped = context.rstrip()
+    return stripped, context[len(stripped):] + continuation
+
+
+def check_text(value: Any, name: str, *, allow_empty: bool = True) -> str:
+    """Return ``value`` if it is a string (non-empty unless allowed), else raise naming ``name``."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name}: expected a string, got {type(value).__name__}")
+    if not allow_empty and value == "":
+        raise ValueError(f"{name}: must not be empty")
+    return value
+
+
+def encode(lm: Any, context: str, continuation: str) -> Encoding:
+    """Encode one request for ``lm`` (an ``LM``) by the rules in this module's docstring."""
+    check_text(context, "context")
+    check_text(continuation, "continuation", allow_empty=False)
+    ctx, cont = move_whitespace(context, continuation)
+    tok = lm.tokenizer
+    enc = tok(ctx + cont, add_special_tokens=False, return_offsets_mapping=True)
+    ids, offsets = enc["input_ids"], enc["offset_mapping"]
+    boundary = len(ctx)
+    first = next((i for i, (s, e) in enumerate(offsets) if e > boundary and e > s), None)
+    if first is None:
+        raise ValueError(f"continuation: {continuation!r} encodes to no tokens after the context")
+    merged = offsets[first][0] < boundary
+    spans = tuple((max(0, s - boundary), e - boundary) for s, e in offsets[first:])
+    head: list[int] = []
+    if lm.add_bos:
+        head = [tok.bos_token_id]
+    elif first == 0:
+        head = [lm.prefix_id]
+    context_ids = list(ids[:first])
+    scored = list(ids[first:])
+    room = lm.max_length - len(scored) - len(head)
+    if room < (0 if head else 1):
+        raise ValueError(
+            f"continuation: {len(scored)} tokens do not fit the model's window of {lm.max_length} tokens"
+        )
+    truncated = max(0, len(context_ids) - room)
+    if truncated:
+        context_ids = context_ids[truncated:]
+    input_ids = tuple(head + context_ids + scored)
+    return Encoding(ctx, cont, input_ids, len(head) + len(context_ids), spans, merged, truncated)
+
+
+def encode_prompt(lm: Any, context: str) -> tuple[int, ...]:
+    """Token ids of a prompt whose next-token distribution is wanted (BOS/EOS rule as above)."""
+    check_text(context, "context")
+    ids = lm.tokenizer(context, add_special_tokens=False)["input_ids"]
+    head = [lm.tokenizer.bos_token_id] if lm.add_bos else ([] if ids else [lm.prefix_id])
+    ids = head + list(ids)
+    if len(ids) > lm.max_length:
+        ids = head + ids[len(ids) - lm.max_length + len(head):]
+    return tuple(ids)

@@ -1,0 +1,155 @@
+"""Engine: parity with an independent full-sequence forward, batch invariance, dedup, cache."""
+
+import sqlite3
+
+import numpy as np
+import pytest
+import torch
+
+from surfacelab import engine
+from surfacelab.cache import ScoreCache
+
+CONTEXTS = [
+    "The man took a bath in the",
+    "The man took a bath in the ",
+    "Question: Which gas do plants absorb? the answer is:",
+    "Q: 2+2=\nA:",
+    "",
+    "She said: «bonjour»",
+    "Emoji time 🙂",
+    "Line one\nLine two\n",
+    "He paid $5.",
+    "(" + "a very long premise that keeps going, " * 12 + ")",
+]
+CONTINUATIONS = [
+    " bathtub", "bathtub", " a bathtub.", "\n", "!!", "?", " ...", " 42", " café", " 🙂🙂",
+    " Naïve résumé", "\tTab", " xylophone", " the answer is: yes", " so", ", because", " A", "A",
+    " über", " 東京",
+]
+PAIRS = [(c, x) for c in CONTEXTS for x in CONTINUATIONS]
+
+
+def reference_sum(lm, context, continuation):
+    """lm-eval style: rstrip the context, encode context and whole separately, one unbatched forward."""
+    n = len(context) - len(context.rstrip())
+    if n:
+        context, continuation = context[:-n], context[-n:] + continuation
+    tok = lm.tokenizer
+    ctx = tok(context, add_special_tokens=False)["input_ids"]
+    whole = tok(context + continuation, add_special_tokens=False)["input_ids"]
+    if not ctx:
+        ctx, whole = [lm.prefix_id], [lm.prefix_id] + whole
+    prefix_ok = whole[: len(ctx)] == ctx
+    ids = torch.tensor([whole])
+    with torch.no_grad():
+        lp = torch.log_softmax(lm.model(ids).logits.float(), -1)[0]
+    total = sum(lp[i - 1, whole[i]].item() for i in range(len(ctx), len(whole)))
+    return total, prefix_ok
+
+
+@pytest.mark.slow
+def test_parity_with_full_forward_on_real_model(real_lm):
+    assert len(PAIRS) >= 200
+    got = engine.logprobs(real_lm, PAIRS, cache=False, progress=False)
+    worst, merges, checked = 0.0, 0, 0
+    for (ctx, cont), s in zip(PAIRS, got):
+        ref, prefix_ok = reference_sum(real_lm, ctx, cont)
+        if prefix_ok:
+            worst = max(worst, abs(ref - s.total))
+            checked += 1
+            assert not s.encoding.merged
+        else:
+            merges += 1
+            assert s.encoding.merged and s.flags[0].startswith("boundary_merge")
+    assert checked >= 180
+    assert merges >= 1  # the set does exercise the boundary rule
+    assert worst <= 1e-4, worst
+
+
+def test_batch_size_and_padding_do_not_change_results(tiny_lm):
+    pairs = PAIRS[::3]
+    runs = [engine.logprobs(tiny_lm, pairs, batch_size=b, cache=False, progress=False) for b in (1, 7, "auto")]
+    for a, b in zip(runs[0], runs[1]):
+        np.testing.assert_allclose(a.logprob, b.logprob, atol=1e-4)
+    for a, b in zip(runs[0], runs[2]):
+        np.testing.assert_allclose(a.logprob, b.logprob, atol=1e-4)
+        assert (a.rank == b.rank).all()
+
+
+def test_results_come_back_in_order_and_duplicates_run_once(tiny_lm):
+    pairs = [("a cat", " sat"), ("the dog", " barked at the mailman"), ("a cat", " sat")]
+    got = engine.logprobs(tiny_lm, pairs, cache=False, progress=False)
+    assert engine.stats.unique == 2 and engine.stats.requests == 3
+    assert [s.request for s in got] == pairs
+    assert got[0].total == got[2].total
+    single = engine.logprobs(tiny_lm, [pairs[1]], cache=False, progress=False)[0]
+    assert abs(single.total - got[1].total) < 1e-5
+
+
+def test_token_records_are_consistent(tiny_lm):
+    s = engine.logprobs(tiny_lm, [("The woman went to the", " store because")], cache=False)[0]
+    f = s.frame()
+    assert list(f.columns) == ["position", "token", "token_id", "char_start", "char_end", "logprob", "rank",
+                               "entropy", "greedy", "flags"]
+    assert (f["rank"] >= 1).all() and (f["greedy"] == (f["rank"] == 1)).all()
+    vocab = np.log(len(tiny_lm.tokenizer))
+    assert ((f["entropy"] > 0) & (f["entropy"] <= vocab + 1e-4)).all()
+    assert abs(f["logprob"].sum() - s.total) < 1e-6
+
+
+def test_cache_hit_is_identical_and_skips_compute(tiny_lm, tmp_path):
+    store = ScoreCache(tmp_path / "c.sqlite")
+    first = engine.logprobs(tiny_lm, PAIRS[:20], cache=store, progress=False)
+    assert engine.stats.cached == 0
+    second = engine.logprobs(tiny_lm, PAIRS[:20], cache=store, progress=False)
+    assert engine.stats.cached == engine.stats.unique and engine.stats.batches == 0
+    for a, b in zip(first, second):
+        assert (a.logprob == b.logprob).all() and (a.rank == b.rank).all() and (a.entropy == b.entropy).all()
+
+
+def test_corrupt_cache_file_is_survived(tiny_lm, tmp_path):
+    path = tmp_path / "c.sqlite"
+    path.write_bytes(b"this is not a sqlite database" * 100)
+    with pytest.warns(UserWarning, match="unreadable"):
+        got = engine.logprobs(tiny_lm, PAIRS[:5], cache=ScoreCache(path), progress=False)
+    assert len(got) == 5
+    assert list(tmp_path.glob("c.sqlite.corrupt-*"))
+    # the fresh file works again
+    again = engine.logprobs(tiny_lm, PAIRS[:5], cache=ScoreCache(path), progress=False)
+    assert engine.stats.cached == engine.stats.unique
+    assert again[0].total == got[0].total
+
+
+def test_locked_cache_is_survived(tiny_lm, tmp_path):
+    path = tmp_path / "c.sqlite"
+    ScoreCache(path).put_many({})  # create it
+    holder = sqlite3.connect(path)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.warns(UserWarning, match="locked"):
+            got = engine.logprobs(tiny_lm, PAIRS[:3], cache=ScoreCache(path), progress=False)
+        assert len(got) == 3
+    finally:
+        holder.rollback()
+        holder.close()
+
+
+@pytest.mark.parametrize("bad", ["just a string", [("only one",)], [("ctx", 3)], [("ctx", "")]])
+def test_bad_requests(tiny_lm, bad):
+    with pytest.raises((TypeError, ValueError), match="requests"):
+        engine.logprobs(tiny_lm, bad, cache=False)
+
+
+def test_bad_batch_size(tiny_lm):
+    with pytest.raises(ValueError, match="batch_size"):
+        engine.logprobs(tiny_lm, PAIRS[:2], batch_size=0, cache=False)
+
+
+def test_next_token_matches_scored_single_token(tiny_lm):
+    s = engine.logprobs(tiny_lm, [("the cat", " sat")], cache=False)[0]
+    tid = s.encoding.scored_ids[0]
+    nt = engine.next_token_logprobs(tiny_lm, ["the cat"], token_ids=[tid], top_k=3)[0]
+    if s.n_tokens == 1:
+        assert abs(nt.selected[0] - s.total) < 1e-5
+    assert np.all(np.diff(nt.top_logprobs) <= 0)
+    assert nt.top_logprobs[0] >= nt.selected[0]

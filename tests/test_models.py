@@ -1,0 +1,69 @@
+"""Model loading: presets, loaded pairs, fingerprints, devices, errors."""
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import surfacelab as sl
+from surfacelab import models
+
+from tiny_models import tiny_causal
+
+
+def test_list_presets():
+    p = sl.list_presets()
+    assert {"smollm2-135m", "gemma-3-270m", "splade-tiny"} <= set(p["preset"])
+    assert sl.DEFAULT_LM == "smollm2-135m"
+    assert p.set_index("preset").loc["splade-tiny", "note"]  # retrieval-tuned label present
+
+
+def test_unknown_preset_names_the_argument():
+    with pytest.raises(ValueError, match="name_or_path.*smollm2-135n.*did you mean"):
+        sl.load_lm("smollm2-135n")
+
+
+def test_wrong_kind_preset():
+    with pytest.raises(ValueError, match="masked"):
+        sl.load_lm("splade-tiny")
+
+
+def test_missing_folder(tmp_path):
+    with pytest.raises(ValueError, match="name_or_path"):
+        sl.load_lm(str(tmp_path / "nope" / "x"))
+
+
+def test_bad_dtype(tiny_lm):
+    with pytest.raises(ValueError, match="dtype"):
+        sl.load_lm((tiny_lm.model, tiny_lm.tokenizer), dtype="float8")
+
+
+def test_loaded_pair_and_fingerprint(tiny_lm):
+    again = sl.load_lm((tiny_lm.model, tiny_lm.tokenizer), device="cpu")
+    assert again.fingerprint == tiny_lm.fingerprint
+    assert again.bos_policy == "none" and again.dtype == torch.float32
+    model, tokenizer = tiny_causal()
+    as_bf16 = sl.load_lm((model, tokenizer), dtype="bf16")
+    assert as_bf16.dtype == torch.bfloat16 and as_bf16.fingerprint != tiny_lm.fingerprint
+
+
+def test_folder_roundtrip(tiny_lm, tmp_path):
+    tiny_lm.model.save_pretrained(tmp_path)
+    tiny_lm.tokenizer.save_pretrained(tmp_path)
+    lm = sl.load_lm(str(tmp_path), device="cpu")
+    assert lm.fingerprint == tiny_lm.fingerprint
+
+
+@pytest.mark.slow
+def test_preset_reload_and_fingerprint_stable_across_processes(real_lm):
+    code = "import surfacelab as sl; print(sl.load_lm('smollm2-135m', device='cpu').fingerprint)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == real_lm.fingerprint
+    assert (models.cache_dir() / "models" / "smollm2-135m" / "config.json").exists()
+    assert real_lm.bos_policy == "none" and real_lm.prefix_id == real_lm.tokenizer.bos_token_id
+
+
+@pytest.mark.slow
+def test_splade_is_labelled(real_mlm):
+    assert real_mlm.retrieval_head and "retrieval" in real_mlm.note

@@ -1,0 +1,123 @@
+"""Scorers: definitions recomputed from the token frame, registry, winners, explain, bad input."""
+
+import math
+
+import numpy as np
+import pytest
+
+import surfacelab as sl
+from surfacelab import engine, scoring
+
+OPTIONS = [" bathtub", " a bathtub.", " tub", " xylophone"]
+
+
+@pytest.fixture(scope="module")
+def result(tiny_lm):
+    return sl.score(tiny_lm, "The man took a bath in the", OPTIONS, domain_premise=" the", cache=False)
+
+
+def test_table_columns_and_definitions(result):
+    t = result.table.set_index("option")
+    for col in ["logprob", "n_tokens", "n_chars", "n_bytes", "avg_token", "per_char", "per_byte", "domain_logprob",
+                "unc", "dcpmi", "null_logprob", "pmi_null"] + [f"rank_{s}" for s in sl.list_scorers()["scorer"]]:
+        assert col in result.table.columns, col
+    tok = result.tokens
+    for opt in OPTIONS:
+        own = tok[tok["option"] == opt]
+        lm = own[own["condition"] == "premise"]["logprob"].sum()
+        dom = own[own["condition"] == "domain"]["logprob"].sum()
+        null = own[own["condition"] == "null"]["logprob"].sum()
+        n = (own["condition"] == "premise").sum()
+        assert math.isclose(t.loc[opt, "logprob"], lm, abs_tol=1e-6)
+        assert math.isclose(t.loc[opt, "avg_token"], lm / n, abs_tol=1e-6)
+        assert math.isclose(t.loc[opt, "per_char"], lm / len(opt), abs_tol=1e-6)
+        assert math.isclose(t.loc[opt, "per_byte"], lm / len(opt.encode()), abs_tol=1e-6)
+        assert math.isclose(t.loc[opt, "unc"], dom, abs_tol=1e-6)
+        assert math.isclose(t.loc[opt, "dcpmi"], lm - dom, abs_tol=1e-6)
+        assert math.isclose(t.loc[opt, "pmi_null"], lm - null, abs_tol=1e-6)
+
+
+def test_scores_match_independent_engine_calls(tiny_lm, result):
+    direct = engine.logprobs(tiny_lm, [("The man took a bath in the", o) for o in OPTIONS], cache=False)
+    np.testing.assert_allclose(result.table["logprob"], [d.total for d in direct], atol=1e-5)
+
+
+def test_ranks_and_winners(result):
+    t = result.table
+    for s in sl.list_scorers().itertuples():
+        best = t.loc[t[s.column].idxmax(), "option"]
+        assert result.winner(s.scorer) == best
+        assert t.loc[t["option"] == best, f"rank_{s.scorer}"].item() == 1
+
+
+def test_bytes_differ_from_chars_for_non_ascii(tiny_lm):
+    r = sl.score(tiny_lm, "I like", [" café", " tea"], cache=False)
+    row = r.table.set_index("option").loc[" café"]
+    assert row["n_chars"] == 5 and row["n_bytes"] == 6
+
+
+def test_without_domain_the_domain_scorers_are_nan(tiny_lm):
+    r = sl.score(tiny_lm, "The man took a bath in the", OPTIONS[:2], cache=False)
+    assert r.table["dcpmi"].isna().all()
+    with pytest.raises(ValueError, match="domain"):
+        r.winner("dcpmi")
+    assert "no domain premise" in r.explain()
+
+
+def test_explain_names_the_options(result):
+    text = result.explain()
+    assert result.winner("lm") in text and result.winner("dcpmi") in text
+
+
+def test_registry_accepts_new_scorers(tiny_lm):
+    new = scoring.Scorer("neg_len", "neg_len", ("premise",), "-len(y)", "test scorer", lambda t: -t["n_chars"])
+    scoring.register_scorer(new)
+    try:
+        r = sl.score(tiny_lm, "a", [" bb", " c"], cache=False)
+        assert r.winner("neg_len") == " c"
+    finally:
+        scoring._REGISTRY.pop("neg_len")
+
+
+def test_save_roundtrip(result, tmp_path):
+    import json
+
+    import pandas as pd
+
+    back = pd.read_csv(result.save(tmp_path / "r.csv"))
+    assert list(back["option"]) == OPTIONS
+    data = json.loads(result.save(tmp_path / "r.json").read_text())
+    assert len(data["tokens"]) == len(result.tokens)
+    with pytest.raises(ValueError, match="path"):
+        result.save(tmp_path / "r.txt")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "name"),
+    [
+        ({"options": []}, ValueError, "options"),
+        ({"options": [" a", ""]}, ValueError, "options"),
+        ({"options": [" a", 3]}, TypeError, "options"),
+        ({"options": [" a", " a"]}, ValueError, "options"),
+        ({"options": " a"}, TypeError, "options"),
+        ({"premise": None}, TypeError, "premise"),
+        ({"domain_premise": 5}, TypeError, "domain_premise"),
+        ({"gold": 9}, ValueError, "gold"),
+    ],
+)
+def test_bad_input_names_the_argument(tiny_lm, kwargs, exc, name):
+    args = {"premise": "p", "options": [" a", " b"], **kwargs}
+    premise, options = args.pop("premise"), args.pop("options")
+    with pytest.raises(exc, match=name):
+        sl.score(tiny_lm, premise, options, cache=False, **args)
+
+
+def test_unknown_scorer(result):
+    with pytest.raises(ValueError, match="scorer"):
+        result.winner("nope")
+
+
+@pytest.mark.slow
+def test_real_model_prefers_bathtub(real_lm):
+    r = sl.score(real_lm, "The man took a bath in the", [" bathtub", " xylophone"], domain_premise=" the")
+    assert r.winner("lm") == " bathtub" and r.winner("dcpmi") == " bathtub"
