@@ -1,0 +1,40 @@
+"""Dataset registry: loaders for the evaluation data plus the paper's templates.
+
+>>> import surfacelab.tasks as tasks
+>>> tasks.list()                                     # doctest: +SKIP
+>>> copa = tasks.load("copa", "val", source="../shared/data", limit=20)   # doctest: +SKIP
+>>> copa[0].premise, copa[0].options, copa[0].domain_premise            # doctest: +SKIP
+(' The man turned on the faucet so', [' the toilet filled with water.', ' water flowed from the spout.'], ' so')
+
+Templates follow the paper's public code (``variant="code"``, default); ``variant="paper_table"``
+gives its Table 7 where the two differ (HellaSwag, RTE, BoolQ, AG News domain premises).  Each
+item keeps its raw record in ``meta["raw"]`` and the template's input in ``meta["fields"]``,
+so ``task.with_template(...)`` re-renders a loaded task (see :mod:`surfacelab.tasks.core`).
+"""
+
+from __future__ import annotations
+
+from .core import Item, Task, Template
+from .loader import default_data_root, fewshot, list_tasks, load, read_jsonl
+from .registry import SPECS, TaskSpec, detokenize
+from .templates import available as available_templates
+from .templates import templates
+
+list = list_tasks  # noqa: A001 - the public name is surfacelab.tasks.list()
+
+__all__ = [
+    "Item",
+    "Task",
+    "Template",
+    "TaskSpec",
+    "SPECS",
+    "list",
+    "list_tasks",
+    "load",
+    "fewshot",
+    "templates",
+    "available_templates",
+    "default_data_root",
+    "read_jsonl",
+    "detokenize",
+]

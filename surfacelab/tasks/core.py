@@ -1,0 +1,281 @@
+"""Core objects of the task registry: ``Template``, ``Item`` and ``Task``.
+
+Rendering model
+---------------
+Every loader turns a raw dataset record into a flat dict of *fields* (for example
+``{"premise": ..., "choices": [...], "label": 1, "bridge": " so"}``).  A :class:`Template`
+turns fields into strings: the premise, one option string per answer and the domain premise.
+Each rendered :class:`Item` keeps both ``meta["raw"]`` (the record exactly as read) and
+``meta["fields"]`` (what the template saw), so :meth:`Task.with_template` can re-render a
+whole task under another template or domain premise without reading the file again.  That is
+the hook ``ablate()`` uses.
+
+Format strings
+--------------
+String parts of a template are Python ``str.format`` patterns over the fields.  The option
+pattern is applied once per choice with these extra keys:
+
+* ``choice``          the choice text as in the data;
+* ``choice_lc``       the choice with its first character lower-cased;
+* ``choice_lc_trim``  ``choice_lc`` without its last character (drops a final period);
+* ``choice_lower``    the whole choice lower-cased;
+* ``index`` / ``letter``  0-based position and "A", "B", ...
+
+Classification tasks (SST-2, RTE, ...) give ``options`` as a fixed list of verbalisers instead.
+Any part may also be a callable ``fields -> str`` (or ``fields -> list[str]`` for options).
+"""
+
+from __future__ import annotations
+
+import builtins
+import string
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pandas as pd
+
+Renderer = str | Callable[[dict[str, Any]], str]
+OptionRenderer = str | Sequence[str] | Callable[[dict[str, Any]], builtins.list[str]]
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _fmt(pattern: str, values: dict[str, Any], template: str, part: str) -> str:
+    """Format ``pattern`` with ``values``; a missing field becomes a ValueError naming it."""
+    try:
+        return pattern.format(**values)
+    except KeyError as exc:
+        avail = sorted(k for k, v in values.items() if isinstance(v, (str, int)))
+        raise ValueError(
+            f"template {template!r}: {part} uses field {{{exc.args[0]}}}, which this task does "
+            f"not provide; available fields: {avail}"
+        ) from None
+    except (IndexError, ValueError) as exc:
+        raise ValueError(f"template {template!r}: bad {part} format string {pattern!r}: {exc}") from None
+
+
+def _choice_values(fields: dict[str, Any], choice: str, i: int) -> dict[str, Any]:
+    """Fields plus the per-choice keys documented in the module docstring."""
+    lc = choice[:1].lower() + choice[1:]
+    return {
+        **fields,
+        "choice": choice,
+        "choice_lc": lc,
+        "choice_lc_trim": lc[:-1],
+        "choice_lower": choice.lower(),
+        "index": i,
+        "letter": LETTERS[i] if i < len(LETTERS) else str(i),
+    }
+
+
+@dataclass(frozen=True)
+class Template:
+    """How a task's fields become a premise, option strings and a domain premise.
+
+    Attributes:
+        name: short identifier, e.g. ``"copa/code"`` or ``"sst2-movie-review"``.
+        premise: format string or callable giving the conditional premise (the context).
+        options: a format string applied per choice, a fixed list of verbalisers (classification
+            tasks, index = label), or a callable returning the option strings.
+        domain_premise: format string or callable giving the domain premise x_domain.
+        description: one line for tables.
+        per_option_premise: set only for "flipped" tasks (COPA-flipped): a per-choice format
+            string/callable giving a *different context per option*; the option strings are then
+            the shared continuation (see :class:`Item`).
+        shot: optional format string for one few-shot example, with the fields plus ``{answer}``
+            (the gold option string); default is rendered premise + gold option + newline.
+    """
+
+    name: str
+    premise: Renderer
+    options: OptionRenderer
+    domain_premise: Renderer
+    description: str = ""
+    per_option_premise: Renderer | None = None
+    shot: Renderer | None = None
+
+    def _part(self, spec: Renderer, values: dict[str, Any], part: str) -> str:
+        if callable(spec):
+            return spec(values)
+        if not isinstance(spec, str):
+            raise ValueError(f"template {self.name!r}: {part} must be a str or callable, got {type(spec).__name__}")
+        return _fmt(spec, values, self.name, part)
+
+    def render_options(self, fields: dict[str, Any]) -> builtins.list[str]:
+        """Option strings for one record."""
+        spec = self.options
+        if callable(spec):
+            return builtins.list(spec(fields))
+        if isinstance(spec, str):
+            choices = fields.get("choices")
+            if choices is None:
+                raise ValueError(
+                    f"template {self.name!r}: options is a per-choice format string but this task "
+                    "has fixed labels; give options as a list of verbalisers"
+                )
+            return [_fmt(spec, _choice_values(fields, c, i), self.name, "options") for i, c in enumerate(choices)]
+        return [str(o) for o in spec]
+
+    def render(self, fields: dict[str, Any]) -> tuple[str, builtins.list[str], str, builtins.list[str] | None]:
+        """Return ``(premise, options, domain_premise, premise_per_option)`` for one record."""
+        options = self.render_options(fields)
+        premise = self._part(self.premise, fields, "premise")
+        domain = self._part(self.domain_premise, fields, "domain_premise")
+        per_option = None
+        if self.per_option_premise is not None:
+            choices = fields.get("choices") or [""] * len(options)
+            spec = self.per_option_premise
+            per_option = [
+                spec(_choice_values(fields, c, i)) if callable(spec)
+                else _fmt(spec, _choice_values(fields, c, i), self.name, "per_option_premise")
+                for i, c in enumerate(choices)
+            ]
+        return premise, options, domain, per_option
+
+    def render_shot(self, fields: dict[str, Any]) -> str:
+        """One labelled few-shot example (premise with the gold answer filled in)."""
+        premise, options, _, per_option = self.render(fields)
+        if per_option is not None:
+            raise ValueError(f"template {self.name!r}: few-shot prefixes are not defined for flipped tasks")
+        answer = options[fields["label"]]
+        if self.shot is None:
+            text = premise + answer
+            return text if text.endswith("\n") else text + "\n"
+        return self._part(self.shot, {**fields, "answer": answer}, "shot")
+
+    def with_domain_premise(self, domain_premise: Renderer, name: str | None = None) -> "Template":
+        """Copy of this template with another domain premise."""
+        return replace(self, domain_premise=domain_premise, name=name or f"{self.name}+dp")
+
+    @staticmethod
+    def fields_of(pattern: str) -> builtins.list[str]:
+        """Names of the ``{fields}`` a format string uses."""
+        return [f for _, f, _, _ in string.Formatter().parse(pattern) if f]
+
+
+@dataclass
+class Item:
+    """One evaluation item: a premise, its option strings, the gold index and a domain premise.
+
+    Scoring convention: option ``i`` is the request ``(context_i, options[i])`` where
+    ``context_i`` is ``premise`` -- or ``premise_per_option[i]`` when that is set (COPA-flipped,
+    where each option becomes the context and the original premise is the one shared
+    continuation, so ``options`` holds that same string for every option and ``premise`` is
+    ``""``).  The domain request for option ``i`` is ``(domain_premise, options[i])``.  Use
+    :meth:`requests` / :meth:`domain_requests` rather than rebuilding the pairs by hand.
+
+    ``meta`` always holds ``raw`` (the source record), ``fields`` (what the template saw),
+    ``index`` (0-based position in the split) and ``line`` (1-based line in a local file, or
+    None); few-shot items add ``fewshot_prefix``, ``shot_ids`` and ``shot_fields``.
+    """
+
+    id: str
+    premise: str
+    options: builtins.list[str]
+    gold: int
+    domain_premise: str
+    meta: dict[str, Any] = field(default_factory=dict)
+    premise_per_option: builtins.list[str] | None = None
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.gold < len(self.options):
+            raise ValueError(f"item {self.id!r}: gold={self.gold} is not a valid index into {len(self.options)} options")
+        if self.premise_per_option is not None and len(self.premise_per_option) != len(self.options):
+            raise ValueError(f"item {self.id!r}: premise_per_option must have one entry per option")
+
+    @property
+    def gold_option(self) -> str:
+        """The gold option string."""
+        return self.options[self.gold]
+
+    def contexts(self) -> builtins.list[str]:
+        """The context each option is scored under."""
+        if self.premise_per_option is not None:
+            return builtins.list(self.premise_per_option)
+        return [self.premise] * len(self.options)
+
+    def requests(self) -> builtins.list[tuple[str, str]]:
+        """``(context, continuation)`` per option for the conditional score."""
+        return builtins.list(zip(self.contexts(), self.options))
+
+    def domain_requests(self) -> builtins.list[tuple[str, str]]:
+        """``(domain_premise, continuation)`` per option for the domain-conditional score."""
+        return [(self.domain_premise, o) for o in self.options]
+
+
+@dataclass
+class Task:
+    """A loaded split: rendered items plus the template and where the data came from.
+
+    ``source`` is the file path read (or ``"hub:<id>"``); ``source_arg`` is what was passed to
+    :func:`surfacelab.tasks.load` as ``source`` (used again to draw few-shot examples).
+    """
+
+    name: str
+    split: str
+    items: builtins.list[Item]
+    template: Template
+    source: str
+    variant: str = "code"
+    n_shot: int = 0
+    source_arg: str | None = None
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator[Item]:
+        return iter(self.items)
+
+    def __getitem__(self, i: int) -> Item:
+        return self.items[i]
+
+    def __repr__(self) -> str:
+        return (f"Task(name={self.name!r}, split={self.split!r}, items={len(self.items)}, "
+                f"template={self.template.name!r}, source={self.source!r})")
+
+    def frame(self) -> pd.DataFrame:
+        """One row per item: id, premise, options, gold, gold option, domain premise and scalar meta."""
+        rows = []
+        for it in self.items:
+            row: dict[str, Any] = {
+                "id": it.id,
+                "premise": it.premise,
+                "options": builtins.list(it.options),
+                "n_options": len(it.options),
+                "gold": it.gold,
+                "gold_option": it.gold_option,
+                "domain_premise": it.domain_premise,
+            }
+            if it.premise_per_option is not None:
+                row["premise_per_option"] = builtins.list(it.premise_per_option)
+            for k, v in it.meta.items():
+                if k not in row and isinstance(v, (str, int, float, bool)) and k not in ("fewshot_prefix",):
+                    row[k] = v
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def with_template(self, template: Template | str | None = None, *, domain_premise: Renderer | None = None) -> "Task":
+        """Re-render every item (and its few-shot examples) under another template and/or domain premise.
+
+        Args:
+            template: a Template, the name of one from ``surfacelab.tasks.templates(self.name)``,
+                or None to keep the current one.
+            domain_premise: replaces the template's domain premise (format string or callable).
+        """
+        from .render import render_item  # local import: render depends on core
+        from .templates import templates as _templates
+
+        tpl = self.template if template is None else template
+        if isinstance(tpl, str):
+            found = [t for t in _templates(self.name) if t.name == tpl]
+            if not found:
+                names = [t.name for t in _templates(self.name)]
+                raise ValueError(f"template: no template named {tpl!r} for task {self.name!r}; known: {names}")
+            tpl = found[0]
+        if not isinstance(tpl, Template):
+            raise ValueError(f"template must be a Template, a template name or None, got {type(tpl).__name__}")
+        if domain_premise is not None:
+            tpl = tpl.with_domain_premise(domain_premise)
+        items = [render_item(it.id, it.meta, tpl) for it in self.items]
+        return replace(self, items=items, template=tpl)

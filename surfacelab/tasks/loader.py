@@ -1,0 +1,309 @@
+"""Find, read and render a task split: ``load``, ``list_tasks`` and ``fewshot``.
+
+Where data comes from (``source``):
+
+* ``None`` -- the data root is ``$SURFACELAB_DATA`` if set, else ``../shared/data`` relative
+  to the current directory, else ``../shared/data`` relative to the repository root (the
+  folder holding ``surfacelab/``).  The file is ``<root>/<folder>/<split>.jsonl``.
+* a directory -- a data root laid out like ``../shared/data`` (``<dir>/copa/val.jsonl``), or a
+  dataset folder itself (``<dir>/val.jsonl``).
+* a ``.jsonl`` file -- read directly (``split`` is then only a label, still checked).
+* for the hub datasets (ARC-Easy, HellaSwag, RACE; also ARC-Challenge and COPA) a hub dataset
+  id such as ``"Rowan/hellaswag"`` (or ``"hub:Rowan/hellaswag"``), read with
+  ``datasets.load_dataset`` (imported only then).
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import random
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .core import Item, Task
+from .registry import SPECS, TaskSpec
+from .render import render_item
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+VARIANTS = ("code", "paper_table")
+
+
+def _spec(name: str) -> TaskSpec:
+    if not isinstance(name, str) or name not in SPECS:
+        raise ValueError(f"name: unknown task {name!r}; known tasks: {', '.join(SPECS)}")
+    return SPECS[name]
+
+
+def default_data_root() -> Path | None:
+    """The data root used when ``source`` is None (see module docstring), or None if none exists."""
+    env = os.environ.get("SURFACELAB_DATA")
+    if env:
+        return Path(env).expanduser()
+    for base in (Path.cwd(), REPO_ROOT):
+        cand = (base / ".." / "shared" / "data").resolve()
+        if cand.is_dir():
+            return cand
+    return None
+
+
+def _searched_roots() -> str:
+    env = os.environ.get("SURFACELAB_DATA")
+    if env:
+        return f"$SURFACELAB_DATA={env}"
+    return f"{(Path.cwd() / '..' / 'shared' / 'data').resolve()} and {(REPO_ROOT / '..' / 'shared' / 'data').resolve()}"
+
+
+_WHERE = ("The evaluation data lives in ../shared/data beside the checkout (see its README.md); "
+          "pass source=<data dir or .jsonl file> or set SURFACELAB_DATA.")
+
+
+def _looks_like_hub_id(source: str) -> bool:
+    if source.startswith("hub:"):
+        return True
+    p = Path(source)
+    return (not p.exists() and p.suffix not in (".jsonl", ".json") and not p.is_absolute()
+            and not source.startswith((".", "~")) and source.count("/") <= 1)
+
+
+def _resolve(spec: TaskSpec, split: str, source: str | os.PathLike | None) -> tuple[str, str]:
+    """Return ``("file", path)`` or ``("hub", id)``."""
+    if source is None:
+        root = default_data_root()
+        if root is None:
+            raise FileNotFoundError(f"source: no data root found (searched {_searched_roots()}). {_WHERE}")
+        path = root / spec.folder / f"{split}.jsonl"
+        if not path.is_file():
+            if not spec.local:
+                hub_id = spec.hub[0] if spec.hub else "a hub id"
+                raise FileNotFoundError(
+                    f"source: task {spec.name!r} is not in the shared data (no {path}); pass source= a hub dataset "
+                    f"id such as {hub_id!r} or a local .jsonl in the hub's record shape")
+            raise FileNotFoundError(f"source: no file {path} for task {spec.name!r}, split {split!r}. {_WHERE}")
+        return "file", str(path)
+    src = os.fspath(source)
+    if spec.hub is not None and _looks_like_hub_id(src):
+        return "hub", src[4:] if src.startswith("hub:") else src
+    p = Path(src).expanduser()
+    if p.is_dir():
+        for cand in (p / spec.folder / f"{split}.jsonl", p / f"{split}.jsonl"):
+            if cand.is_file():
+                return "file", str(cand)
+        raise FileNotFoundError(
+            f"source: no file {p / spec.folder / f'{split}.jsonl'} (nor {p / f'{split}.jsonl'}) for task "
+            f"{spec.name!r}, split {split!r}. {_WHERE}")
+    if p.is_file():
+        return "file", str(p)
+    hint = (f" For {spec.name!r} a hub dataset id such as {spec.hub[0]!r} also works."
+            if spec.hub is not None else "")
+    raise FileNotFoundError(f"source: {src} does not exist (task {spec.name!r}, split {split!r}). {_WHERE}{hint}")
+
+
+def read_jsonl(path: str | os.PathLike) -> builtins.list[tuple[int, dict[str, Any]]]:
+    """Read JSON Lines as ``(1-based line number, record)``; a malformed line raises ValueError naming it."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}: line {lineno}: malformed JSON ({exc.msg} at column {exc.colno})") from None
+            if not isinstance(rec, dict):
+                raise ValueError(f"{path}: line {lineno}: expected a JSON object, got {type(rec).__name__}")
+            out.append((lineno, rec))
+    return out
+
+
+def _read_hub(spec: TaskSpec, hub_id: str, split: str) -> builtins.list[tuple[int | None, dict[str, Any]]]:
+    try:
+        import datasets  # noqa: PLC0415 - optional dependency, imported lazily
+    except ImportError:
+        raise ImportError(
+            f"source={hub_id!r} is a hub dataset id, which needs the 'datasets' package: pip install datasets "
+            "(or pass a local .jsonl in the hub's record shape)") from None
+    config = spec.hub[1] if spec.hub else None
+    hub_split = spec.hub_splits.get(split, split)
+    ds = datasets.load_dataset(hub_id, config, split=hub_split) if config else datasets.load_dataset(hub_id, split=hub_split)
+    return [(None, dict(r)) for r in ds]
+
+
+def _sample(n: int, limit: int | None, seed: int) -> builtins.list[int]:
+    """Indices kept: all when ``limit`` is None or >= n, else a seeded sample in original order."""
+    if limit is None or limit >= n:
+        return builtins.list(range(n))
+    return sorted(random.Random(seed).sample(range(n), limit))
+
+
+def _item_id(rec: dict[str, Any], spec: TaskSpec, split: str, index: int) -> str:
+    for key in ("id", "InputStoryid", "idx", "example_id"):
+        if key in rec and rec[key] not in (None, ""):
+            return str(rec[key])
+    return f"{spec.name}/{split}/{index}"
+
+
+def _check_int(name: str, value: Any, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+def load(
+    name: str,
+    split: str | None = None,
+    *,
+    source: str | os.PathLike | None = None,
+    limit: int | None = None,
+    seed: int = 0,
+    variant: str = "code",
+    n_shot: int = 0,
+    shot_seed: int = 0,
+    shot_split: str | None = None,
+) -> Task:
+    """Load a task split rendered with the paper's template.
+
+    Args:
+        name: task name, see :func:`list_tasks`.
+        split: split name (default: the paper's split for the task).
+        source: data root dir, dataset folder, ``.jsonl`` file or hub id (see module docstring).
+        limit: keep at most this many items: a random sample seeded by ``seed``, in original order.
+        seed: seed of the ``limit`` sample.
+        variant: ``"code"`` (the public code's strings, default) or ``"paper_table"`` (Table 7).
+        n_shot: prepend this many labelled examples (see :func:`fewshot`).
+        shot_seed: seed of the few-shot draw.
+        shot_split: split the shots come from (default: the task's labelled few-shot split).
+
+    Returns:
+        a :class:`Task`.
+    """
+    spec = _spec(name)
+    if split is None:
+        split = spec.default_split
+    if split not in spec.all_splits:
+        raise ValueError(f"split: {split!r} is not a split of task {name!r}; valid splits: {builtins.list(spec.all_splits)}")
+    if variant not in VARIANTS:
+        raise ValueError(f"variant: unknown variant {variant!r}; choose one of {builtins.list(VARIANTS)}")
+    if limit is not None:
+        _check_int("limit", limit, 1)
+    _check_int("n_shot", n_shot, 0)
+    if not isinstance(seed, int):
+        raise ValueError(f"seed must be an integer, got {seed!r}")
+
+    kind, where = _resolve(spec, split, source)
+    rows = _read_hub(spec, where, split) if kind == "hub" else read_jsonl(where)
+    template = spec.templates[variant]
+
+    parsed: builtins.list[tuple[int | None, dict[str, Any], dict[str, Any]]] = []
+    for lineno, rec in rows:
+        for sub in (spec.explode(rec) if spec.explode else [rec]):
+            try:
+                fields = spec.parse(sub)
+            except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+                at = f"{where}: line {lineno}" if lineno is not None else f"{where}: record {len(parsed) + 1}"
+                msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+                raise ValueError(f"{at}: not a valid {spec.dataset} record for task {name!r} "
+                                 f"(missing or bad field: {msg})") from None
+            parsed.append((lineno, sub, fields))
+
+    items: builtins.list[Item] = []
+    for index in _sample(len(parsed), limit, seed):
+        lineno, rec, fields = parsed[index]
+        meta: dict[str, Any] = {"raw": rec, "fields": fields, "index": index, "line": lineno}
+        for key in ("subject", "coarse_label", "activity_label"):  # scalar facts worth a frame column
+            if isinstance(fields.get(key), str):
+                meta[key] = fields[key]
+        if name.startswith("copa"):
+            meta["question"] = fields["question"]  # 'cause' / 'effect'
+        items.append(render_item(_item_id(rec, spec, split, index), meta, template))
+
+    task = Task(name=name, split=split, items=items, template=template,
+                source=f"hub:{where}" if kind == "hub" else where, variant=variant,
+                source_arg=None if source is None else os.fspath(source))
+    if n_shot:
+        task = fewshot(task, n_shot, seed=shot_seed, source_split=shot_split)
+    return task
+
+
+def _key(rec: dict[str, Any]) -> str:
+    return json.dumps(rec, sort_keys=True, default=str)
+
+
+def fewshot(task: Task, n: int, *, seed: int = 0, source_split: str | None = None,
+            source: str | os.PathLike | None = None) -> Task:
+    """Prepend ``n`` labelled examples to every premise (the paper's few-shot prefix).
+
+    One seeded shuffle of the labelled pool gives a single shared set of ``n`` examples, as in
+    the paper's code (one set per seed; run several seeds for mean +- std).  An item never sees
+    itself: if an example has the same raw record as the item, the next one in the shuffle
+    replaces it for that item.  Each example is rendered with the task's template and the gold
+    option filled in (for SST-2: ``' <sentence>: positive\\n'``), and the examples are joined
+    with no separator in front of the premise.  The domain premise is unchanged.
+
+    Args:
+        task: a loaded task (its template and variant are reused).
+        n: number of examples (>= 1).
+        seed: seed of the shuffle.
+        source_split: split the examples come from (default: the task's few-shot split, e.g.
+            SST-2 dev, or the evaluated split itself).
+        source: where that split is read (default: the same ``source`` the task was loaded from).
+    """
+    _check_int("n", n, 1)
+    spec = _spec(task.name)
+    if task.template.per_option_premise is not None:
+        raise ValueError(f"task: few-shot prefixes are not defined for {task.name!r} (per-option contexts)")
+    if source_split is None:
+        source_split = spec.shot_split if spec.shot_split and spec.shot_split != task.split else task.split
+    if source is None:
+        source = task.source_arg
+        if source is not None and Path(os.fspath(source)).is_file() and source_split != task.split:
+            raise ValueError(f"source: task was loaded from the file {source}; pass source= for split {source_split!r}")
+    pool = load(task.name, source_split, source=source, variant=task.variant)
+    if n > len(pool) - 1:
+        raise ValueError(f"n={n} is too large for a pool of {len(pool)} examples from split {source_split!r}")
+    order = random.Random(seed).sample(range(len(pool)), len(pool))
+    pool_keys = [_key(pool.items[i].meta["raw"]) for i in order]
+
+    items = []
+    for it in task.items:
+        own = _key(it.meta["raw"])
+        chosen = [i for i, k in zip(order, pool_keys) if k != own][:n]
+        meta = dict(it.meta)
+        meta["shot_fields"] = [pool.items[i].meta["fields"] for i in chosen]
+        meta["shot_ids"] = [pool.items[i].id for i in chosen]
+        meta["n_shot"] = n
+        meta["shot_seed"] = seed
+        meta["shot_split"] = source_split
+        base_meta = {k: v for k, v in meta.items() if k != "fewshot_prefix"}
+        items.append(render_item(it.id, base_meta, task.template))
+    return replace(task, items=items, n_shot=n)
+
+
+_DP_DISPLAY = {
+    "copa": "' so' (effect) | ' because' (cause)",
+    "copa-flipped": "' because' (effect) | ' so' (cause)",
+    "hellaswag": "(last word of the context, with its leading space)",
+}
+
+
+def list_tasks() -> pd.DataFrame:
+    """One row per task: dataset, splits, default split, options per item, domain premise, whether local."""
+    rows = []
+    for s in SPECS.values():
+        t = s.templates["code"]
+        dp = _DP_DISPLAY.get(s.name, t.domain_premise if isinstance(t.domain_premise, str) else "(per item)")
+        rows.append({
+            "task": s.name,
+            "dataset": s.dataset,
+            "default_split": s.default_split,
+            "splits": ", ".join(s.splits),
+            "n_options": s.n_options if s.n_options is not None else "varies",
+            "domain_premise": dp,
+            "domain_premise_note": s.description,
+            "local": s.local,
+            "hub_example": s.hub[0] if s.hub else "",
+        })
+    return pd.DataFrame(rows)

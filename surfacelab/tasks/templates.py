@@ -1,0 +1,88 @@
+"""Template sets shipped as JSON in ``data/templates/`` (for ``ablate()``).
+
+File format (``data/templates/<task>.json``)::
+
+    {"task": "sst-2", "description": "...",
+     "templates": [{"name": "...", "premise": "...", "options": [" negative", " positive"],
+                    "domain_premise": "...", "description": "...", "shot": "..."}, ...]}
+
+``premise``, ``domain_premise``, ``shot`` and a string ``options`` are ``str.format`` patterns
+over the task's fields (see :mod:`surfacelab.tasks.core`); a list ``options`` is a fixed set of
+verbalisers indexed by the label.  A key left out is inherited from the task's default
+("code") template, so a domain-premise variant only needs ``name`` and ``domain_premise``.
+The folder is ``$SURFACELAB_TEMPLATES`` if set, else ``data/templates`` in the repository.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+
+from .core import Template
+from .registry import SPECS
+
+TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "data" / "templates"
+_ALIASES = {"arc-easy": "arc-challenge"}  # same question format, same domain-premise variants
+
+
+def template_dir() -> Path:
+    """Folder the JSON template sets are read from."""
+    env = os.environ.get("SURFACELAB_TEMPLATES")
+    return Path(env) if env else TEMPLATE_DIR
+
+
+def available() -> builtins.list[str]:
+    """Task names that have a template set."""
+    d = template_dir()
+    names = sorted(p.stem for p in d.glob("*.json")) if d.is_dir() else []
+    return names + sorted(a for a, b in _ALIASES.items() if b in names)
+
+
+def _parse(path: Path, task: str) -> builtins.list[Template]:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: line {exc.lineno}: malformed JSON ({exc.msg})") from None
+    base = SPECS[task].templates["code"] if task in SPECS else None
+    out = []
+    for i, entry in enumerate(doc.get("templates", [])):
+        if "name" not in entry:
+            raise ValueError(f"{path}: template #{i + 1} has no 'name'")
+        known = {"name", "premise", "options", "domain_premise", "description", "shot", "per_option_premise"}
+        extra = set(entry) - known
+        if extra:
+            raise ValueError(f"{path}: template {entry['name']!r} has unknown keys {sorted(extra)}")
+        if base is None:
+            missing = {"premise", "options", "domain_premise"} - set(entry)
+            if missing:
+                raise ValueError(f"{path}: template {entry['name']!r} lacks {sorted(missing)}")
+            out.append(Template(**{k: v for k, v in entry.items()}))
+        else:
+            changes = dict(entry)
+            if "premise" in changes and "shot" not in changes:
+                changes["shot"] = None  # the default shot (premise + answer + newline) fits a new premise
+            if "description" not in changes:
+                changes["description"] = ""
+            if "options" in changes and isinstance(changes["options"], builtins.list):
+                changes["options"] = builtins.tuple(changes["options"])
+            out.append(replace(base, **changes))
+    return out
+
+
+def templates(name: str) -> builtins.list[Template]:
+    """Templates shipped for a task (e.g. 15+ SST-2 prompts, domain-premise variants for ARC / CQA).
+
+    Args:
+        name: task name with a template set; see :func:`available`.
+
+    Returns:
+        the templates in file order; render a task with one via ``task.with_template(t)``.
+    """
+    key = _ALIASES.get(name, name)
+    path = template_dir() / f"{key}.json"
+    if not isinstance(name, str) or not path.is_file():
+        raise ValueError(f"name: no template set for {name!r} (looked for {path}); available: {available()}")
+    return _parse(path, name if name in SPECS else key)

@@ -1,0 +1,98 @@
+"""Bad input gets a clear error naming the argument; limit/seed sampling is deterministic."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import surfacelab.tasks as tasks
+
+COPA_LINE = {"id": 1, "premise": "P.", "choice1": "A.", "choice2": "B.", "question": "cause", "label": 0}
+
+
+def test_unknown_task_lists_known():
+    with pytest.raises(ValueError, match=r"name: unknown task 'nope'.*copa.*sst-2"):
+        tasks.load("nope")
+
+
+def test_wrong_split_lists_valid():
+    with pytest.raises(ValueError, match=r"split: 'train' is not a split of task 'copa'.*'dev', 'val'"):
+        tasks.load("copa", "train")
+
+
+def test_bad_variant():
+    with pytest.raises(ValueError, match="variant"):
+        tasks.load("copa", "val", variant="paper")
+
+
+def test_missing_file_names_path_and_origin(tmp_path):
+    with pytest.raises(FileNotFoundError) as exc:
+        tasks.load("copa", "val", source=tmp_path)
+    msg = str(exc.value)
+    assert str(tmp_path / "copa" / "val.jsonl") in msg
+    assert "shared/data" in msg and "source" in msg
+
+
+def test_missing_source_path(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        tasks.load("copa", "val", source=tmp_path / "nothing.jsonl")
+
+
+def test_missing_default_root(tmp_path, monkeypatch):
+    monkeypatch.setenv("SURFACELAB_DATA", str(tmp_path / "empty"))
+    with pytest.raises(FileNotFoundError, match="SURFACELAB_DATA|shared/data"):
+        tasks.load("copa", "val")
+
+
+def test_malformed_line_names_file_and_line(tmp_path):
+    f = tmp_path / "val.jsonl"
+    f.write_text(json.dumps(COPA_LINE) + "\n\n" + '{"id": 2, "premise": \n')
+    with pytest.raises(ValueError) as exc:
+        tasks.load("copa", "val", source=f)
+    assert "line 3" in str(exc.value) and str(f) in str(exc.value)
+
+
+def test_record_missing_field_names_line(tmp_path):
+    f = tmp_path / "val.jsonl"
+    bad = dict(COPA_LINE)
+    del bad["choice2"]
+    f.write_text(json.dumps(COPA_LINE) + "\n" + json.dumps(bad) + "\n")
+    with pytest.raises(ValueError, match=r"line 2: .*choice2"):
+        tasks.load("copa", "val", source=f)
+
+
+@pytest.mark.parametrize("limit", [0, -3, 2.5, True])
+def test_bad_limit(limit):
+    with pytest.raises(ValueError, match="limit"):
+        tasks.load("copa", "val", limit=limit)
+
+
+def test_limit_is_seeded_sample_in_order(data_root):
+    a = tasks.load("copa", "dev", source=data_root, limit=50, seed=1)
+    b = tasks.load("copa", "dev", source=data_root, limit=50, seed=1)
+    c = tasks.load("copa", "dev", source=data_root, limit=50, seed=2)
+    assert len(a) == 50
+    assert [it.id for it in a] == [it.id for it in b]
+    assert [it.id for it in a] != [it.id for it in c]
+    idx = [it.meta["index"] for it in a]
+    assert idx == sorted(idx) and len(set(idx)) == 50
+    assert [it.id for it in a] != [str(i) for i in range(1, 51)]  # a sample, not the head
+    full = tasks.load("copa", "val", source=data_root, limit=1000)
+    assert len(full) == 100
+
+
+def test_with_domain_premise_rerenders(data_root):
+    task = tasks.load("arc-challenge", "test", source=data_root, limit=5)
+    other = task.with_template(domain_premise="\nAnswer:")
+    assert [it.domain_premise for it in other] == ["\nAnswer:"] * 5
+    assert [it.premise for it in other] == [it.premise for it in task]
+    assert [it.options for it in other] == [it.options for it in task]
+    assert [it.domain_premise for it in task] == [" the answer is:"] * 5  # the original is unchanged
+
+
+def test_template_with_unknown_field_is_clear(data_root):
+    task = tasks.load("sst-2", "dev", source=data_root, limit=2)
+    bad = tasks.Template(name="bad", premise="{review}", options=[" a", " b"], domain_premise="")
+    with pytest.raises(ValueError, match=r"bad.*\{review\}.*sentence"):
+        task.with_template(bad)
