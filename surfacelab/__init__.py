@@ -7,8 +7,10 @@
 >>> r.table[["option", "logprob", "per_char", "dcpmi"]]           # doctest: +SKIP
 """
 
+from . import paraphrase, tasks
 from .engine import logprobs, next_token_logprobs
 from .models import DEFAULT_LM, DEFAULT_MLM, LM, MLM, list_presets, load_lm, load_mlm
+from .paraphrase import MassResult, load_teaching_set, mass, mass_items
 from .scoring import MCResult, list_scorers, register_scorer, score, score_items
 
 __version__ = "0.1.0"
@@ -19,13 +21,19 @@ __all__ = [
     "LM",
     "MLM",
     "MCResult",
+    "MassResult",
     "list_presets",
     "list_scorers",
+    "load_teaching_set",
     "load_lm",
     "load_mlm",
     "logprobs",
+    "mass",
+    "mass_items",
     "next_token_logprobs",
+    "paraphrase",
     "register_scorer",
     "score",
     "score_items",
+    "tasks",
 ]
