@@ -7,7 +7,7 @@
 >>> r.table[["option", "logprob", "per_char", "dcpmi"]]           # doctest: +SKIP
 """
 
-from . import paraphrase, tasks
+from . import letters, paraphrase, tasks
 from .engine import logprobs, next_token_logprobs
 from .models import DEFAULT_LM, DEFAULT_MLM, LM, MLM, list_presets, load_lm, load_mlm
 from .paraphrase import MassResult, load_teaching_set, mass, mass_items
@@ -22,6 +22,7 @@ __all__ = [
     "MLM",
     "MCResult",
     "MassResult",
+    "letters",
     "list_presets",
     "list_scorers",
     "load_teaching_set",

@@ -1,0 +1,784 @@
+"""Option-ID scoring: letter priors, contextual calibration, permutation debiasing and PriDe.
+
+A question is rendered with its options labelled by IDs (A/B/C/D..., or 1/2/3...) and an answer
+cue ("Answer:", never followed by a space). The model's answer is read from the next-token
+distribution at the cue:
+
+* **Observed.** For each ID the probabilities of its two variants, " A" and "A", are summed
+  (PriDe's rule), then renormalised over the IDs. Variants that are one token after the cue come
+  from a single forward pass (``engine.next_token_logprobs``); a variant that spans several tokens
+  (" 10" for most tokenizers) is scored as a continuation by ``engine.logprobs``.
+* **Content-free prior and calibration** (Zhao et al. 2021). The same prompt with the question
+  replaced by "N/A", "" and "[MASK]" (options kept); the three ID distributions are averaged into
+  ``p_cf`` and the calibrated distribution is ``normalise(p / p_cf)``, i.e. W = diag(p_cf)^-1.
+* **Permutation debiasing** (Zheng et al. 2024, PriDe, section 3.1). The options are shown under
+  several orders (cyclic: n forwards; full: n! forwards); the debiased probability of an option is
+  the geometric mean of its observed probabilities over the orders (each read at the ID it was
+  shown under), renormalised. The same forwards give the sample's ID prior: the geometric mean of
+  the observed probability of each ID over the orders, renormalised.
+* **PriDe.** The prior is estimated on a seeded fraction ``alpha`` of the items with cyclic
+  permutations (the per-sample priors are averaged as probabilities, as the public code does);
+  every other item is debiased with one forward: ``argmax(log p - log prior)``. Estimation items
+  keep their cyclic-permutation prediction. Cost = forwards per item.
+* **RStd**: the population standard deviation (numpy's default, as in the PriDe code) of the
+  per-gold-ID recalls, x100, over the IDs that occur as gold answers.
+
+Probabilities are handled as float64 log-probabilities; the model's log-softmax runs in float32
+inside the engine.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+import string
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import engine, text
+from .cache import ScoreCache, request_key
+
+#: Questions that replace the real one for the content-free prior (Zhao et al. 2021).
+CONTENT_FREE = ("N/A", "", "[MASK]")
+
+#: Methods of :func:`evaluate`; ``"gold@X"`` (X an ID) is the answer-moving probe.
+METHODS = ("default", "calibrated", "cyclic", "full", "pride")
+
+LETTERS = string.ascii_uppercase
+
+# PriDe drops items whose options refer to other options (its utils.BAD_OPTIONS / REFER_OPTIONS):
+# permuting them changes their meaning.
+_CROSS_REFS = ("A and B", "A and C", "A and D", "A nor B", "A or B", "B and C", "B and D", "C and D")
+_CROSS_REFS_LOWER = ("all of the above", "all of above", "none of the above", "none of above")
+
+
+# ----------------------------------------------------------------------------- templates
+@dataclass(frozen=True)
+class LetterTemplate:
+    """How a question and its ID-labelled options become a prompt that ends in the answer cue.
+
+    Attributes:
+        name: short identifier.
+        prompt: format string with ``{instruction}``, ``{question}`` (stripped) and ``{options}``
+            (one rendered line per option, joined by newlines); must end with ``cue``.
+        option: format string for one option line, with ``{id}`` and ``{option}`` (the line is stripped).
+        instruction: format string for ``{instruction}``, with ``{about}`` = " about <subject>" or "".
+        cue: the answer cue; ends without whitespace.
+    """
+
+    name: str
+    prompt: str
+    option: str = "{id}. {option}"
+    instruction: str = ""
+    cue: str = "Answer:"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.cue, str) or not self.cue or self.cue != self.cue.rstrip():
+            raise ValueError(f"cue: must be a non-empty string without trailing whitespace, got {self.cue!r}")
+        if not isinstance(self.prompt, str) or not self.prompt.endswith(self.cue):
+            raise ValueError(f"prompt: must end with the cue {self.cue!r}, got {self.prompt!r}")
+        for key in ("{question}", "{options}"):
+            if key not in self.prompt:
+                raise ValueError(f"prompt: must contain {key}, got {self.prompt!r}")
+        if "{id}" not in self.option:
+            raise ValueError(f"option: must contain {{id}}, got {self.option!r}")
+
+    def render(self, question: str, options: Sequence[str], ids: Sequence[str], subject: str = "") -> str:
+        """The prompt for one presentation of a question (options in the order given)."""
+        about = f" about {subject.replace('_', ' ')}" if subject else ""
+        lines = "\n".join(self.option.format(id=i, option=o).strip() for i, o in zip(ids, options))
+        return self.prompt.format(instruction=self.instruction.format(about=about),
+                                  question=question.strip(), options=lines)
+
+
+#: PriDe's prompt for open-source models (code/eval_clm_utils.py of chujiezheng/LLM-MCQ-Bias):
+#: system message, blank line, "Question: ...", "Options:", "A. ...", "Answer:".
+PRIDE = LetterTemplate(
+    name="pride",
+    prompt="{instruction}\n\nQuestion: {question}\nOptions:\n{options}\nAnswer:",
+    instruction="The following are multiple choice questions{about}. "
+                "You should directly answer the question by choosing the correct option.",
+)
+
+#: A bare template: "Question: ...", the option lines, "Answer:".
+PLAIN = LetterTemplate(name="plain", prompt="Question: {question}\n{options}\nAnswer:")
+
+TEMPLATES = {t.name: t for t in (PRIDE, PLAIN)}
+
+
+def _template(template: LetterTemplate | str) -> LetterTemplate:
+    if isinstance(template, LetterTemplate):
+        return template
+    if isinstance(template, str) and template in TEMPLATES:
+        return TEMPLATES[template]
+    raise ValueError(f"template: expected a LetterTemplate or one of {sorted(TEMPLATES)}, got {template!r}")
+
+
+# ----------------------------------------------------------------------------- items
+@dataclass(frozen=True)
+class LetterItem:
+    """One multiple-choice question: raw question text, option texts, gold index (or None), subject."""
+
+    question: str
+    options: tuple[str, ...]
+    gold: int | None = None
+    subject: str = ""
+    id: str = ""
+
+
+def _check_options(options: Any, name: str = "options") -> tuple[str, ...]:
+    if isinstance(options, str) or not isinstance(options, Sequence):
+        raise TypeError(f"{name}: expected a list of strings, got {type(options).__name__}")
+    if len(options) < 2:
+        raise ValueError(f"{name}: need at least 2 options, got {len(options)}")
+    for j, o in enumerate(options):
+        text.check_text(o, f"{name}[{j}]")
+        if not o.strip():
+            raise ValueError(f"{name}[{j}]: empty option")
+    return tuple(options)
+
+
+def _check_gold(gold: Any, n: int, name: str = "gold") -> int | None:
+    if gold is None:
+        return None
+    if isinstance(gold, bool) or not isinstance(gold, (int, np.integer)) or not 0 <= int(gold) < n:
+        raise ValueError(f"{name}: expected an option index in [0, {n}), got {gold!r}")
+    return int(gold)
+
+
+def _make_item(question: Any, options: Any, gold: Any, subject: Any, id_: str, name: str) -> LetterItem:
+    text.check_text(question, f"{name} question")
+    opts = _check_options(options, f"{name} options")
+    text.check_text(subject, f"{name} subject")
+    return LetterItem(question, opts, _check_gold(gold, len(opts), f"{name} gold"), subject, id_)
+
+
+def as_items(task: Any) -> list[LetterItem]:
+    """Normalise a task to ``LetterItem``s.
+
+    Accepts a ``surfacelab.tasks.Task`` or a list of its ``Item``s (the raw question, choices,
+    label and subject are read from ``item.meta["fields"]``), ``LetterItem``s, dicts with keys
+    ``question, options, gold`` (and optionally ``subject, id``), or tuples
+    ``(question, options, gold[, subject])``.
+    """
+    items = getattr(task, "items", task)
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+        raise TypeError(f"task: expected a Task or a list of items, got {type(task).__name__}")
+    out = []
+    for i, it in enumerate(items):
+        name = f"task[{i}]"
+        if isinstance(it, LetterItem):
+            out.append(_make_item(it.question, it.options, it.gold, it.subject, it.id, name))
+        elif hasattr(it, "meta") and hasattr(it, "options"):
+            fields = it.meta.get("fields", {})
+            if "stem" not in fields or "choices" not in fields:
+                raise ValueError(f"{name}: item {getattr(it, 'id', '')!r} has no raw question/choices in "
+                                 "meta['fields'] (need 'stem' and 'choices'); pass (question, options, gold) instead")
+            out.append(_make_item(fields["stem"], list(fields["choices"]), fields.get("label", it.gold),
+                                  str(it.meta.get("subject", fields.get("subject", ""))), str(it.id), name))
+        elif isinstance(it, Mapping):
+            missing = {"question", "options"} - set(it)
+            if missing:
+                raise ValueError(f"{name}: missing keys {sorted(missing)}")
+            out.append(_make_item(it["question"], it["options"], it.get("gold"), it.get("subject", ""),
+                                  str(it.get("id", i)), name))
+        elif isinstance(it, tuple) and len(it) in (3, 4):
+            out.append(_make_item(it[0], it[1], it[2], it[3] if len(it) == 4 else "", str(i), name))
+        else:
+            raise TypeError(f"{name}: expected an Item, LetterItem, dict or (question, options, gold) tuple, "
+                            f"got {type(it).__name__}")
+    if not out:
+        raise ValueError("task: no items")
+    return out
+
+
+def _subset(task: Any, keep: list[int]) -> Any:
+    """The same kind of container as ``task`` with only the items at ``keep`` (in that order)."""
+    if hasattr(task, "items") and not isinstance(task, Mapping):
+        return replace(task, items=[task.items[i] for i in keep])
+    items = list(task)
+    return [items[i] for i in keep]
+
+
+def refers_to_other_options(options: Sequence[str]) -> bool:
+    """True when an option names other options ("A and B", "none of the above"): PriDe drops these."""
+    return any(r in o for o in options for r in _CROSS_REFS) or \
+        any(r in o.lower() for o in options for r in _CROSS_REFS_LOWER)
+
+
+def drop_cross_references(task: Any) -> Any:
+    """``task`` without the items whose options refer to other options (as PriDe's loader does)."""
+    items = as_items(task)
+    return _subset(task, [i for i, it in enumerate(items) if not refers_to_other_options(it.options)])
+
+
+def stratified_sample(task: Any, n: int, *, seed: int = 0) -> Any:
+    """A seeded sample of ``n`` items stratified by subject (proportional allocation, largest remainder).
+
+    Every subject gets at least one item when ``n`` allows; items keep their original order.
+
+    Args:
+        task: anything :func:`as_items` accepts (a Task stays a Task).
+        n: sample size.
+        seed: seed of the draw.
+    """
+    items = as_items(task)
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= len(items):
+        raise ValueError(f"n: expected an int in [1, {len(items)}], got {n!r}")
+    groups: dict[str, list[int]] = {}
+    for i, it in enumerate(items):
+        groups.setdefault(it.subject, []).append(i)
+    names = sorted(groups)
+    quota = {s: n * len(groups[s]) / len(items) for s in names}
+    alloc = {s: min(len(groups[s]), max(1 if n >= len(names) else 0, math.floor(quota[s]))) for s in names}
+    by_remainder = sorted(names, key=lambda s: (-(quota[s] - math.floor(quota[s])), s))
+    while sum(alloc.values()) < n:
+        for s in by_remainder:
+            if sum(alloc.values()) < n and alloc[s] < len(groups[s]):
+                alloc[s] += 1
+    while sum(alloc.values()) > n:  # minimum-one floors can overshoot: trim the largest strata
+        alloc[max(names, key=lambda s: (alloc[s], s))] -= 1
+    rng = random.Random(seed)
+    keep = sorted(i for s in names for i in rng.sample(groups[s], alloc[s]))
+    return _subset(task, keep)
+
+
+# ----------------------------------------------------------------------------- ids
+def _check_ids(ids: str | Sequence[str] | None, n: int) -> tuple[str, ...]:
+    """The first ``n`` IDs; letters A, B, ... by default."""
+    if ids is None:
+        if n > len(LETTERS):
+            raise ValueError(f"options: {n} options but only {len(LETTERS)} default letter IDs; pass ids=")
+        return tuple(LETTERS[:n])
+    if isinstance(ids, str):
+        ids = tuple(ids)
+    if not isinstance(ids, Sequence) or not all(isinstance(i, str) for i in ids):
+        raise TypeError(f"ids: expected a string or a list of strings, got {ids!r}")
+    for i in ids:
+        if not i or i != i.strip():
+            raise ValueError(f"ids: every ID must be non-empty without surrounding whitespace, got {i!r}")
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise ValueError(f"ids: duplicate IDs {dup}")
+    if n > len(ids):
+        raise ValueError(f"options: {n} options but only {len(ids)} ids {list(ids)}")
+    return tuple(ids[:n])
+
+
+def id_variants(lm: Any, ids: Sequence[str], cue: str = "Answer:") -> pd.DataFrame:
+    """How each ID is read after the cue: one row per (ID, variant) with its tokens.
+
+    Columns: id, variant (" A" or "A"), token_ids, single (one token: read from the next-token
+    distribution), duplicate (same tokens as the ID's other variant: counted once).
+    """
+    rows = []
+    for i in ids:
+        seen: set[tuple[int, ...]] = set()
+        for v in (" " + i, i):
+            enc = text.encode(lm, cue, v)
+            toks = tuple(enc.scored_ids)
+            rows.append({"id": i, "variant": v, "token_ids": toks,
+                         "single": len(toks) == 1 and not enc.merged, "duplicate": toks in seen})
+            seen.add(toks)
+    return pd.DataFrame(rows)
+
+
+def _cached_next_token(lm: Any, prompts: list[str], token_ids: list[int],
+                       cache: bool | ScoreCache) -> np.ndarray:
+    """Log-probs (float32) of ``token_ids`` after each prompt, through the engine's on-disk cache."""
+    store = (engine.default_cache() if cache is True else cache) or None
+    tag = f"{lm.fingerprint}|next-token|{','.join(map(str, token_ids))}"
+    keys = [request_key(tag, text.encode_prompt(lm, p), 0) for p in prompts]
+    found = store.get_many(keys) if store is not None else {}
+    todo = [k for k in dict.fromkeys(keys) if k not in found]
+    first = {k: j for j, k in reversed(list(enumerate(keys)))}
+    if todo:
+        res = engine.next_token_logprobs(lm, [prompts[first[k]] for k in todo], token_ids=token_ids)
+        fresh = {k: {"logprob": r.selected.astype(np.float32),
+                     "entropy": np.full(len(token_ids), r.entropy, np.float32),
+                     "rank": np.zeros(len(token_ids), np.int64), "greedy": np.zeros(len(token_ids), bool)}
+                 for k, r in zip(todo, res)}
+        if store is not None:
+            store.put_many(fresh)
+        found.update(fresh)
+    return np.stack([found[k]["logprob"] for k in keys]) if keys else np.zeros((0, len(token_ids)))
+
+
+def _variant_logprobs(lm: Any, prompts: list[str], ids: tuple[str, ...], cue: str,
+                      cache: bool | ScoreCache) -> np.ndarray:
+    """Full-vocabulary log-probs of each ID's variants after each prompt: (prompts, ids, 2) float64.
+
+    One ``next_token_logprobs`` forward per prompt for single-token variants, one ``engine.logprobs``
+    call for the rest; a duplicate variant is -inf (counted once).
+    """
+    plan = id_variants(lm, ids, cue)
+    out = np.full((len(prompts), len(ids), 2), -np.inf)
+    single = plan[plan.single & ~plan.duplicate]
+    multi = plan[~plan.single & ~plan.duplicate]
+    if len(single):
+        tids = [t[0] for t in single.token_ids]
+        lp = _cached_next_token(lm, prompts, tids, cache)
+        for col, idx in enumerate(single.index):
+            out[:, idx // 2, idx % 2] = lp[:, col]
+    if len(multi):
+        reqs = [(p, v) for p in prompts for v in multi.variant]
+        scored = engine.logprobs(lm, reqs, cache=cache, progress=False)
+        totals = np.array([s.total for s in scored]).reshape(len(prompts), len(multi))
+        for col, idx in enumerate(multi.index):
+            out[:, idx // 2, idx % 2] = totals[:, col]
+    return out
+
+
+# ----------------------------------------------------------------------------- pure maths
+def _logsumexp(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    m = np.max(x, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):
+        return np.log(np.sum(np.exp(x - m), axis=axis)) + np.squeeze(m, axis=axis)
+
+
+def _log_normalise(x: np.ndarray) -> np.ndarray:
+    return x - _logsumexp(x)[..., None]
+
+
+def _probs(p: Any, name: str) -> np.ndarray:
+    arr = np.asarray(p, dtype=np.float64)
+    if arr.ndim < 1 or arr.shape[-1] < 2 or not np.all(np.isfinite(arr)) or np.any(arr < 0):
+        raise ValueError(f"{name}: expected non-negative finite probabilities over >= 2 IDs, got shape {arr.shape}")
+    if np.any(arr.sum(-1) <= 0):
+        raise ValueError(f"{name}: a distribution sums to zero")
+    return arr
+
+
+def normalise(p: Any) -> np.ndarray:
+    """Rescale non-negative scores to sum to one along the last axis."""
+    arr = _probs(p, "p")
+    return arr / arr.sum(-1, keepdims=True)
+
+
+def calibrate(p: Any, p_cf: Any) -> np.ndarray:
+    """Contextual calibration: ``normalise(p / p_cf)``, i.e. W = diag(p_cf)^-1, b = 0 (Zhao et al. 2021)."""
+    p_arr, cf = _probs(p, "p"), _probs(p_cf, "p_cf")
+    if p_arr.shape[-1] != cf.shape[-1]:
+        raise ValueError(f"p_cf: {cf.shape[-1]} IDs, but p has {p_arr.shape[-1]}")
+    if np.any(cf == 0):
+        raise ValueError("p_cf: a content-free probability is zero; W = diag(p_cf)^-1 is undefined")
+    return normalise(p_arr / cf)
+
+
+def cyclic_permutations(n: int) -> list[tuple[int, ...]]:
+    """The n cyclic shifts: permutation k shows option ``(pos + k) % n`` at position ``pos`` (PriDe's order)."""
+    _check_n(n)
+    return [tuple((pos + k) % n for pos in range(n)) for k in range(n)]
+
+
+def full_permutations(n: int, max_permutations: int = 24) -> list[tuple[int, ...]]:
+    """All n! orders (sorted, identity first); raises if n! exceeds ``max_permutations``."""
+    _check_n(n)
+    if math.factorial(n) > max_permutations:
+        raise ValueError(f"max_permutations: {n} options need {math.factorial(n)} permutations, more than "
+                         f"max_permutations={max_permutations}; raise it or use cyclic permutations")
+    return sorted(itertools.permutations(range(n)))
+
+
+def _check_n(n: Any) -> None:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+        raise ValueError(f"n: expected an int >= 2, got {n!r}")
+
+
+def _check_perms(perms: Any, n: int) -> np.ndarray:
+    arr = np.asarray(perms)
+    if arr.ndim != 2 or arr.shape[1] != n or any(sorted(row) != list(range(n)) for row in arr.tolist()):
+        raise ValueError(f"perms: expected a list of permutations of range({n})")
+    return arr
+
+
+def permutation_debias(observed: Any, perms: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Permutation-debiased option distribution and the sample's ID prior (PriDe, section 3.1-3.3).
+
+    Args:
+        observed: (P, n) observed ID probabilities; row k was observed with the options in order
+            ``perms[k]`` (``perms[k][pos]`` = index of the option shown at position/ID ``pos``).
+        perms: the P permutations.
+
+    Returns:
+        ``(debiased, prior)``: ``debiased[c]`` = normalised geometric mean over k of the observed
+        probability at the position where option c was shown; ``prior[pos]`` = normalised geometric
+        mean over k of the observed probability of ID ``pos``.
+    """
+    obs = _probs(observed, "observed")
+    if obs.ndim != 2:
+        raise ValueError(f"observed: expected a (permutations, ids) array, got shape {obs.shape}")
+    pm = _check_perms(perms, obs.shape[1])
+    if pm.shape[0] != obs.shape[0]:
+        raise ValueError(f"perms: {pm.shape[0]} permutations for {obs.shape[0]} observed rows")
+    with np.errstate(divide="ignore"):
+        logp = np.log(normalise(obs))
+    debiased, prior = _permutation_debias_log(logp, pm)
+    return np.exp(debiased), np.exp(prior)
+
+
+def _permutation_debias_log(logp: np.ndarray, perms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Log-space core of :func:`permutation_debias` (rows of ``logp`` are log-normalised)."""
+    by_content = np.empty_like(logp)
+    rows = np.arange(len(perms))[:, None]
+    by_content[rows, perms] = logp  # by_content[k, c] = log p_k(position of c)
+    return _log_normalise(by_content.mean(0)), _log_normalise(logp.mean(0))
+
+
+def pride_debias(observed: Any, prior: Any) -> np.ndarray:
+    """PriDe's one-forward debiasing: ``normalise(exp(log p - log prior))``; argmax is the prediction."""
+    return calibrate(observed, prior)
+
+
+def rstd(gold: Sequence[int], pred: Sequence[int]) -> float:
+    """Population std of the per-gold-ID recalls, x100 (PriDe's selection-bias measure).
+
+    Recall of ID i = share of items with gold i predicted as i; IDs that never occur as gold are
+    left out (they have no recall).
+    """
+    g, p = np.asarray(gold), np.asarray(pred)
+    if g.shape != p.shape or g.ndim != 1 or len(g) == 0:
+        raise ValueError(f"pred: expected as many predictions as gold labels, got {p.shape} and {g.shape}")
+    recalls = [np.mean(p[g == c] == c) * 100 for c in np.unique(g)]
+    return float(np.std(recalls))
+
+
+def _swap(n: int, gold: int, position: int) -> list[int]:
+    """The option order that swaps ``gold`` with the option at ``position``."""
+    order = list(range(n))
+    order[gold], order[position] = order[position], order[gold]
+    return order
+
+
+def move_gold(options: Sequence[str], gold: int, position: int) -> tuple[list[str], int]:
+    """The answer-moving probe: swap the gold option with the one at ``position`` (PriDe's ``move_answer``).
+
+    Returns:
+        the reordered options and the new gold index (= ``position``).
+    """
+    opts = _check_options(options)
+    g = _check_gold(gold, len(opts))
+    if g is None:
+        raise ValueError("gold: the probe needs a gold index")
+    if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position < len(opts):
+        raise ValueError(f"position: expected an index in [0, {len(opts)}), got {position!r}")
+    return [opts[c] for c in _swap(len(opts), g, position)], position
+
+
+# ----------------------------------------------------------------------------- single question
+@dataclass
+class LetterResult:
+    """Option-ID scores of one question.
+
+    ``table``: one row per ID (default order): id, position, option, gold, p_space / p_bare (full-
+    vocabulary probability of " A" / "A"; a duplicate variant is 0), observed, prior (content-free),
+    calibrated, perm_prior (the sample's PriDe prior from the permutations), debiased.
+    ``permutations``: one row per (permutation, position): perm, position, id, option_index, option,
+    observed. ``content_free``: one row per (content-free question, ID): question, id, observed.
+    """
+
+    question: str
+    options: list[str]
+    ids: list[str]
+    gold: int | None
+    prompt: str
+    permutation: str
+    table: pd.DataFrame
+    permutations: pd.DataFrame
+    content_free: pd.DataFrame
+
+    def winner(self, column: str = "observed") -> str:
+        """The ID with the highest value in ``column`` (observed, calibrated, debiased, ...)."""
+        cols = ("observed", "prior", "calibrated", "perm_prior", "debiased")
+        if column not in cols:
+            raise ValueError(f"column: expected one of {cols}, got {column!r}")
+        return str(self.table.loc[self.table[column].idxmax(), "id"])
+
+
+def score(
+    lm: Any,
+    question: str,
+    options: Sequence[str],
+    *,
+    ids: str | Sequence[str] | None = None,
+    template: LetterTemplate | str = "pride",
+    subject: str = "",
+    gold: int | None = None,
+    permutation: str = "cyclic",
+    max_permutations: int = 24,
+    cache: bool | ScoreCache = True,
+) -> LetterResult:
+    """Observed, content-free, calibrated and permutation-debiased ID distributions of one question.
+
+    Args:
+        lm: a loaded causal ``LM``.
+        question: the question text (stripped when rendered).
+        options: option texts, in the default order.
+        ids: option IDs: a string of one-character IDs ("ABCD", "1234") or a list ("1", ..., "10");
+            default A, B, C, ...
+        template: a ``LetterTemplate`` or a name in ``TEMPLATES`` (default PriDe's prompt).
+        subject: fills " about <subject>" in the template's instruction (MMLU).
+        gold: index of the correct option, if known.
+        permutation: "cyclic" (n forwards) or "full" (n! forwards).
+        max_permutations: refuse a full permutation with more orders than this.
+        cache: use the engine's on-disk cache.
+
+    Example:
+        >>> score(lm, "2 + 2 =", ["3", "4", "5", "22"]).table  # doctest: +SKIP
+    """
+    it = _make_item(question, options, gold, subject, "", "score:")
+    tpl = _template(template)
+    n = len(it.options)
+    id_set = _check_ids(ids, n)
+    if permutation not in ("cyclic", "full"):
+        raise ValueError(f"permutation: expected 'cyclic' or 'full', got {permutation!r}")
+    perms = cyclic_permutations(n) if permutation == "cyclic" else full_permutations(n, max_permutations)
+    perm_prompts = [tpl.render(it.question, [it.options[c] for c in pm], id_set, it.subject) for pm in perms]
+    cf_prompts = [tpl.render(q, it.options, id_set, it.subject) for q in CONTENT_FREE]
+    var = _variant_logprobs(lm, perm_prompts + cf_prompts, id_set, tpl.cue, cache)
+    logp = _log_normalise(_logsumexp(var))
+    perm_lp, cf_lp = logp[:len(perms)], logp[len(perms):]
+    debiased, perm_prior = _permutation_debias_log(perm_lp, np.asarray(perms))
+    observed = np.exp(perm_lp[0])
+    p_cf = np.exp(cf_lp).mean(0)
+    table = pd.DataFrame({
+        "id": list(id_set),
+        "position": np.arange(n),
+        "option": list(it.options),
+        "gold": [it.gold == j for j in range(n)],
+        "p_space": np.exp(var[0, :, 0]),
+        "p_bare": np.exp(var[0, :, 1]),
+        "observed": observed,
+        "prior": p_cf,
+        "calibrated": calibrate(observed, p_cf),
+        "perm_prior": np.exp(perm_prior),
+        "debiased": np.exp(debiased),
+    })
+    perm_rows = [{"perm": k, "position": pos, "id": id_set[pos], "option_index": c, "option": it.options[c],
+                  "observed": float(np.exp(perm_lp[k, pos]))}
+                 for k, pm in enumerate(perms) for pos, c in enumerate(pm)]
+    cf_rows = [{"question": q, "id": id_set[j], "observed": float(np.exp(cf_lp[m, j]))}
+               for m, q in enumerate(CONTENT_FREE) for j in range(n)]
+    return LetterResult(it.question, list(it.options), list(id_set), it.gold, perm_prompts[0], permutation,
+                        table, pd.DataFrame(perm_rows), pd.DataFrame(cf_rows))
+
+
+# ----------------------------------------------------------------------------- datasets
+@dataclass
+class LetterEval:
+    """Results of :func:`evaluate`.
+
+    ``summary``: one row per method: method, n_items, accuracy (%), rstd (%-points), cost (forwards
+    per item), prior (the ID prior the method divides out, averaged over items; None for default and
+    probes), chosen_<ID> (% of items answered with that ID).
+    ``items``: one row per (item, method): item (index), item_id, subject, n_options, method, role
+    ("estimate" / "debias" for PriDe), gold and pred (IDs), correct, probs (final distribution,
+    over IDs in the order shown).
+    ``prior``: the PriDe prior per option count (pass it as ``prior=`` to transfer it).
+    ``gold_share``: % of items whose gold answer has each ID.
+    """
+
+    summary: pd.DataFrame
+    items: pd.DataFrame
+    prior: dict[int, np.ndarray] = field(default_factory=dict)
+    gold_share: pd.Series | None = None
+    model: str = ""
+    n_prompts: int = 0  # unique prompts scored (one forward each, before the cache)
+
+
+def _check_methods(methods: Any, ids: tuple[str, ...]) -> tuple[str, ...]:
+    if isinstance(methods, str) or not isinstance(methods, Iterable):
+        raise TypeError(f"methods: expected a list of method names, got {methods!r}")
+    methods = tuple(methods)
+    for m in methods:
+        ok = m in METHODS or (isinstance(m, str) and m.startswith("gold@") and m[5:] in ids)
+        if not ok:
+            raise ValueError(f"methods: unknown method {m!r}; choose from {list(METHODS)} or 'gold@<ID>' "
+                             f"with an ID in {list(ids)}")
+    if not methods or len(set(methods)) != len(methods):
+        raise ValueError(f"methods: expected distinct method names, got {methods!r}")
+    return methods
+
+
+def _check_prior(prior: Any) -> dict[int, np.ndarray] | None:
+    if prior is None:
+        return None
+    if isinstance(prior, LetterEval):
+        prior = prior.prior
+    out = {int(k): normalise(v) for k, v in prior.items()} if isinstance(prior, Mapping) else {0: normalise(prior)}
+    for k, arr in list(out.items()):
+        if arr.ndim != 1 or (k and len(arr) != k) or np.any(arr == 0):
+            raise ValueError(f"prior: expected positive distributions over the IDs (one per option count), "
+                             f"got {arr.tolist()}")
+    return {len(arr): arr for arr in out.values()}
+
+
+def _alpha(alpha: Any) -> float:
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha <= 1:
+        raise ValueError(f"alpha: expected a fraction in (0, 1], got {alpha!r}")
+    return float(alpha)
+
+
+def evaluate(
+    lm: Any,
+    task: Any,
+    methods: Sequence[str] = ("default", "calibrated", "cyclic", "pride"),
+    *,
+    alpha: float = 0.05,
+    seed: int = 0,
+    limit: int | None = None,
+    ids: str | Sequence[str] | None = None,
+    template: LetterTemplate | str = "pride",
+    prior: Any = None,
+    max_permutations: int = 24,
+    cache: bool | ScoreCache = True,
+) -> LetterEval:
+    """Accuracy, RStd, cost and chosen-ID distribution of option-ID scoring methods on a dataset.
+
+    Methods: "default" (observed argmax), "calibrated" (content-free prior, +3 forwards),
+    "cyclic" / "full" (permutation debiasing, n / n! forwards), "pride" (prior from a fraction
+    ``alpha`` of the items, then one forward each) and "gold@X" (the gold option swapped to ID X).
+    Every prompt of every method is deduplicated and scored in one engine pass.
+
+    Args:
+        lm: a loaded causal ``LM``.
+        task: a ``Task`` or anything :func:`as_items` accepts; items need a gold answer.
+        methods: the methods to run.
+        alpha: PriDe's estimation fraction (per option count, at least one item).
+        seed: seeds the ``limit`` sample and PriDe's estimation draw.
+        limit: evaluate a seeded sample of this many items.
+        ids: option IDs (see :func:`score`).
+        template: a ``LetterTemplate`` or a name in ``TEMPLATES``.
+        prior: a PriDe prior to transfer (array for one option count, {n: array}, or a LetterEval):
+            PriDe then estimates nothing and costs one forward per item.
+        max_permutations: limit of the "full" method.
+        cache: use the engine's on-disk cache.
+    """
+    items = as_items(task)
+    if limit is not None:
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"limit: expected a positive int, got {limit!r}")
+        if limit < len(items):
+            items = [items[i] for i in sorted(random.Random(seed).sample(range(len(items)), limit))]
+    for i, it in enumerate(items):
+        if it.gold is None:
+            raise ValueError(f"task[{i}]: item {it.id!r} has no gold answer")
+    tpl = _template(template)
+    all_ids = _check_ids(ids, max(len(it.options) for it in items))
+    methods = _check_methods(methods, all_ids)
+    alpha = _alpha(alpha)
+    given = _check_prior(prior)
+    sizes = sorted({len(it.options) for it in items})
+    if given is not None and "pride" in methods:
+        missing = [n for n in sizes if n not in given]
+        if missing:
+            raise ValueError(f"prior: no prior for items with {missing} options (have {sorted(given)})")
+    full = {n: full_permutations(n, max_permutations) for n in sizes} if "full" in methods else {}
+    cyclic = {n: cyclic_permutations(n) for n in sizes}
+
+    # PriDe's estimation items: a seeded shuffle, the first max(1, int(alpha * N_n)) of each option count.
+    estimate: set[int] = set()
+    if "pride" in methods and given is None:
+        order = list(range(len(items)))
+        random.Random(seed).shuffle(order)
+        for n in sizes:
+            group = [i for i in order if len(items[i].options) == n]
+            estimate.update(group[:max(1, int(len(group) * alpha))])
+
+    prompts: dict[str, int] = {}
+
+    def ask(it: LetterItem, question: str, order: Sequence[int]) -> int:
+        p = tpl.render(question, [it.options[c] for c in order], all_ids[:len(order)], it.subject)
+        return prompts.setdefault(p, len(prompts))
+
+    need: dict[tuple[str, int], list[int]] = {}  # (stage, item) -> prompt indices
+    for i, it in enumerate(items):
+        n = len(it.options)
+        ident = tuple(range(n))
+        need[("default", i)] = [ask(it, it.question, ident)]
+        if "calibrated" in methods:
+            need[("cf", i)] = [ask(it, q, ident) for q in CONTENT_FREE]
+        if "cyclic" in methods or i in estimate:
+            need[("cyclic", i)] = [ask(it, it.question, pm) for pm in cyclic[n]]
+        if "full" in methods:
+            need[("full", i)] = [ask(it, it.question, pm) for pm in full[n]]
+        for m in methods:
+            if m.startswith("gold@"):
+                need[(m, i)] = [ask(it, it.question, _swap(n, it.gold, all_ids.index(m[5:])))]
+
+    plist = list(prompts)
+    var = _variant_logprobs(lm, plist, all_ids, tpl.cue, cache)
+    n_max = len(all_ids)
+
+    def dist(idx: list[int], n: int) -> np.ndarray:
+        """Log-normalised ID distributions of the given prompts over their first n IDs."""
+        return _log_normalise(_logsumexp(var[idx, :n]))
+
+    per_sample_prior = {i: _permutation_debias_log(dist(need[("cyclic", i)], len(items[i].options)),
+                                                   np.asarray(cyclic[len(items[i].options)]))
+                        for i in range(len(items)) if ("cyclic", i) in need}
+    priors: dict[int, np.ndarray] = {}
+    if "pride" in methods:
+        if given is not None:
+            priors = given
+        else:
+            for n in sizes:
+                est = [np.exp(per_sample_prior[i][1]) for i in sorted(estimate) if len(items[i].options) == n]
+                priors[n] = np.mean(est, axis=0)
+
+    rows, summary = [], []
+    for m in methods:
+        preds, golds, costs, used_priors = [], [], [], []
+        for i, it in enumerate(items):
+            n = len(it.options)
+            obs = dist(need[("default", i)], n)[0]
+            gold, role = it.gold, ""
+            if m == "default":
+                lp, cost = obs, 1
+            elif m == "calibrated":
+                p_cf = np.exp(dist(need[("cf", i)], n)).mean(0)
+                lp, cost = np.log(calibrate(np.exp(obs), p_cf)), 1 + len(CONTENT_FREE)
+                used_priors.append(p_cf)
+            elif m == "cyclic":
+                lp, cost = per_sample_prior[i][0], n
+                used_priors.append(np.exp(per_sample_prior[i][1]))
+            elif m == "full":
+                lp, sample_prior = _permutation_debias_log(dist(need[("full", i)], n), np.asarray(full[n]))
+                cost = len(full[n])
+                used_priors.append(np.exp(sample_prior))
+            elif m == "pride":
+                if i in estimate:
+                    lp, cost, role = per_sample_prior[i][0], n, "estimate"
+                else:
+                    lp, cost, role = _log_normalise(obs - np.log(priors[n])), 1, "debias"
+            else:  # gold@X
+                lp, cost = dist(need[(m, i)], n)[0], 1
+                gold = all_ids.index(m[5:])
+            pred = int(np.argmax(lp))
+            preds.append(pred)
+            golds.append(gold)
+            costs.append(cost)
+            rows.append({"item": i, "item_id": it.id, "subject": it.subject, "n_options": n, "method": m,
+                         "role": role, "gold": all_ids[gold], "pred": all_ids[pred], "correct": pred == gold,
+                         "probs": np.exp(lp).tolist()})
+        chosen = np.bincount(preds, minlength=n_max) / len(preds) * 100
+        if m == "pride":
+            mean_prior = priors[sizes[0]].tolist() if len(sizes) == 1 else {k: v.tolist() for k, v in priors.items()}
+        elif used_priors and len(sizes) == 1:
+            mean_prior = np.mean(used_priors, axis=0).tolist()
+        else:
+            mean_prior = None
+        summary.append({"method": m, "n_items": len(items),
+                        "accuracy": float(np.mean(np.asarray(preds) == np.asarray(golds)) * 100),
+                        "rstd": rstd(golds, preds), "cost": float(np.mean(costs)), "prior": mean_prior,
+                        **{f"chosen_{all_ids[j]}": float(chosen[j]) for j in range(n_max)}})
+    gold_share = pd.Series(np.bincount([it.gold for it in items], minlength=n_max) / len(items) * 100,
+                           index=list(all_ids), name="gold_share")
+    return LetterEval(pd.DataFrame(summary), pd.DataFrame(rows), priors, gold_share, getattr(lm, "name", ""),
+                      len(plist))
