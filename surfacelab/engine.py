@@ -5,10 +5,12 @@ deduplicates identical encodings, looks them up in the on-disk cache and compute
 
 * **Shared-prefix reuse.** Unique encodings are sorted by token ids and split into groups that
   share a token prefix (all options of one question, every option under one domain premise). A
-  group's prefix runs once; its key/value cache is copied to every row of the group, and only the
-  suffixes run on top of it. Groups are chosen by a cost model on token counts (``_groups``):
-  reuse is used only where it saves at least ``REUSE_MIN_SAVED`` forwarded tokens. The split is on
-  token ids, so boundary merges and left truncation need no special case.
+  group runs as one packed row: the prefix once, then every member's suffix, with position ids
+  restarting after the prefix for each suffix and a 4-D attention mask that lets a suffix see the
+  prefix and itself only. That is the key/value reuse of a prefix cache without copying the cache
+  per suffix or padding each suffix. Groups are chosen by a cost model on token counts
+  (``_groups``): reuse is used only where it saves at least ``REUSE_MIN_SAVED`` forwarded tokens.
+  The split is on token ids, so boundary merges and left truncation need no special case.
 * **Batching by token count.** Batches are planned by a token budget (``TOKEN_BUDGET``) or a row
   count; the automatic budget halves on an out-of-memory error and resets on every call.
 * **Projection only where needed.** The LM head and the float32 log-softmax run only at positions
@@ -20,7 +22,6 @@ deduplicates identical encodings, looks them up in the on-disk cache and compute
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
@@ -36,10 +37,18 @@ Request = tuple[str, str]
 #: Token budget of one automatic batch, by device type (rows x padded length; for a shared-prefix
 #: batch: prefix rows x prefix length + suffix rows x suffix length).
 TOKEN_BUDGET = {"cpu": 4096, "mps": 16384, "cuda": 65536}
-#: A shared prefix is reused only if it saves at least this many forwarded tokens.
-REUSE_MIN_SAVED = 16
+#: A shared prefix is reused only if it saves at least this many forwarded tokens...
+REUSE_MIN_SAVED = 8
+#: ... and at least this fraction of the tokens its requests would forward plainly (a token or two
+#: shared by unrelated requests does not pay for the longer packed row and its attention).
+REUSE_MIN_GAIN = 0.1
 #: Most requests in one shared-prefix group (bounds the planning cost; a larger set is split).
 GROUP_MAX = 256
+#: Most tokens in one packed shared-prefix row (the prefix plus its suffixes).
+ROW_MAX = 256
+#: A token outranks the target only if more likely by more than this (nats): float noise between
+#: batch layouts (padding, packed rows) must not reorder near-ties.
+RANK_TOL = 1e-4
 #: Most logits (positions x vocabulary) projected at once.
 PROJECT_ELEMENTS = 1 << 25
 
@@ -49,7 +58,8 @@ class Scored:
     """The scored tokens of one request.
 
     Arrays have one entry per continuation token: ``token_ids``, ``logprob`` (natural log,
-    computed in float32), ``rank`` (1 = the model's top choice), ``entropy`` (nats, of the
+    computed in float32), ``rank`` (1 = the model's top choice; tokens within ``RANK_TOL`` nats
+    tie), ``entropy`` (nats, of the
     next-token distribution at that position) and ``greedy`` (rank == 1).
     """
 
@@ -192,11 +202,16 @@ def _unique_prefix_tokens(seqs: list[tuple[int, ...]]) -> int:
 
 @dataclass
 class _Group:
-    """Encodings that run as one unit: a shared prefix of ``prefix`` tokens (0 = none) and suffix rows."""
+    """Encodings that run as one row: a shared prefix of ``prefix`` tokens (0 = none) and their suffixes."""
 
     prefix: int
     members: list[int]
     widths: list[int]  # forwarded suffix length of each member
+
+    @property
+    def length(self) -> int:
+        """Tokens in the packed row: the prefix once, then every suffix."""
+        return self.prefix + sum(self.widths)
 
 
 def _groups(encs: list[text.Encoding], max_group: int, window: int | None) -> list[_Group]:
@@ -205,21 +220,26 @@ def _groups(encs: list[text.Encoding], max_group: int, window: int | None) -> li
     Encodings are sorted by their reusable prefix (the tokens before the first scored position);
     an optimal split of that order into runs (dynamic programming over runs of at most
     ``max_group``) maximises the forwarded tokens saved, (k - 1) x common prefix per run, counting
-    only runs that save at least ``REUSE_MIN_SAVED``. Everything else runs plainly. Encodings
-    longer than a sliding attention window never share a prefix (the cache would drop tokens).
+    only runs that save at least ``REUSE_MIN_SAVED`` tokens and ``REUSE_MIN_GAIN`` of their plain
+    cost. A run longer than ``ROW_MAX`` packed tokens is cut into several rows that each repeat the
+    prefix. Everything else runs plainly. Encodings longer than a sliding attention window never
+    share a prefix (the packed row's own mask would not apply the window).
     """
     heads = [e.input_ids[:e.start - 1] for e in encs]
     eligible = [i for i, e in enumerate(encs) if window is None or len(e.input_ids) < window]
     order = sorted(eligible, key=lambda i: (heads[i], encs[i].input_ids))
     n = len(order)
     adjacent = np.array([_lcp(heads[a], heads[b]) for a, b in zip(order, order[1:])], dtype=np.int64)
+    cost = np.concatenate([[0], np.cumsum([len(encs[i].input_ids) - 1 for i in order])])
     best = np.zeros(n + 1)
     cut = np.zeros(n + 1, dtype=np.int64)
     for j in range(1, n + 1):
         lo = max(0, j - max_group)
         common = np.minimum.accumulate(adjacent[lo:j - 1][::-1])[::-1]  # common[t]: min lcp of run lo+t..j-1
         size = j - np.arange(lo, j - 1)
-        saved = np.where((size - 1) * common >= REUSE_MIN_SAVED, (size - 1) * common, 0)
+        saved = (size - 1) * common
+        plain = cost[j] - cost[lo:j - 1]
+        saved = np.where((saved >= REUSE_MIN_SAVED) & (saved >= REUSE_MIN_GAIN * plain), saved, 0)
         total = best[lo:j - 1] + saved
         k = int(np.argmax(total)) if len(total) else 0
         if len(total) and total[k] > best[j - 1]:
@@ -227,30 +247,37 @@ def _groups(encs: list[text.Encoding], max_group: int, window: int | None) -> li
         else:
             best[j], cut[j] = best[j - 1], j - 1
     out: list[_Group] = []
-    j = n
     shared: set[int] = set()
+    j = n
     while j > 0:
         i = int(cut[j])
         if j - i > 1:
-            members = order[i:j]
             p = int(adjacent[i:j - 1].min())
-            out.append(_Group(p, members, [len(encs[m].input_ids) - 1 - p for m in members]))
-            shared.update(members)
+            row = _Group(p, [], [])
+            for m in order[i:j]:
+                w = len(encs[m].input_ids) - 1 - p
+                if row.members and row.length + w > ROW_MAX:
+                    out.append(row)
+                    row = _Group(p, [], [])
+                row.members.append(m)
+                row.widths.append(w)
+            out.append(row)
+            shared.update(order[i:j])
         j = i
     out += [_Group(0, [i], [len(e.input_ids) - 1]) for i, e in enumerate(encs) if i not in shared]
     return out
 
 
 def _take(groups: list[_Group], rows: int | None, budget: int) -> int:
-    """How many of ``groups`` (sorted) form the next batch: same kind, within the row or token budget."""
-    n_pre = n_rows = p_max = s_max = 0
+    """How many of ``groups`` (sorted) form the next batch: same kind, within the request count or token budget."""
+    n_req = 0
     for k, g in enumerate(groups):
         if k and (g.prefix > 0) != (groups[0].prefix > 0):
             return k
-        n_pre, n_rows = n_pre + 1, n_rows + len(g.members)
-        p_max, s_max = max(p_max, g.prefix), max(s_max, max(g.widths))
-        cost = n_pre * p_max + n_rows * s_max
-        if k and (n_rows > rows if rows is not None else cost > budget or n_rows * (p_max + s_max) > 4 * budget):
+        n_req += len(g.members)
+        width = max(groups[0].length, g.length)
+        too_short = 2 * g.length < width  # would be mostly padding: start a narrower batch
+        if k and (n_req > rows if rows is not None else (k + 1) * width > budget or too_short):
             return k
     return len(groups)
 
@@ -264,18 +291,13 @@ def _project(lm: Any, hidden: torch.Tensor) -> torch.Tensor:
     return logits
 
 
-def _cache_kwarg(lm: Any) -> str:
-    """The keyword the base model takes its key/value cache by ('cache' from transformers 5.x, else 'past_key_values')."""
-    params = inspect.signature(lm.model.base_model.forward).parameters
-    return "cache" if "cache" in params else "past_key_values"
-
-
 def _hidden(lm: Any, ids: torch.Tensor, mask: torch.Tensor, **kwargs: Any) -> Any:
-    """Run the base transformer (no LM head); returns its output (``last_hidden_state``, cache)."""
-    return lm.model.base_model(input_ids=ids, attention_mask=mask, **kwargs)
+    """Run the base transformer (no LM head, no cache); read the states with ``_last_hidden``."""
+    return lm.model.base_model(input_ids=ids, attention_mask=mask, use_cache=False, **kwargs)
 
 
 def _last_hidden(out: Any) -> torch.Tensor:
+    """Final hidden states from a base-model output."""
     return out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
 
 
@@ -287,54 +309,51 @@ def _score_positions(lm: Any, hidden: torch.Tensor, targets: torch.Tensor) -> to
     for a in range(0, len(targets), step):
         logp = torch.log_softmax(_project(lm, hidden[a:a + step]), dim=-1)
         lp = logp.gather(1, targets[a:a + step, None])[:, 0]
-        rank = (logp > lp[:, None]).sum(1) + 1
+        rank = (logp > lp[:, None] + RANK_TOL).sum(1) + 1
         entropy = -(logp.exp() * logp).sum(1)
         parts.append(torch.stack([lp, rank.float(), entropy], 1))
     return torch.cat(parts)
 
 
 def _score_batch(lm: Any, encs: list[text.Encoding], groups: list[_Group], pad: int) -> torch.Tensor:
-    """Score one batch of groups (all plain or all shared-prefix); rows follow the groups' member order."""
+    """Score one batch of groups, one row each; results follow the groups' member order.
+
+    A plain row is ``input_ids[:-1]`` under the model's own causal mask. A shared-prefix row packs
+    the prefix once and then every member's suffix, with position ids restarting after the
+    prefix for each suffix and a 4-D mask letting each suffix see the prefix and itself only.
+    """
     dev = lm.device
-    members = [m for g in groups for m in g.members]
-    prefixes = [g.prefix for g in groups for _ in g.members]
-    width = max(w for g in groups for w in g.widths)
-    ids = torch.full((len(members), width), pad, dtype=torch.long)
-    mask = torch.zeros((len(members), width), dtype=torch.long)
+    width = max(g.length for g in groups)
+    ids = torch.full((len(groups), width), pad, dtype=torch.long)
+    positions = torch.zeros((len(groups), width), dtype=torch.long)
+    block = torch.full((len(groups), width), -1, dtype=torch.long)  # 0 prefix, i+1 suffix i, -1 pad
     rows, cols, targets = [], [], []
-    for r, (m, p) in enumerate(zip(members, prefixes)):
-        e = encs[m]
-        n = len(e.input_ids) - 1 - p
-        ids[r, :n] = torch.tensor(e.input_ids[p:-1])
-        mask[r, :n] = 1
-        rows += [r] * (len(e.input_ids) - e.start)
-        cols += list(range(e.start - 1 - p, n))
-        targets += list(e.scored_ids)
-    kwargs: dict[str, Any] = {}
+    for r, g in enumerate(groups):
+        first = encs[g.members[0]].input_ids
+        ids[r, :g.prefix] = torch.tensor(first[:g.prefix], dtype=torch.long)
+        positions[r, :g.prefix] = torch.arange(g.prefix)
+        block[r, :g.prefix] = 0
+        at = g.prefix
+        for i, (m, w) in enumerate(zip(g.members, g.widths)):
+            e = encs[m]
+            ids[r, at:at + w] = torch.tensor(e.input_ids[g.prefix:-1], dtype=torch.long)
+            positions[r, at:at + w] = torch.arange(g.prefix, g.prefix + w)
+            block[r, at:at + w] = i + 1
+            rows += [r] * (len(e.input_ids) - e.start)
+            cols += range(at + e.start - 1 - g.prefix, at + w)
+            targets += e.scored_ids
+            at += w
     if groups[0].prefix:
-        p_max = max(g.prefix for g in groups)
-        pre_ids = torch.full((len(groups), p_max), pad, dtype=torch.long)
-        pre_mask = torch.zeros((len(groups), p_max), dtype=torch.long)
-        for k, g in enumerate(groups):  # right-padded: no fully masked query row, no NaN
-            pre_ids[k, :g.prefix] = torch.tensor(encs[g.members[0]].input_ids[:g.prefix])
-            pre_mask[k, :g.prefix] = 1
-        name = _cache_kwarg(lm)
-        out = _hidden(lm, pre_ids.to(dev), pre_mask.to(dev), use_cache=True)
-        kv = getattr(out, name, None)
-        owner = torch.tensor([k for k, g in enumerate(groups) for _ in g.members])
-        kv.batch_select_indices(owner.to(dev))
-        mask = torch.cat([pre_mask[owner], mask], 1)
-        positions = torch.tensor(prefixes)[:, None] + torch.arange(width)[None, :]
-        kwargs = {name: kv, "use_cache": True, "position_ids": positions.to(dev)}
-        stats.tokens_forwarded += sum(g.prefix for g in groups)
-        stats.tokens_padded += pre_ids.numel()
+        causal = torch.ones(width, width, dtype=torch.bool).tril()
+        seen = causal & ((block[:, None, :] == 0) | (block[:, None, :] == block[:, :, None]))
+        mask = torch.zeros(seen.shape, dtype=lm.dtype).masked_fill_(~seen, torch.finfo(lm.dtype).min)
+        hidden = _last_hidden(_hidden(lm, ids.to(dev), mask[:, None].to(dev), position_ids=positions.to(dev)))
         stats.prefix_groups += len(groups)
-        stats.reused += len(members)
+        stats.reused += sum(len(g.members) for g in groups)
     else:
-        kwargs = {"use_cache": False}
-    hidden = _last_hidden(_hidden(lm, ids.to(dev), mask.to(dev), **kwargs))
+        hidden = _last_hidden(_hidden(lm, ids.to(dev), (block >= 0).long().to(dev)))
     picked = hidden[torch.tensor(rows, device=dev), torch.tensor(cols, device=dev)]
-    stats.tokens_forwarded += sum(w for g in groups for w in g.widths)
+    stats.tokens_forwarded += sum(g.length for g in groups)
     stats.tokens_padded += ids.numel()
     stats.tokens_scored += len(targets)
     return _score_positions(lm, picked, torch.tensor(targets, device=dev))
@@ -344,10 +363,10 @@ def _run(lm: Any, encs: list[text.Encoding], rows: int | None, progress: bool) -
     """Score unique encodings; automatic batches halve their token budget on out-of-memory."""
     from tqdm.auto import tqdm
 
-    window = getattr(lm.model.config, "sliding_window", None) if getattr(lm.model.config, "layer_types", None) else None
+    window = getattr(lm.model.config, "sliding_window", None)
     max_group = min(GROUP_MAX, rows) if rows is not None else GROUP_MAX
-    groups = _groups(encs, max_group, window if isinstance(window, int) else None)
-    groups.sort(key=lambda g: (g.prefix == 0, -max(g.widths), -g.prefix))
+    groups = _groups(encs, max_group, window if isinstance(window, int) and window > 0 else None)
+    groups.sort(key=lambda g: (g.prefix == 0, -g.length))
     budget = TOKEN_BUDGET.get(lm.device.type, 4096)
     pad = lm.tokenizer.pad_token_id if lm.tokenizer.pad_token_id is not None else 0
     parts: list[torch.Tensor] = []
@@ -508,7 +527,7 @@ def next_token_logprobs(
             for r, i in enumerate(batch):
                 ids[r, :len(prompts[i])] = torch.tensor(prompts[i])
                 mask[r, :len(prompts[i])] = 1
-            hidden = _last_hidden(_hidden(lm, ids.to(lm.device), mask.to(lm.device), use_cache=False))
+            hidden = _last_hidden(_hidden(lm, ids.to(lm.device), mask.to(lm.device)))
             last = hidden[torch.arange(len(batch), device=lm.device), mask.sum(1).to(lm.device) - 1]
             logp = torch.log_softmax(_project(lm, last), dim=-1)
             ent = -(logp.exp() * logp).sum(1).cpu().numpy()

@@ -1,0 +1,357 @@
+"""Side-by-side scoring speed: surfacelab vs lm-evaluation-harness vs minicons.
+
+All three tools score the same (context, continuation) requests with the same local model folder
+(the surfacelab cache's safetensors copies), on three workloads built from ../shared/data with the
+paper's templates (Holtzman et al. 2021, public code ``data_loaders.py``):
+
+  (a) ARC-Challenge test, first N questions: every option under the question stem and under the
+      domain premise " the answer is:" (the DC-PMI workload);
+  (b) COPA val, first N items: " <premise minus final period> so|because" -> " <option>";
+  (c) CommonsenseQA dev, first N: " <stem minus final ?>? the answer is:" -> ' "<option>"'.
+
+Each (model, workload, tool, batch size) runs in a fresh child process: load the model (not
+timed), warm up on a few requests, then time one call over the whole workload. Reported: options/s,
+tokens computed (padding included), peak resident memory above the loaded model (CPU) or peak
+allocated memory (CUDA), and max |delta| of per-request log-probs against lm-eval.
+
+Run (from the repository root; needs the ``bench`` extra: lm-eval==0.4.13, minicons==0.3.39):
+
+    SURFACELAB_CACHE=/tmp/slcache flock /tmp/surfacelab-cpu.lock \
+        python benchmarks/bench_engine.py --out benchmarks/results.md
+
+Options: ``--models`` (comma list of presets), ``--items a=200,b=100,c=200``, ``--gemma-items``
+(items per workload for gemma-3-270m, which is slow on CPU), ``--workloads``, ``--threads`` (torch
+threads per tool, default 1), ``--lm-eval-bs`` / ``--minicons-bs`` / ``--gemma-minicons-bs``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("SURFACELAB_DATA", ROOT.parent / "shared" / "data"))
+WORKLOADS = {"a": ("arc-challenge", "test"), "c": ("commonsenseqa", "dev"), "b": ("copa", "val")}
+WARMUP = 16
+#: (model, workload, peer) -> the speed-up over that peer that issue 3 asks for.
+TARGETS = {
+    ("smollm2-135m", "a", "lm-eval"): 2.0, ("smollm2-135m", "c", "lm-eval"): 1.5,
+    ("gemma-3-270m", "a", "lm-eval"): 2.5,
+    **{("smollm2-135m", w, "minicons"): 3.0 for w in "acb"},
+    ("gemma-3-270m", "a", "minicons"): 3.0,
+}
+
+
+# ----------------------------------------------------------------------------- requests
+
+def _read(path: Path, n: int) -> list[dict]:
+    with open(path) as f:
+        return [json.loads(line) for _, line in zip(range(n), f)]
+
+
+def own_requests(workload: str, n: int) -> list[tuple[str, str]]:
+    """The workload's requests, built from the raw JSON by the paper's data_loaders.py rules."""
+    out: list[tuple[str, str]] = []
+    if workload == "a":
+        rows = _read(DATA / "arc-challenge" / "test.jsonl", n)
+        for r in rows:
+            opts = [" " + c["text"] for c in r["question"]["choices"]]
+            out += [(r["question"]["stem"], o) for o in opts] + [(" the answer is:", o) for o in opts]
+    elif workload == "b":
+        for r in _read(DATA / "copa" / "val.jsonl", n):
+            bridge = " so" if r["question"] == "effect" else " because"
+            for c in (r["choice1"], r["choice2"]):
+                out.append((" " + r["premise"][:-1] + bridge, " " + c[:1].lower() + c[1:]))
+    else:
+        for r in _read(DATA / "commonsenseqa" / "dev.jsonl", n):
+            premise = " " + r["question"]["stem"]
+            premise = (premise[:-1] if premise[-1] in "?.!" else premise) + "? the answer is:"
+            out += [(premise, ' "{}"'.format(c["text"].lower())) for c in r["question"]["choices"]]
+    return out
+
+
+def requests_for(workload: str, n: int) -> tuple[list[tuple[str, str]], str]:
+    """Requests from ``surfacelab.tasks`` when it is importable and agrees with ``own_requests``."""
+    own = own_requests(workload, n)
+    try:
+        from surfacelab import tasks
+
+        name, split = WORKLOADS[workload]
+        items = list(tasks.load(name, split, source=DATA))[:n]
+        reqs = [r for it in items for r in (it.requests() + (it.domain_requests() if workload == "a" else []))]
+    except Exception as err:  # noqa: BLE001 - the tasks module is optional here
+        return own, f"own builder (surfacelab.tasks unavailable: {type(err).__name__})"
+    if reqs != own:
+        return own, "own builder (surfacelab.tasks differs from data_loaders.py rules!)"
+    return reqs, "surfacelab.tasks (identical to the data_loaders.py rules)"
+
+
+# ----------------------------------------------------------------------------- child: one tool
+
+def _rss_mib(field: str = "VmRSS") -> float:
+    for line in open("/proc/self/status"):
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class _TokenCounter:
+    """Counts input positions (padding included) of every top-level forward of a peer's model."""
+
+    def __init__(self, model):
+        self.tokens = 0
+        model.register_forward_pre_hook(self._hook, with_kwargs=True)
+
+    def _hook(self, module, args, kwargs):
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        self.tokens += int(ids.numel())
+
+
+def _child(spec: dict) -> dict:
+    import torch
+
+    torch.set_num_threads(spec["threads"])
+    torch.manual_seed(0)
+    reqs = [tuple(r) for r in spec["requests"]]
+    warm = reqs[:WARMUP]
+    tool, bs, folder = spec["tool"], spec["batch_size"], spec["folder"]
+    cuda = torch.cuda.is_available()
+    device = "cuda" if cuda else "cpu"
+    info: dict = {}
+    if tool == "surfacelab":
+        from surfacelab import engine
+        from surfacelab.models import load_lm
+
+        lm = load_lm(folder, device=device)
+        model = lm.model
+
+        def run(rs):
+            return [s.total for s in engine.logprobs(lm, rs, batch_size=bs, progress=False, cache=False)]
+    elif tool == "lm-eval":
+        from lm_eval.api.instance import Instance
+        from lm_eval.models.huggingface import HFLM
+
+        hflm = HFLM(pretrained=folder, backend="causal", batch_size=bs, device=device,
+                    dtype="float32" if not cuda else "auto")
+        model = hflm.model
+        counter = _TokenCounter(model)
+
+        def run(rs):
+            inst = [Instance("loglikelihood", {}, r, i) for i, r in enumerate(rs)]
+            return [lp for lp, _ in hflm.loglikelihood(inst, disable_tqdm=True)]
+    else:
+        from minicons import scorer
+
+        mc = scorer.IncrementalLMScorer(folder, device=device)
+        model = mc.model
+        counter = _TokenCounter(model)
+
+        def run(rs):
+            out = []
+            for i in range(0, len(rs), bs):
+                chunk = rs[i:i + bs]
+                out += mc.conditional_score([c for c, _ in chunk], [x for _, x in chunk], separator="",
+                                            reduction=lambda x: x.sum(0).item())
+            return out
+    rss0 = _rss_mib()
+    run(warm)
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    if tool != "surfacelab":
+        counter.tokens = 0
+    t0 = time.perf_counter()
+    totals = run(reqs)
+    if cuda:
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - t0
+    if tool == "surfacelab":
+        st = engine.stats
+        info = {"tokens": st.tokens_padded, "tokens_nonpad": st.tokens_forwarded, "tokens_needed": st.tokens_needed,
+                "tokens_unique": st.tokens_unique, "scored": st.tokens_scored, "unique": st.unique,
+                "prefix_groups": st.prefix_groups, "batches": st.batches}
+    else:
+        info = {"tokens": counter.tokens}
+    emb = model.get_input_embeddings().weight
+    head = model.get_output_embeddings().weight
+    body = sum(p.numel() for p in model.parameters()) - emb.numel() - (0 if head is emb else head.numel())
+    info.update(seconds=seconds, totals=[float(t) for t in totals], threads=torch.get_num_threads(),
+                peak_mib=(torch.cuda.max_memory_allocated() / 2**20) if cuda else _rss_mib("VmHWM") - rss0,
+                body_params=int(body), vocab=int(head.shape[0]), hidden=int(head.shape[1]), device=device)
+    return info
+
+
+# ----------------------------------------------------------------------------- parent
+
+def _run_child(spec: dict) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = Path(tmp) / "spec.json", Path(tmp) / "out.json"
+        src.write_text(json.dumps(spec))
+        env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(ROOT),
+               "OMP_NUM_THREADS": str(spec["threads"])}
+        proc = subprocess.run([sys.executable, __file__, "--child", str(src), str(dst)], env=env,
+                              capture_output=True, text=True)
+        if proc.returncode:
+            raise RuntimeError(f"{spec['tool']} bs={spec['batch_size']} failed:\n{proc.stderr[-3000:]}")
+        return json.loads(dst.read_text())
+
+
+def _flops(body: int, vocab: int, hidden: int, forwarded: int, projected: int) -> float:
+    return 2.0 * body * forwarded + 2.0 * vocab * hidden * projected
+
+
+def bench(models: list[str], items: dict[str, int], gemma_items: dict[str, int], workloads: list[str],
+          peers: dict[str, list[int]], gemma_peers: dict[str, list[int]], threads: int = 1, log=print,
+          partial=None) -> list[dict]:
+    """Run every (model, workload, tool) and return one summary row per (model, workload, tool).
+
+    A failing child is logged and its workload skipped; ``partial(rows)`` is called after each workload.
+    """
+    from surfacelab.models import PRESETS, cache_dir
+
+    rows: list[dict] = []
+    for preset in models:
+        folder = str(PRESETS[preset].locate(cache_dir()))
+        gemma = preset.startswith("gemma")
+        sizes, batch_sizes = (gemma_items, gemma_peers) if gemma else (items, peers)
+        for w in workloads:
+            if not sizes.get(w):
+                continue
+            reqs, source = requests_for(w, sizes[w])
+            runs = {}
+            try:
+                for tool, sizes_ in (("surfacelab", ["auto"]), ("lm-eval", batch_sizes["lm-eval"]),
+                                     ("minicons", batch_sizes["minicons"])):
+                    best = None
+                    for bs in sizes_:
+                        t = time.time()
+                        res = _run_child({"tool": tool, "batch_size": bs, "folder": folder, "requests": reqs,
+                                          "threads": threads})
+                        res["batch_size"] = bs
+                        log(f"[{preset} {w}] {tool} bs={bs}: {res['seconds']:.1f}s ({time.time() - t:.0f}s with load)")
+                        if best is None or res["seconds"] < best["seconds"]:
+                            best = res
+                    runs[tool] = best
+            except RuntimeError as err:
+                log(f"[{preset} {w}] skipped: {err}")
+                continue
+            ref = runs["lm-eval"]["totals"]
+            sl = runs["surfacelab"]
+            for tool, r in runs.items():
+                projected = sl["scored"] if tool == "surfacelab" else r["tokens"]
+                rows.append({
+                    "model": preset, "workload": w, "tool": tool, "requests": len(reqs), "source": source,
+                    "batch_size": r["batch_size"], "seconds": r["seconds"], "options_per_s": len(reqs) / r["seconds"],
+                    "tokens": r["tokens"], "peak_mib": r["peak_mib"], "threads": r["threads"], "device": r["device"],
+                    "max_abs_delta": max(abs(a - b) for a, b in zip(r["totals"], ref)),
+                    "flops": _flops(r["body_params"], r["vocab"], r["hidden"], r["tokens"], projected),
+                    "ideal_flops": _flops(r["body_params"], r["vocab"], r["hidden"], sl["tokens_unique"], sl["scored"]),
+                    **({k: sl[k] for k in ("tokens_nonpad", "tokens_needed", "tokens_unique", "scored", "unique",
+                                           "prefix_groups", "batches")} if tool == "surfacelab" else {}),
+                })
+            if partial is not None:
+                partial(rows)
+    return rows
+
+
+def markdown(rows: list[dict], command: str, started: str, wall: float) -> str:
+    """The results table as markdown."""
+    by = {(r["model"], r["workload"], r["tool"]): r for r in rows}
+    names = {"a": "(a) ARC-Challenge, premise + domain", "b": "(b) COPA val", "c": "(c) CommonsenseQA dev"}
+    lines = [
+        "# Engine benchmark: surfacelab vs lm-evaluation-harness vs minicons", "",
+        f"Command (run {started}, {wall / 60:.1f} min in all):", "", "```", command, "```", "",
+        "Same local model folder and the same requests for all three tools; fp32 on "
+        f"{rows[0]['device'].upper()} ({rows[0]['threads']} threads); times exclude model loading and follow a "
+        f"{WARMUP}-request warm-up; surfacelab runs with `cache=False`. lm-eval and minicons: best of the batch "
+        "sizes given by the command (minicons gets the requests in chunks of that size, in dataset order). "
+        "Tokens = input positions computed, padding included. Peak memory = peak resident memory above "
+        "the loaded model (CPU) or peak allocated (CUDA). max |Δ| = largest difference of a request's "
+        "summed log-prob from lm-eval's. Arithmetic = 2 x non-embedding params x tokens + "
+        "2 x vocab x hidden x projected positions (attention's quadratic term ignored); "
+        "'ideal' = the unique-prefix plan (every distinct token prefix once, projection only where scored).",
+        "",
+        "| model | workload | requests | tool | options/s | surfacelab ÷ tool | tokens | peak MiB | max \\|Δ\\| vs lm-eval |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        sl = by[(r["model"], r["workload"], "surfacelab")]
+        ratio = sl["options_per_s"] / r["options_per_s"]
+        bs = "" if r["tool"] == "surfacelab" else f" (bs {r['batch_size']})"
+        lines.append(f"| {r['model']} | {names[r['workload']]} | {r['requests']} | {r['tool']}{bs} | "
+                     f"{r['options_per_s']:.1f} | {ratio:.2f}x | {r['tokens']:,} | {r['peak_mib']:.0f} | "
+                     f"{r['max_abs_delta']:.1e} |")
+    lines += ["", "## Tokens and arithmetic against the ideal plan", "",
+              "| model | workload | unique requests | lm-eval tokens | surfacelab tokens (non-pad) | unique-prefix plan | "
+              "lm-eval ÷ unique | shared prefixes | arithmetic lm-eval ÷ surfacelab | ideal lm-eval ÷ unique plan |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for (m, w, t), sl in by.items():
+        if t != "surfacelab":
+            continue
+        le = by[(m, w, "lm-eval")]
+        lines.append(f"| {m} | {names[w]} | {sl['unique']} | {le['tokens']:,} | {sl['tokens']:,} ({sl['tokens_nonpad']:,}) | "
+                     f"{sl['tokens_unique']:,} | {le['tokens'] / sl['tokens_unique']:.2f}x | {sl['prefix_groups']} | "
+                     f"{le['flops'] / sl['flops']:.2f}x | {le['flops'] / sl['ideal_flops']:.2f}x |")
+    lines += ["", "## Targets (issue 3)", ""]
+    for (m, w, peer), need in TARGETS.items():
+        sl, r = by.get((m, w, "surfacelab")), by.get((m, w, peer))
+        if sl is None or r is None:
+            lines.append(f"- {m} {names[w]}: surfacelab >= {need}x {peer}: not run")
+            continue
+        got = sl["options_per_s"] / r["options_per_s"]
+        lines.append(f"- {m} {names[w]}: surfacelab >= {need}x {peer}: {got:.2f}x, "
+                     f"{'met' if got >= need else f'MISSED by {need - got:.2f}x'}")
+    worst = max((r["max_abs_delta"] for r in rows if r["tool"] == "surfacelab"), default=float("nan"))
+    lines.append(f"- same numbers: surfacelab max |Δ| vs lm-eval {worst:.1e} (limit 1e-3): "
+                 f"{'met' if worst <= 1e-3 else 'MISSED'}")
+    lines += ["", "Request source per workload: " + "; ".join(
+        sorted({f"{names[r['workload']]}: {r['source']}" for r in rows})), ""]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--child", nargs=2, metavar=("SPEC", "OUT"), help=argparse.SUPPRESS)
+    ap.add_argument("--models", default="smollm2-135m,gemma-3-270m")
+    ap.add_argument("--workloads", default="a,c,b")
+    ap.add_argument("--items", default="a=200,b=100,c=200")
+    ap.add_argument("--gemma-items", default="a=200,b=100,c=200")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch threads per tool (1: robust on a shared machine, where 2 threads on 2 busy "
+                         "cores make every tool several times slower and the timings noisy)")
+    ap.add_argument("--lm-eval-bs", default="8,32", help="lm-eval batch sizes (best is reported)")
+    ap.add_argument("--minicons-bs", default="8,32", help="minicons chunk sizes (best is reported)")
+    ap.add_argument("--gemma-minicons-bs", default="8,32", help="minicons chunk sizes for gemma-3-270m")
+    ap.add_argument("--out", default=None, help="write the markdown table here")
+    args = ap.parse_args()
+    if args.child:
+        spec = json.loads(Path(args.child[0]).read_text())
+        Path(args.child[1]).write_text(json.dumps(_child(spec)))
+        return
+    parse = lambda s: {k: int(v) for k, v in (p.split("=") for p in s.split(",") if p)}  # noqa: E731
+    sizes = lambda s: [int(x) for x in s.split(",")]  # noqa: E731
+    peers = {"lm-eval": sizes(args.lm_eval_bs), "minicons": sizes(args.minicons_bs)}
+    gemma_peers = {"lm-eval": sizes(args.lm_eval_bs), "minicons": sizes(args.gemma_minicons_bs)}
+    started, t0 = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), time.time()
+    command = "SURFACELAB_CACHE=/tmp/slcache flock /tmp/surfacelab-cpu.lock python " + " ".join(
+        ["benchmarks/bench_engine.py"] + sys.argv[1:])
+
+    def write(rows: list[dict]) -> str:
+        md = markdown(rows, command, started, time.time() - t0) if rows else ""
+        if args.out and rows:
+            Path(args.out).write_text(md)
+            Path(args.out).with_suffix(".json").write_text(json.dumps(rows, indent=1))
+        return md
+
+    rows = bench(args.models.split(","), parse(args.items), parse(args.gemma_items), args.workloads.split(","),
+                 peers, gemma_peers, threads=args.threads, log=lambda m: print(m, flush=True), partial=write)
+    print(write(rows))
+
+if __name__ == "__main__":
+    main()

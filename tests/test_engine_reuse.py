@@ -1,0 +1,216 @@
+"""Shared-prefix reuse, batching and counters of ``surfacelab.engine``.
+
+The reference for every number is a different computation path: the plain (no reuse) path with
+reuse switched off, or a full forward of the whole model (``model(ids).logits``) per request.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import (GPT2Config, GPT2LMHeadModel, Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig,
+                          LlamaForCausalLM, PreTrainedTokenizerFast)
+
+from surfacelab import engine
+from surfacelab.models import load_lm
+
+CORPUS = [
+    "The cat sat on the mat. The dog ate the bone!! Hello there, the answer is: a bathtub.",
+    "Which of these is a mammal? the answer is: whale, shark, trout, eel. It rained so we stayed in.",
+] * 20
+
+QUESTION = "Which of these animals is a mammal that lives in the sea and the cat sat on the mat"
+REQUESTS = [
+    *[(QUESTION, f" {o}") for o in ["whale", "shark", "trout", "eel", "a bathtub"]],
+    *[(" the answer is:", f" {o}") for o in ["whale", "shark", "trout", "eel", "a bathtub"]],
+    (QUESTION + " and the ma", "t"),  # boundary merge: "mat" straddles the join
+    (QUESTION + " and the dog", "!!"),
+    (QUESTION, " whale"),  # duplicate
+    ("", " Hello there"),  # empty context
+    ("The dog ate the bone", "!! Hello"),
+]
+
+
+def _tokenizer() -> PreTrainedTokenizerFast:
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<bos>", "<eos>", "<pad>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(CORPUS, trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>")
+
+
+def _model(kind: str, vocab: int) -> torch.nn.Module:
+    torch.manual_seed(0)
+    ids = {"bos_token_id": 0, "eos_token_id": 1, "pad_token_id": 2}
+    if kind.startswith("llama"):
+        cfg = LlamaConfig(vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, **ids)
+        model = LlamaForCausalLM(cfg)
+        if kind == "llama-eager":  # additive-mask attention instead of SDPA
+            model.set_attn_implementation("eager")
+        return model
+    if kind == "gpt2":
+        return GPT2LMHeadModel(GPT2Config(vocab_size=vocab, n_embd=32, n_layer=2, n_head=4, n_positions=256, **ids))
+    cfg = Gemma3TextConfig(vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                           num_attention_heads=4, num_key_value_heads=2, head_dim=8, sliding_window=48,
+                           layer_types=["sliding_attention", "full_attention"], final_logit_softcapping=30.0,
+                           max_position_embeddings=256, **ids)
+    return Gemma3ForCausalLM(cfg)
+
+
+@pytest.fixture(scope="module", params=["llama", "llama-eager", "gpt2", "gemma3"])
+def lm(request):
+    tok = _tokenizer()
+    return load_lm((_model(request.param, len(tok)), tok), device="cpu")
+
+
+def _run(lm, requests, *, reuse: bool = True, **kwargs):
+    saved = engine.REUSE_MIN_SAVED
+    engine.REUSE_MIN_SAVED = saved if reuse else 10**9
+    try:
+        out = engine.logprobs(lm, requests, progress=False, cache=False, **kwargs)
+    finally:
+        engine.REUSE_MIN_SAVED = saved
+    return out, engine.stats
+
+
+def _full_forward(lm, enc) -> tuple[np.ndarray, np.ndarray]:
+    """Log-probs and entropies of the scored tokens from one plain forward of the whole model."""
+    with torch.inference_mode():
+        logits = lm.model(torch.tensor([enc.input_ids])).logits[0].float()
+    logp = torch.log_softmax(logits[enc.start - 1:-1], -1)
+    lp = logp.gather(1, torch.tensor(enc.scored_ids)[:, None])[:, 0]
+    return lp.numpy(), (-(logp.exp() * logp).sum(1)).numpy()
+
+
+def _max_diff(a, b) -> float:
+    return max(float(np.abs(x.logprob - y.logprob).max()) for x, y in zip(a, b))
+
+
+def test_reuse_matches_plain_and_full_forward(lm):
+    reused, st = _run(lm, REQUESTS)
+    assert st.prefix_groups > 0 and st.reused >= 5
+    plain, st_plain = _run(lm, REQUESTS, reuse=False)
+    assert st_plain.prefix_groups == 0 and st_plain.reused == 0
+    assert st.tokens_forwarded < st_plain.tokens_forwarded
+    assert _max_diff(reused, plain) <= 1e-4
+    for s in reused:
+        lp, ent = _full_forward(lm, s.encoding)
+        np.testing.assert_allclose(s.logprob, lp, atol=1e-4)
+        np.testing.assert_allclose(s.entropy, ent, atol=1e-4)
+        assert (s.greedy == (s.rank == 1)).all()
+    assert any(s.encoding.merged for s in reused)
+
+
+def test_truncated_requests_match_full_forward():
+    tok = _tokenizer()
+    lm = load_lm((_model("llama", len(tok)), tok), device="cpu", max_length=12)
+    requests = [(QUESTION, f" {o}") for o in ["whale", "shark", "trout", "a bathtub"]]
+    reused, _ = _run(lm, requests)
+    assert all(s.encoding.truncated for s in reused)
+    plain, _ = _run(lm, requests, reuse=False)
+    assert _max_diff(reused, plain) <= 1e-4
+    for s in reused:
+        np.testing.assert_allclose(s.logprob, _full_forward(lm, s.encoding)[0], atol=1e-4)
+
+
+@pytest.mark.parametrize("batch_size", [1, 7])
+def test_batch_sizes_agree(lm, batch_size):
+    auto, _ = _run(lm, REQUESTS)
+    fixed, st = _run(lm, REQUESTS, batch_size=batch_size)
+    assert _max_diff(auto, fixed) <= 1e-4
+    assert all((a.rank == b.rank).all() for a, b in zip(auto, fixed))
+    if batch_size == 1:
+        assert st.prefix_groups == 0 and st.batches == st.unique
+
+
+def test_sliding_window_never_shares_past_the_window():
+    tok = _tokenizer()
+    lm = load_lm((_model("gemma3", len(tok)), tok), device="cpu")
+    long_context = " ".join([QUESTION] * 4)  # longer than the 48-token window
+    requests = [(long_context, f" {o}") for o in ["whale", "shark", "trout"]]
+    out, st = _run(lm, requests)
+    assert all(len(s.encoding.input_ids) > lm.model.config.sliding_window for s in out)
+    assert st.prefix_groups == 0
+    for s in out:
+        np.testing.assert_allclose(s.logprob, _full_forward(lm, s.encoding)[0], atol=1e-4)
+
+
+def test_cost_model_skips_short_prefixes():
+    tok = _tokenizer()
+    lm = load_lm((_model("llama", len(tok)), tok), device="cpu")
+    _, st = _run(lm, [("The cat", " sat"), ("The cat", " ate")])
+    assert st.prefix_groups == 0  # a 2-token prefix shared twice saves 2 tokens: not worth a pass
+    _, st = _run(lm, [(QUESTION, " whale"), (QUESTION, " shark")])
+    assert st.prefix_groups == 1 and st.reused == 2
+
+
+def test_counters_by_hand():
+    tok = _tokenizer()
+    lm = load_lm((_model("llama", len(tok)), tok), device="cpu")
+    requests = [(QUESTION, " whale"), (QUESTION, " shark"), (QUESTION, " whale")]
+    out, st = _run(lm, requests)
+    a, b = (s.encoding.input_ids for s in out[:2])
+    common = next(i for i, (x, y) in enumerate(zip(a, b)) if x != y)
+    assert st.requests == 3 and st.unique == 2
+    assert st.tokens_needed == len(a) - 1 + len(b) - 1
+    assert st.tokens_unique == (len(a) - 1) + (len(b) - 1) - common
+    assert st.tokens_scored == (len(a) - out[0].encoding.start) + (len(b) - out[1].encoding.start)
+    # the group shares everything before the first scored position; suffixes run the rest
+    prefix = min(out[0].encoding.start, out[1].encoding.start) - 1
+    assert st.tokens_forwarded == prefix + (len(a) - 1 - prefix) + (len(b) - 1 - prefix)
+    assert st.redundancy == st.tokens_forwarded / st.tokens_unique
+    assert st.as_dict()["redundancy"] == st.redundancy
+
+
+def test_oom_backs_off_and_resets(monkeypatch):
+    tok = _tokenizer()
+    lm = load_lm((_model("llama", len(tok)), tok), device="cpu")
+    expected, _ = _run(lm, REQUESTS)
+    real_score, real_take = engine._score_batch, engine._take
+    budgets, calls = [], {"n": 0}
+
+    def flaky(lm_, encs, groups, pad):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise torch.OutOfMemoryError("simulated")
+        return real_score(lm_, encs, groups, pad)
+
+    def record(groups, rows, budget):
+        budgets.append(budget)
+        return real_take(groups, rows, budget)
+
+    monkeypatch.setattr(engine, "_score_batch", flaky)
+    monkeypatch.setattr(engine, "_take", record)
+    monkeypatch.setattr(engine, "TOKEN_BUDGET", {"cpu": 10**6})
+    got, st = _run(lm, REQUESTS)
+    assert st.oom_backoffs == 1 and budgets[:2] == [10**6, 10**6 // 2]
+    assert _max_diff(got, expected) <= 1e-4
+    budgets.clear()
+    _run(lm, REQUESTS)
+    assert budgets[0] == 10**6  # the back-off does not carry over to the next call
+
+
+@pytest.mark.slow
+def test_real_model_reuse_matches_plain(real_lm):
+    lm = real_lm
+    stem = ("An astronomer observes that a planet rotates faster after a meteorite impact. "
+            "Which is the most likely effect?")
+    options = [" Planetary density will decrease.", " Planetary years will become longer.",
+               " Planetary days will become shorter.", " Planetary gravity will become stronger."]
+    requests = [(stem, o) for o in options] + [(" the answer is:", o) for o in options]
+    requests += [("The weather today is sunn", "y and warm"), ("Hello", "!! World")]  # boundary merges
+    reused, st = _run(lm, requests)
+    assert st.prefix_groups >= 1
+    plain, _ = _run(lm, requests, reuse=False)
+    assert _max_diff(reused, plain) <= 1e-4
+    assert any(s.encoding.merged for s in reused)
+    short = load_lm((lm.model, lm.tokenizer), device="cpu", max_length=16)
+    t_reused, _ = _run(short, requests[:4])
+    t_plain, _ = _run(short, requests[:4], reuse=False)
+    assert all(s.encoding.truncated for s in t_reused)
+    assert _max_diff(t_reused, t_plain) <= 1e-4
