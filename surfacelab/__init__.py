@@ -10,12 +10,15 @@
 from . import letters, paraphrase, tasks
 from .engine import logprobs, next_token_logprobs
 from .models import DEFAULT_LM, DEFAULT_MLM, LM, MLM, list_presets, load_lm, load_mlm
+from .pll import BlimpResult, PLLResult, load_blimp, pll, pll_blimp
 from .paraphrase import MassResult, load_teaching_set, mass, mass_items
 from .scoring import MCResult, list_scorers, register_scorer, score, score_items
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "BlimpResult",
+    "PLLResult",
     "DEFAULT_LM",
     "DEFAULT_MLM",
     "LM",
@@ -25,6 +28,7 @@ __all__ = [
     "letters",
     "list_presets",
     "list_scorers",
+    "load_blimp",
     "load_teaching_set",
     "load_lm",
     "load_mlm",
@@ -33,6 +37,8 @@ __all__ = [
     "mass_items",
     "next_token_logprobs",
     "paraphrase",
+    "pll",
+    "pll_blimp",
     "register_scorer",
     "score",
     "score_items",

@@ -1,10 +1,12 @@
-"""Command line: ``surfacelab score | models``."""
+"""Command line: ``surfacelab score | models | pll``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from typing import Sequence
+
+from ._cli_pll import add_cli as add_pll_cli
 
 
 def _score(args: argparse.Namespace) -> int:
@@ -44,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_score)
     m = sub.add_parser("models", help="list the model presets")
     m.set_defaults(func=_models)
+    add_pll_cli(sub)
     return parser
 
 

@@ -1,0 +1,526 @@
+"""Masked-LM pseudo-log-likelihood (PLL), subword by subword.
+
+Three metrics (Salazar et al. 2020; Kauf & Ivanova 2023), each the sum over a sentence's tokens of
+``log P(token | the sentence with some tokens masked)``:
+
+- ``original``: mask only the scored token. It over-rewards words split into several subwords
+  ("so ##uven ##ir"): the other pieces of the word give each piece away.
+- ``word_l2r`` (the default; minicons' ``within_word_l2r``): also mask the later subwords of the
+  same word, so a word is predicted left to right without seeing its own future pieces.
+- ``whole_word``: mask every subword of the word; one masked copy scores all of the word's pieces.
+
+Words are the fast tokenizer's ``word_ids()`` (its pre-tokenizer's words: for BERT, punctuation is
+a word of its own, so "didn't" is the three words "didn", "'", "t"). Special tokens are never
+scored. Masked copies are chunked into batches bounded by ``batch_size`` rows or, with "auto", by a
+token budget, so memory is bounded by the batch and not by the sentence length. Every batch holds
+copies of one length only (copies are sorted by length), so nothing is padded and no attention
+mask is needed. The vocabulary
+head runs only at the scored positions, and the log-softmax is taken in float32.
+
+Window: a sentence (with its prefix and special tokens) longer than ``mlm.max_length`` raises
+``ValueError``; it is not truncated, because the PLL of a truncated sentence scores another text.
+
+Example:
+    >>> res = pll("splade-tiny", ["I bought a souvenir."], metric="word_l2r")  # doctest: +SKIP
+    >>> res.table[["sentence", "pll", "n_tokens"]]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from . import engine, models, text
+
+METRICS = ("original", "word_l2r", "whole_word")
+_ALIASES = {"within_word_l2r": "word_l2r"}  # minicons' name
+
+#: Token budget (rows x padded length) of one automatic batch of masked copies, by device type.
+TOKEN_BUDGET = {"cpu": 2048, "mps": 16384, "cuda": 65536}
+
+
+@dataclass
+class PLLResult:
+    """Pseudo-log-likelihoods of a list of sentences under one metric.
+
+    Attributes:
+        metric: "original", "word_l2r" or "whole_word".
+        model: the model's name; ``note`` its label (non-empty when the MLM head is not a
+            faithful masked LM, e.g. splade-tiny's retrieval head: show it with every number).
+        table: one row per sentence: ``sentence_idx``, ``sentence``, ``prefix``, ``pll`` (sum of
+            the token log-probs), ``n_tokens``, ``n_words``, ``word_pll`` (per-word sums, a list).
+        tokens: one row per scored token: ``sentence_idx``, ``sentence``, ``word_idx``, ``word``,
+            ``subword``, ``subword_idx`` (index within its word), ``n_subwords``, ``position``
+            (index in the model input, special tokens included), ``token_id``, ``char_start`` /
+            ``char_end`` (in ``sentence``), ``masked`` (the input positions masked for this score,
+            a tuple), ``logprob`` (float32 log-softmax, as float64) and ``rank`` (1 = top choice).
+        words: one row per word: ``sentence_idx``, ``word_idx``, ``word``, ``n_subwords``,
+            ``char_start``, ``char_end``, ``pll``.
+        stats: ``copies`` (masked copies run), ``batches``, ``max_rows`` and ``max_tokens`` (the
+            largest batch: rows, and rows x length), ``tokens_forwarded``.
+    """
+
+    metric: str
+    model: str
+    note: str
+    table: pd.DataFrame
+    tokens: pd.DataFrame
+    words: pd.DataFrame
+    stats: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def scores(self) -> np.ndarray:
+        """The per-sentence PLLs, in input order."""
+        return self.table["pll"].to_numpy()
+
+    def __repr__(self) -> str:
+        label = f", note={self.note!r}" if self.note else ""
+        return f"PLLResult(metric={self.metric!r}, model={self.model!r}, sentences={len(self.table)}{label})"
+
+
+@dataclass
+class _Sentence:
+    """One encoded (prefix, sentence): input ids and the scored tokens' word structure."""
+
+    ids: list[int]
+    scored: list[int]  # input positions scored, in order
+    word_of: list[int]  # word index (within the sentence) of each scored position
+    spans: list[tuple[int, int]]  # char span in the sentence of each scored position
+
+
+def _check_metric(metric: Any) -> str:
+    metric = _ALIASES.get(metric, metric)
+    if metric not in METRICS:
+        raise ValueError(f"metric: expected one of {METRICS}, got {metric!r}")
+    return metric
+
+
+def _check_sentences(sentences: Any, prefix: Any) -> tuple[list[str], list[str]]:
+    if isinstance(sentences, str):
+        sentences = [sentences]
+    if not isinstance(sentences, Sequence):
+        raise TypeError(f"sentences: expected a list of strings, got {type(sentences).__name__}")
+    if len(sentences) == 0:
+        raise ValueError("sentences: must not be empty")
+    sents = [text.check_text(s, f"sentences[{i}]", allow_empty=False) for i, s in enumerate(sentences)]
+    for i, s in enumerate(sents):
+        if not s.strip():
+            raise ValueError(f"sentences[{i}]: must not be blank")
+    if prefix is None or isinstance(prefix, str):
+        prefixes = [text.check_text(prefix or "", "prefix")] * len(sents)
+    elif isinstance(prefix, Sequence):
+        if len(prefix) != len(sents):
+            raise ValueError(f"prefix: expected {len(sents)} prefixes (one per sentence), got {len(prefix)}")
+        prefixes = [text.check_text(p, f"prefix[{i}]") for i, p in enumerate(prefix)]
+    else:
+        raise TypeError(f"prefix: expected None, a string or a list of strings, got {type(prefix).__name__}")
+    return sents, prefixes
+
+
+def _joined(prefix: str, sentence: str) -> tuple[str, int]:
+    """``prefix`` and ``sentence`` joined by one space (none where either side has whitespace)."""
+    sep = "" if not prefix or prefix[-1].isspace() or sentence[0].isspace() else " "
+    return prefix + sep + sentence, len(prefix) + len(sep)
+
+
+def _encode(mlm: models.MLM, sentence: str, prefix: str, idx: int) -> _Sentence:
+    full, start = _joined(prefix, sentence)
+    enc = mlm.tokenizer(full, add_special_tokens=True, return_offsets_mapping=True)
+    ids, offsets, word_ids = list(enc["input_ids"]), enc["offset_mapping"], enc.word_ids()
+    if len(ids) > mlm.max_length:
+        raise ValueError(f"sentences[{idx}]: {len(ids)} tokens (with prefix and special tokens) exceed the "
+                         f"model's window of {mlm.max_length}; split the text (PLL does not truncate)")
+    special = set(mlm.tokenizer.all_special_ids) - {mlm.tokenizer.unk_token_id}  # [UNK] is a real word
+    scored, words, spans = [], [], []
+    first_word: dict[int, int] = {}
+    for pos, (tid, wid, (s, e)) in enumerate(zip(ids, word_ids, offsets)):
+        if wid is None or tid in special or s < start:
+            continue
+        first_word.setdefault(wid, len(first_word))
+        scored.append(pos)
+        words.append(first_word[wid])
+        spans.append((s - start, e - start))
+    if not scored:
+        raise ValueError(f"sentences[{idx}]: {sentence!r} encodes to no scorable tokens")
+    return _Sentence(ids, scored, words, spans)
+
+
+def _copies(sent: _Sentence, metric: str) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """(masked positions, scored positions) of every masked copy of one sentence."""
+    groups: dict[int, list[int]] = {}
+    for pos, w in zip(sent.scored, sent.word_of):
+        groups.setdefault(w, []).append(pos)
+    if metric == "whole_word":
+        return [(tuple(g), tuple(g)) for g in groups.values()]
+    out = []
+    for pos, w in zip(sent.scored, sent.word_of):
+        masked = tuple(p for p in groups[w] if p >= pos) if metric == "word_l2r" else (pos,)
+        out.append((masked, (pos,)))
+    return out
+
+
+def _head(model: Any) -> torch.nn.Module | None:
+    """The MLM head that maps final hidden states to vocabulary logits, where the model has one."""
+    for name in ("cls", "lm_head", "predictions"):
+        mod = getattr(model, name, None)
+        if isinstance(mod, torch.nn.Module):
+            return mod
+    return None
+
+
+def _masked_logprobs(mlm: models.MLM, ids: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor,
+                     targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Log-prob and rank of ``targets`` at (rows, cols) of unpadded ``ids``; the head runs only there."""
+    head = _head(mlm.model)
+    if head is not None:
+        hidden = mlm.model.base_model(input_ids=ids)[0]
+        logits = head(hidden[rows, cols])
+    else:  # architectures whose head is not one module: full logits, then gather
+        logits = mlm.model(input_ids=ids).logits[rows, cols]
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    lp = logp.gather(1, targets[:, None])[:, 0]
+    rank = (logp > lp[:, None]).sum(1, dtype=torch.int32) + 1
+    return lp, rank
+
+
+def _plan(lengths: list[int], rows: int | None, budget: int) -> list[list[int]]:
+    """Batches of indices into ``lengths`` (sorted longest first): one length per batch, so no padding."""
+    batches: list[list[int]] = []
+    start = 0
+    while start < len(lengths):
+        end = start
+        while end < len(lengths) and lengths[end] == lengths[start]:
+            end += 1
+        size = rows if rows is not None else max(1, budget // lengths[start])
+        batches += [list(range(i, min(i + size, end))) for i in range(start, end, size)]
+        start = end
+    return batches
+
+
+def _run_copies(mlm: models.MLM, sents: list[_Sentence], copies: list[tuple[int, tuple, tuple]],
+                rows: int | None, progress: bool) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+    """Score every copy; returns per-scored-position log-probs and ranks (copy order) and stats."""
+    from tqdm.auto import tqdm
+
+    order = sorted(range(len(copies)), key=lambda k: -len(sents[copies[k][0]].ids))
+    lengths = [len(sents[copies[k][0]].ids) for k in order]
+    starts = np.cumsum([0] + [len(c[2]) for c in copies])
+    logprob = np.zeros(starts[-1], dtype=np.float32)
+    rank = np.zeros(starts[-1], dtype=np.int64)
+    stats = {"copies": len(copies), "batches": 0, "max_rows": 0, "max_tokens": 0, "tokens_forwarded": 0}
+    budget = TOKEN_BUDGET.get(mlm.device.type, 4096)
+    bar = tqdm(total=len(copies), desc=f"PLL ({mlm.name})", unit="copy",
+               disable=not progress or len(copies) < 5000)
+    plan = _plan(lengths, rows, budget)  # indices into ``order``
+    step = 0
+    with torch.inference_mode():
+        while step < len(plan):
+            batch = [order[j] for j in plan[step]]
+            ids = torch.tensor([sents[copies[k][0]].ids for k in batch], dtype=torch.long)
+            m_rows, m_cols, s_rows, s_cols, targets, slots = [], [], [], [], [], []
+            for r, k in enumerate(batch):
+                sent_idx, masked, scored = copies[k]
+                m_rows += [r] * len(masked)
+                m_cols += masked
+                s_rows += [r] * len(scored)
+                s_cols += scored
+                slots += range(starts[k], starts[k] + len(scored))
+            targets = ids[s_rows, s_cols]
+            ids[m_rows, m_cols] = mlm.mask_id
+            try:
+                lp, rk = _masked_logprobs(mlm, ids.to(mlm.device), torch.tensor(s_rows, device=mlm.device),
+                                          torch.tensor(s_cols, device=mlm.device), targets.to(mlm.device))
+            except torch.OutOfMemoryError:
+                if rows is not None or len(batch) == 1:
+                    raise
+                budget //= 2
+                if mlm.device.type == "cuda":
+                    torch.cuda.empty_cache()
+                done = plan[step][0]
+                plan = plan[:step] + [[done + j for j in b] for b in _plan(lengths[done:], None, budget)]
+                continue
+            logprob[slots] = lp.cpu().numpy()
+            rank[slots] = rk.cpu().numpy()
+            stats["batches"] += 1
+            stats["max_rows"] = max(stats["max_rows"], len(batch))
+            stats["max_tokens"] = max(stats["max_tokens"], int(ids.numel()))
+            stats["tokens_forwarded"] += int(ids.numel())
+            step += 1
+            bar.update(len(batch))
+    bar.close()
+    return logprob, rank, stats
+
+
+def _as_mlm(mlm: Any) -> models.MLM:
+    if isinstance(mlm, models.LM):
+        raise TypeError("mlm: expected a masked LM (load_mlm), got a causal LM")
+    try:
+        return models.load_mlm(mlm)
+    except (TypeError, ValueError) as err:
+        raise type(err)(f"mlm: {err}") from err
+
+
+def pll(
+    mlm: Any,
+    sentences: Sequence[str] | str,
+    *,
+    metric: str = "word_l2r",
+    batch_size: int | str = "auto",
+    prefix: Sequence[str] | str | None = None,
+    progress: bool = True,
+) -> PLLResult:
+    """Pseudo-log-likelihood of each sentence under a masked LM, subword by subword.
+
+    Args:
+        mlm: a loaded ``MLM``, or anything ``load_mlm`` accepts (preset, folder, hub id, pair).
+        sentences: the texts to score (a single string is one sentence).
+        metric: "original", "word_l2r" (default; alias "within_word_l2r") or "whole_word".
+        batch_size: masked copies per batch, or "auto" (a token budget per batch; halves on OOM).
+        prefix: conditional scoring: a prefix per sentence (or one for all) joined to it by a
+            space; the prefix is visible context and is never masked or scored.
+        progress: show a ``tqdm.auto`` bar for long runs.
+
+    Returns:
+        A ``PLLResult`` (``.table`` per sentence, ``.tokens`` per subword, ``.words`` per word).
+
+    Example:
+        >>> pll("splade-tiny", ["The souvenir was cheap."]).table.pll  # doctest: +SKIP
+    """
+    metric = _check_metric(metric)
+    rows = engine._batch_size(batch_size)
+    sents, prefixes = _check_sentences(sentences, prefix)
+    mlm = _as_mlm(mlm)
+    unique: dict[tuple[str, str], int] = {}
+    first: list[int] = []  # input index of each unique (prefix, sentence)
+    for i, key in enumerate(zip(prefixes, sents)):
+        if key not in unique:
+            unique[key] = len(unique)
+            first.append(i)
+    encoded = [_encode(mlm, sents[i], prefixes[i], i) for i in first]
+    copies = [(u, masked, scored) for u, e in enumerate(encoded) for masked, scored in _copies(e, metric)]
+    logprob, rank, stats = _run_copies(mlm, encoded, copies, rows, progress)
+    frames = _frames(mlm, encoded, copies, logprob, rank, sents, prefixes, [sents[i] for i in first],
+                     [unique[k] for k in zip(prefixes, sents)])
+    return PLLResult(metric, mlm.name, mlm.note, *frames, stats=stats)
+
+
+def _frames(mlm: models.MLM, encoded: list[_Sentence], copies: list[tuple[int, tuple, tuple]], logprob: np.ndarray,
+            rank: np.ndarray, sents: list[str], prefixes: list[str], texts: list[str], which: list[int]
+            ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Build (table, tokens, words) for the input sentences from the unique sentences' scores."""
+    # slots (one per scored token) come per unique sentence, in position order, as ``e.scored``
+    masked = [m for _, m, scored in copies for _ in scored]
+    word_idx, word, subword, sub_idx, n_sub, cs, ce, position, token_id = ([] for _ in range(9))
+    w_start, w_u = [], []  # first slot of every (unique sentence, word), its unique sentence
+    for u, e in enumerate(encoded):
+        s = texts[u]
+        toks = mlm.tokenizer.convert_ids_to_tokens([e.ids[p] for p in e.scored])
+        bounds = [j for j in range(len(e.scored)) if j == 0 or e.word_of[j] != e.word_of[j - 1]] + [len(e.scored)]
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            w_start.append(len(position) + a)
+            w_u.append(u)
+            span = (e.spans[a][0], e.spans[b - 1][1])
+            for j in range(a, b):
+                word_idx.append(e.word_of[j])
+                word.append(s[span[0]:span[1]])
+                sub_idx.append(j - a)
+                n_sub.append(b - a)
+        subword += toks
+        cs += [x for x, _ in e.spans]
+        ce += [y for _, y in e.spans]
+        position += e.scored
+        token_id += [e.ids[p] for p in e.scored]
+    n_slots = np.array([len(e.scored) for e in encoded])
+    u_start = np.concatenate([[0], np.cumsum(n_slots)])
+    lp64 = logprob.astype(np.float64)
+    cols = {"word_idx": np.array(word_idx), "word": np.array(word, dtype=object),
+            "subword": np.array(subword, dtype=object), "subword_idx": np.array(sub_idx),
+            "n_subwords": np.array(n_sub), "position": np.array(position), "token_id": np.array(token_id),
+            "char_start": np.array(cs), "char_end": np.array(ce), "masked": _objects(masked),
+            "logprob": lp64, "rank": rank}
+    which_arr = np.array(which)
+    take = np.concatenate([np.arange(u_start[u], u_start[u + 1]) for u in which])
+    counts = n_slots[which_arr]
+    tokens = pd.DataFrame({"sentence_idx": np.repeat(np.arange(len(which)), counts),
+                           "sentence": np.repeat(np.array(sents, dtype=object), counts),
+                           **{k: v[take] for k, v in cols.items()}})
+    w_start_arr = np.array(w_start)
+    w_pll = np.add.reduceat(lp64, w_start_arr)
+    w_end = np.append(w_start_arr[1:], len(lp64))
+    n_words = np.bincount(np.array(w_u), minlength=len(encoded))
+    uw_start = np.concatenate([[0], np.cumsum(n_words)])
+    wtake = np.concatenate([np.arange(uw_start[u], uw_start[u + 1]) for u in which])
+    words = pd.DataFrame({"sentence_idx": np.repeat(np.arange(len(which)), n_words[which_arr]),
+                          "word_idx": cols["word_idx"][w_start_arr][wtake],
+                          "word": cols["word"][w_start_arr][wtake],
+                          "n_subwords": (w_end - w_start_arr)[wtake],
+                          "char_start": cols["char_start"][w_start_arr][wtake],
+                          "char_end": cols["char_end"][w_end - 1][wtake],
+                          "pll": w_pll[wtake]})
+    u_pll = np.add.reduceat(lp64, u_start[:-1])
+    word_pll = [w_pll[uw_start[u]:uw_start[u + 1]].tolist() for u in range(len(encoded))]
+    table = pd.DataFrame({"sentence_idx": np.arange(len(which)), "sentence": sents, "prefix": prefixes,
+                          "pll": u_pll[which_arr], "n_tokens": counts, "n_words": n_words[which_arr],
+                          "word_pll": [word_pll[u] for u in which]})
+    return table, tokens, words
+
+
+def _objects(values: list) -> np.ndarray:
+    """A 1-d object array of arbitrary items (tuples stay whole)."""
+    out = np.empty(len(values), dtype=object)
+    for i, v in enumerate(values):
+        out[i] = v
+    return out
+
+
+@dataclass
+class BlimpResult:
+    """BLiMP minimal-pair accuracy (good sentence PLL > bad sentence PLL) for one or more metrics.
+
+    Attributes:
+        model, note: as in ``PLLResult`` (show ``note`` with every number).
+        metrics: the metrics evaluated.
+        pairs: one row per pair and metric: ``paradigm``, ``field``, ``linguistics_term``,
+            ``pair_id``, ``metric``, ``sentence_good``, ``sentence_bad``, ``pll_good``,
+            ``pll_bad``, ``correct`` (strictly greater; a tie counts as wrong).
+        paradigms: one row per paradigm and metric: ``paradigm``, ``field``,
+            ``linguistics_term``, ``metric``, ``n``, ``accuracy``.
+        fields: one row per field and metric: ``field``, ``metric``, ``n_paradigms``, ``n``,
+            ``accuracy`` (mean of the field's paradigm accuracies).
+        overall: one row per metric: ``metric``, ``n_paradigms``, ``n``, ``accuracy`` (mean of
+            the paradigm accuracies, BLiMP's convention).
+    """
+
+    model: str
+    note: str
+    metrics: tuple[str, ...]
+    pairs: pd.DataFrame
+    paradigms: pd.DataFrame
+    fields: pd.DataFrame
+    overall: pd.DataFrame
+
+    def summary(self) -> pd.DataFrame:
+        """Accuracy with one column per metric: the row "overall", then one row per field."""
+        over = self.overall.assign(field="overall")
+        both = pd.concat([over, self.fields], ignore_index=True)
+        wide = both.pivot(index="field", columns="metric", values="accuracy")
+        order = ["overall"] + sorted(self.fields["field"].unique())
+        return wide.reindex(index=order, columns=list(self.metrics)).rename_axis(index="", columns=None)
+
+    def __repr__(self) -> str:
+        acc = ", ".join(f"{m}={a:.3f}" for m, a in zip(self.overall["metric"], self.overall["accuracy"]))
+        label = f", note={self.note!r}" if self.note else ""
+        return f"BlimpResult(model={self.model!r}, paradigms={self.paradigms['paradigm'].nunique()}, {acc}{label})"
+
+
+def _blimp_dir(data_dir: str | Path | None) -> Path:
+    if data_dir is None:
+        from .tasks.loader import default_data_root
+
+        root = default_data_root()
+        if root is None:
+            raise ValueError("data_dir: no BLiMP folder given and no data root found (../shared/data or "
+                             "$SURFACELAB_DATA)")
+        data_dir = root
+    path = Path(data_dir).expanduser()
+    for cand in (path, path / "blimp"):
+        if cand.is_dir() and any(cand.glob("*.jsonl")):
+            return cand
+    raise ValueError(f"data_dir: {str(path)!r} holds no BLiMP <UID>.jsonl files (nor does its blimp/ folder)")
+
+
+def load_blimp(data_dir: str | Path | None = None, *, paradigms: Sequence[str] | None = None,
+               limit: int | None = None) -> pd.DataFrame:
+    """BLiMP minimal pairs as a frame: one row per pair, in file order.
+
+    Args:
+        data_dir: the BLiMP folder (``<UID>.jsonl`` files) or a data root holding ``blimp/``;
+            None: the default data root (``$SURFACELAB_DATA`` or ``../shared/data``).
+        paradigms: UIDs to read (default: every file, sorted).
+        limit: read at most this many pairs per paradigm (the first lines of each file).
+
+    Returns:
+        Columns ``paradigm``, ``field``, ``linguistics_term``, ``pair_id``, ``sentence_good``,
+        ``sentence_bad``. ``field`` is normalised: one paradigm (principle_A_case_2) spells it
+        "syntax/semantics" where the 13 others say "syntax_semantics"; both read "syntax_semantics".
+    """
+    folder = _blimp_dir(data_dir)
+    known = sorted(p.stem for p in folder.glob("*.jsonl"))
+    if paradigms is None:
+        chosen = known
+    else:
+        if isinstance(paradigms, str):
+            paradigms = [paradigms]
+        chosen = list(paradigms)
+        for uid in chosen:
+            if uid not in known:
+                close = difflib.get_close_matches(str(uid), known, n=3)
+                raise ValueError(f"paradigms: unknown paradigm {uid!r}"
+                                 + (f" (did you mean {', '.join(close)}?)" if close else ""))
+        if not chosen:
+            raise ValueError("paradigms: must not be empty")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"limit: expected a positive int or None, got {limit!r}")
+    rows = []
+    for uid in chosen:
+        with open(folder / f"{uid}.jsonl", encoding="utf-8") as fh:
+            for n, line in enumerate(fh):
+                if limit is not None and n >= limit:
+                    break
+                rec = json.loads(line)
+                rows.append({"paradigm": rec["UID"], "field": rec["field"].replace("/", "_"),
+                             "linguistics_term": rec["linguistics_term"], "pair_id": str(rec["pairID"]),
+                             "sentence_good": rec["sentence_good"], "sentence_bad": rec["sentence_bad"]})
+    return pd.DataFrame(rows)
+
+
+def pll_blimp(
+    mlm: Any,
+    data_dir: str | Path | None = None,
+    *,
+    paradigms: Sequence[str] | None = None,
+    metrics: Sequence[str] = METRICS,
+    limit: int | None = None,
+    batch_size: int | str = "auto",
+    progress: bool = True,
+) -> BlimpResult:
+    """BLiMP accuracy of a masked LM: the good sentence must get the higher PLL.
+
+    Args:
+        mlm: a loaded ``MLM`` or anything ``load_mlm`` accepts.
+        data_dir, paradigms, limit: which pairs (see ``load_blimp``).
+        metrics: PLL metrics to evaluate (each scores every sentence once).
+        batch_size, progress: as in ``pll``.
+
+    Example:
+        >>> pll_blimp("splade-tiny", "../shared/data/blimp", limit=100).summary()  # doctest: +SKIP
+    """
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    metrics = tuple(dict.fromkeys(_check_metric(m) for m in metrics))
+    if not metrics:
+        raise ValueError("metrics: must not be empty")
+    data = load_blimp(data_dir, paradigms=paradigms, limit=limit)
+    mlm = _as_mlm(mlm)
+    sentences = list(data["sentence_good"]) + list(data["sentence_bad"])
+    n = len(data)
+    per_metric = []
+    for metric in metrics:
+        scores = pll(mlm, sentences, metric=metric, batch_size=batch_size, progress=progress).scores
+        per_metric.append(data.assign(metric=metric, pll_good=scores[:n], pll_bad=scores[n:],
+                                      correct=scores[:n] > scores[n:]))
+    pairs = pd.concat(per_metric, ignore_index=True)
+    keys = ["paradigm", "field", "linguistics_term", "metric"]
+    par = (pairs.groupby(keys, sort=False)["correct"].agg(n="size", accuracy="mean").reset_index())
+    fields = (par.groupby(["field", "metric"], sort=False)
+              .agg(n_paradigms=("paradigm", "size"), n=("n", "sum"), accuracy=("accuracy", "mean")).reset_index())
+    overall = (par.groupby("metric", sort=False)
+               .agg(n_paradigms=("paradigm", "size"), n=("n", "sum"), accuracy=("accuracy", "mean")).reset_index())
+    return BlimpResult(mlm.name, mlm.note, metrics, pairs, par, fields, overall)
