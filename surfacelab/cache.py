@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -51,13 +52,14 @@ class ScoreCache:
         self.path = Path(path) if path is not None else cache_dir() / "scores.sqlite"
         self._conn: sqlite3.Connection | None = None
         self._broken = False
+        self._lock = threading.RLock()  # one connection, shared by threads (e.g. a widget's worker)
 
     def _connect(self) -> sqlite3.Connection | None:
         if self._conn is not None or self._broken:
             return self._conn
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=2.0)
+            conn = sqlite3.connect(self.path, timeout=2.0, check_same_thread=False)
             conn.execute(_SCHEMA)
             conn.execute("SELECT key FROM scores LIMIT 1").fetchall()
             self._conn = conn
@@ -81,7 +83,7 @@ class ScoreCache:
                 self._conn.close()
             self._conn = None
             os.replace(self.path, aside)
-            conn = sqlite3.connect(self.path, timeout=2.0)
+            conn = sqlite3.connect(self.path, timeout=2.0, check_same_thread=False)
             conn.execute(_SCHEMA)
             self._conn = conn
         except (OSError, sqlite3.DatabaseError):
@@ -89,6 +91,10 @@ class ScoreCache:
 
     def get_many(self, keys: list[str]) -> dict[str, dict[str, np.ndarray]]:
         """Look up many keys at once; missing or unreadable entries are simply absent."""
+        with self._lock:
+            return self._get_many(keys)
+
+    def _get_many(self, keys: list[str]) -> dict[str, dict[str, np.ndarray]]:
         conn = self._connect()
         found: dict[str, dict[str, np.ndarray]] = {}
         if conn is None or not keys:
@@ -107,6 +113,10 @@ class ScoreCache:
 
     def put_many(self, rows: dict[str, dict[str, np.ndarray]]) -> None:
         """Store many results; a locked or broken cache only warns."""
+        with self._lock:
+            self._put_many(rows)
+
+    def _put_many(self, rows: dict[str, dict[str, np.ndarray]]) -> None:
         conn = self._connect()
         if conn is None or not rows:
             return
