@@ -31,7 +31,7 @@ lab: setup
 		--IdentityProvider.token=$(TOKEN) $(ROOT_FLAG) notebooks/00_workbench.ipynb
 
 test: setup
-	$(PY) -m pytest
+	$(PY) -m pytest --nbmake --nbmake-timeout=300 tests notebooks
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -8,6 +8,7 @@
 """
 
 from . import letters, paraphrase, tasks
+from .alternatives import alternatives, token_view
 from .engine import logprobs, next_token_logprobs
 from .models import DEFAULT_LM, DEFAULT_MLM, LM, MLM, list_presets, load_lm, load_mlm
 from .pll import BlimpResult, PLLResult, load_blimp, pll, pll_blimp
@@ -25,6 +26,8 @@ __all__ = [
     "MLM",
     "MCResult",
     "MassResult",
+    "Workbench",
+    "alternatives",
     "letters",
     "list_presets",
     "list_scorers",
@@ -43,4 +46,17 @@ __all__ = [
     "score",
     "score_items",
     "tasks",
+    "token_view",
+    "viz",
 ]
+
+
+def __getattr__(name: str):
+    """Import the widget and plotting layers only when asked for (``sl.Workbench``, ``sl.viz``)."""
+    import importlib
+
+    if name == "Workbench":
+        return importlib.import_module(".widgets", __name__).Workbench
+    if name == "viz":
+        return importlib.import_module(".viz", __name__)
+    raise AttributeError(f"module 'surfacelab' has no attribute {name!r}")

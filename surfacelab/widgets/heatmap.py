@@ -1,0 +1,59 @@
+"""``TokenHeatmap``: a small anywidget that draws per-token log-probs and their DC-PMI contribution.
+
+The ESM and CSS live beside this file (``heatmap.js``, ``heatmap.css``). Rows are sent columnar
+(one list per field), tokens are plain spans with one delegated hover listener and a shared
+tooltip, so thousands of tokens render fast; ``max_tokens`` caps what is drawn.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anywidget
+import numpy as np
+import pandas as pd
+import traitlets
+
+HERE = Path(__file__).parent
+FIELDS = ["token", "token_id", "logprob", "rank", "entropy", "contribution", "alternatives"]
+
+
+def _clean(values: list) -> list:
+    return [None if isinstance(v, float) and not np.isfinite(v) else v for v in values]
+
+
+def heatmap_rows(tokens: pd.DataFrame) -> list[dict]:
+    """Rows for ``TokenHeatmap.rows`` from a ``token_view`` frame: per option a premise row, a domain
+    row (if any) and a contribution row; each row holds one list per field of ``FIELDS``."""
+    missing = [c for c in ["option", "condition", *FIELDS] if c not in tokens.columns]
+    if missing:
+        raise ValueError(f"tokens: missing column(s) {missing}")
+    rows = []
+    for option in dict.fromkeys(tokens["option"]):
+        sub = tokens[tokens["option"] == option]
+        for cond in ("premise", "domain"):
+            g = sub[sub["condition"] == cond].sort_values("position")
+            if g.empty:
+                continue
+            cols = {f: _clean(g[f].tolist()) for f in FIELDS}
+            cols["alternatives"] = [[[str(t), float(lp)] for t, lp in a] for a in g["alternatives"]]
+            rows.append({"label": f"{option!r} · {cond}", "mode": "logprob", "value": cols["logprob"], **cols})
+            if cond == "premise" and g["contribution"].notna().any():
+                rows.append({"label": f"{option!r} · Δ (DC-PMI)", "mode": "contribution",
+                             "value": cols["contribution"], **cols})
+    return rows
+
+
+class TokenHeatmap(anywidget.AnyWidget):
+    """Per-token heatmap; set ``rows`` (see ``heatmap_rows``) to redraw."""
+
+    _esm = HERE / "heatmap.js"
+    _css = HERE / "heatmap.css"
+    rows = traitlets.List(traitlets.Dict()).tag(sync=True)
+    max_tokens = traitlets.Int(20000).tag(sync=True)
+
+    def __init__(self, tokens: pd.DataFrame | None = None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.add_class("sl-token-heatmap")
+        if tokens is not None:
+            self.rows = heatmap_rows(tokens)

@@ -1,0 +1,155 @@
+"""viz: figures are checked on their data (values, fills, labels), built from hand-made frames."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+
+from surfacelab import viz
+
+
+def _table() -> pd.DataFrame:
+    # hand-made MCResult.table: option 'b' wins LM, option 'a' wins DC-PMI; pmi_null unavailable
+    return pd.DataFrame({
+        "option": [" a", " b", " c"],
+        "logprob": [-5.0, -2.0, -9.0], "avg_token": [-2.5, -2.0, -9.0], "per_char": [-2.5, -1.0, -4.5],
+        "per_byte": [-2.5, -1.0, -4.5], "unc": [-9.0, -2.5, -9.5], "dcpmi": [4.0, 0.5, 0.5],
+        "pmi_null": [np.nan, np.nan, np.nan],
+    }).assign(rank_lm=[2, 1, 3], rank_avg=[2, 1, 3], rank_per_char=[2, 1, 3], rank_per_byte=[2, 1, 3],
+              rank_unc=[2, 1, 3], rank_dcpmi=[1, 2, 2], rank_pmi_null=[np.nan] * 3)
+
+
+def test_scorer_table_highlights_each_scorers_winner_and_marks_gold():
+    fig = viz.scorer_table(_table(), gold=0)
+    cell = fig.data[0]
+    headers = list(cell.header.values)
+    assert [h.replace("\u00a0", " ") for h in headers] == ["option", "LM", "Avg", "per char", "per byte", "Unc",
+                                                            "DC-PMI"]  # pmi_null is all NaN
+    assert cell.cells.values[0][0].startswith("★") and not cell.cells.values[0][1].startswith("★")
+    assert " " not in "".join(cell.cells.values[0])  # no wrappable spaces in option names
+    fills = cell.cells.fill.color
+    lm_col, dcpmi_col = headers.index("LM"), headers.index("DC-PMI")
+    assert [f == viz.WINNER_FILL for f in fills[lm_col]] == [False, True, False]
+    assert [f == viz.WINNER_FILL for f in fills[dcpmi_col]] == [True, False, False]
+    assert [f == viz.WINNER_FILL for f in fills[headers.index("Unc")]] == [False, True, False]
+    assert fills[0][0] == viz.GOLD_FILL and fills[0][1] == viz.PLAIN_FILL
+    assert list(cell.cells.values[lm_col]) == ["-5.000", "-2.000", "-9.000"]
+
+
+def test_scorer_table_rejects_bad_input():
+    with pytest.raises(TypeError, match="table"):
+        viz.scorer_table([1, 2])
+    with pytest.raises(ValueError, match="missing column"):
+        viz.scorer_table(_table().drop(columns="dcpmi"))
+    with pytest.raises(ValueError, match="gold"):
+        viz.scorer_table(_table(), gold=3)
+
+
+def _tokens() -> pd.DataFrame:
+    rows = []
+    for opt, lps, dlps in [(" ab", [-1.0, -2.0], [-3.0, -2.5]), (" c", [-4.0], [-1.0])]:
+        for cond, values in (("premise", lps), ("domain", dlps)):
+            for p, lp in enumerate(values):
+                rows.append({"option": opt, "condition": cond, "position": p, "token": f"t{p}", "token_id": 10 + p,
+                             "logprob": lp, "rank": p + 1, "entropy": 1.5,
+                             "contribution": lps[p] - dlps[p],
+                             "alternatives": [("x", -0.5), ("y", -0.9)]})
+    return pd.DataFrame(rows)
+
+
+def test_token_heatmap_places_logprobs_and_contributions():
+    fig = viz.token_heatmap(_tokens())
+    lp, contrib = fig.data
+    assert list(lp.y) == ["' ab' · premise", "' ab' · domain", "' c' · premise", "' c' · domain"]
+    z = np.array(lp.z, dtype=float)
+    assert z[0, :2].tolist() == [-1.0, -2.0] and z[1, :2].tolist() == [-3.0, -2.5]
+    assert z[2, 0] == -4.0 and np.isnan(z[2, 1])
+    zc = np.array(contrib.z, dtype=float)
+    assert zc[0, :2].tolist() == [2.0, 0.5] and zc[1, 0] == -3.0
+    assert contrib.zmin == -3.0 and contrib.zmax == 3.0  # symmetric around 0
+    hover = lp.customdata[0][0]
+    assert "id 10" in hover and "rank 1" in hover and "'x' -0.50" in hover
+
+
+def _mass() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    forms = pd.DataFrame({"concept": ["tub", "tub", "tub", "sink"], "form": [" bathtub", " tub", " bath", " sink"],
+                          "prob": [0.1, 0.1, 0.1, 0.2]})
+    forms["share_of_listed"] = forms["prob"] / forms["prob"].sum()
+    forms["share_of_concept"] = forms["prob"] / forms.groupby("concept")["prob"].transform("sum")
+    concepts = pd.DataFrame({"concept": ["tub", "sink"], "share": [0.6, 0.4], "domain_share": [0.5, 0.5],
+                             "dcpmi": [0.1, -0.2]})
+    winners = pd.DataFrame({"scorer": ["lm", "mass", "dcpmi"], "concept": ["sink", "tub", "tub"]})
+    return forms, concepts, winners
+
+
+def test_paraphrase_mass_stacks_forms_into_concept_shares():
+    forms, concepts, winners = _mass()
+    fig = viz.paraphrase_mass(forms, concepts, winners, answer="tub")
+    stacked = [t for t in fig.data if t.xaxis == "x"]
+    per_bar: dict[str, float] = {}
+    for t in stacked:
+        per_bar[t.x[0]] = per_bar.get(t.x[0], 0) + t.y[0]
+    assert per_bar == pytest.approx({"★ tub": 0.6, "sink": 0.4})
+    totals = [t for t in fig.data if t.xaxis == "x2"]
+    assert [t.name for t in totals] == ["premise", "domain premise"]
+    assert list(totals[0].y) == [0.6, 0.4]
+    assert "LM: <b>sink</b>" in fig.layout.title.text and "concept mass: <b>tub</b>" in fig.layout.title.text
+
+
+def test_letter_priors_one_bar_series_per_column():
+    table = pd.DataFrame({"id": list("ABCD"), "observed": [0.4, 0.3, 0.2, 0.1], "prior": [0.25] * 4,
+                          "calibrated": [0.3, 0.3, 0.2, 0.2], "debiased": [0.1, 0.2, 0.3, 0.4]})
+    fig = viz.letter_priors(table, gold=2)
+    assert [t.name for t in fig.data] == ["observed", "content-free prior", "calibrated", "permutation-debiased"]
+    assert list(fig.data[3].y) == [0.1, 0.2, 0.3, 0.4]
+    assert list(fig.data[0].x) == ["A", "B", "★ C", "D"]
+    with pytest.raises(ValueError, match="at least one"):
+        viz.letter_priors(table[["id"]])
+
+
+def test_pll_subwords_groups_metrics_per_sentence_and_shows_note():
+    rows = [{"sentence": s, "metric": m, "position": p + 1, "subword": w, "logprob": -(p + 1) * k}
+            for s in ("I ran.", "I runned.") for k, m in enumerate(["original", "word_l2r", "whole_word"], 1)
+            for p, w in enumerate(["i", "ran", "."])]
+    fig = viz.pll_subwords(pd.DataFrame(rows), note="retrieval head")
+    assert len(fig.data) == 6
+    assert {t.name for t in fig.data} == {"original", "word_l2r", "whole_word"}
+    first = fig.data[1]
+    assert list(first.x) == ["1:i", "2:ran", "3:."] and list(first.y) == [-2, -4, -6]
+    assert "retrieval head" in fig.layout.title.text
+    two = viz.pll_subwords(pd.DataFrame(rows), cols=2)
+    assert [t.xaxis for t in two.data] == ["x"] * 3 + ["x2"] * 3  # side by side
+    with pytest.raises(ValueError, match="cols"):
+        viz.pll_subwords(pd.DataFrame(rows), cols=0)
+
+
+def test_accuracy_ci_error_bars_span_the_interval():
+    frame = pd.DataFrame({"template": ["t1", "t1", "t2", "t2"], "scorer": ["lm", "dcpmi", "lm", "dcpmi"],
+                          "accuracy": [0.5, 0.75, 0.25, 0.5], "ci_low": [0.25, 0.5, 0.0, 0.25],
+                          "ci_high": [0.75, 1.0, 0.5, 0.5]})
+    fig = viz.accuracy_ci(frame, "template")
+    lm = fig.data[0]
+    assert lm.name == "lm" and list(lm.x) == ["t1", "t2"] and list(lm.y) == [0.5, 0.25]
+    assert list(lm.error_y.array) == [0.25, 0.25] and list(lm.error_y.arrayminus) == [0.25, 0.25]
+    assert list(fig.data[1].error_y.array) == [0.25, 0.0]
+    with pytest.raises(ValueError, match="missing column"):
+        viz.accuracy_ci(frame, "domain_premise")
+
+
+def test_save_html_and_rejects_other_suffixes(tmp_path):
+    fig = viz.letter_priors(pd.DataFrame({"id": ["A", "B"], "observed": [0.7, 0.3]}))
+    out = viz.save(fig, tmp_path / "x.html")
+    assert "plotly" in out.read_text()[:5000].lower()
+    with pytest.raises(ValueError, match="path"):
+        viz.save(fig, tmp_path / "x.gif")
+    with pytest.raises(TypeError, match="fig"):
+        viz.save({"data": []}, tmp_path / "x.html")
+
+
+@pytest.mark.slow
+def test_save_png_with_kaleido(tmp_path):
+    fig = go.Figure(go.Bar(x=["a"], y=[1]))
+    out = viz.save(fig, tmp_path / "x.png", scale=1)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
