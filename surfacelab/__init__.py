@@ -10,6 +10,7 @@
 from . import letters, paraphrase, tasks
 from .alternatives import alternatives, token_view
 from .engine import logprobs, next_token_logprobs
+from .evaluate import EvalResult, ablate, evaluate, evaluate_fewshot
 from .models import DEFAULT_LM, DEFAULT_MLM, LM, MLM, list_presets, load_lm, load_mlm
 from .pll import BlimpResult, PLLResult, load_blimp, pll, pll_blimp
 from .paraphrase import MassResult, load_teaching_set, mass, mass_items
@@ -18,6 +19,7 @@ from .scoring import MCResult, list_scorers, register_scorer, score, score_items
 __version__ = "0.1.0"
 
 __all__ = [
+    "EvalResult",
     "BlimpResult",
     "PLLResult",
     "DEFAULT_LM",
@@ -27,7 +29,10 @@ __all__ = [
     "MCResult",
     "MassResult",
     "Workbench",
+    "ablate",
     "alternatives",
+    "evaluate",
+    "evaluate_fewshot",
     "letters",
     "list_presets",
     "list_scorers",

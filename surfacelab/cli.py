@@ -1,4 +1,4 @@
-"""Command line: ``surfacelab score | models | pll``."""
+"""Command line: ``surfacelab score | models | pll | eval``."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import sys
 from typing import Sequence
 
 from ._cli_pll import add_cli as add_pll_cli
+from .evaluate import add_cli as add_eval_cli
 
 
 def _score(args: argparse.Namespace) -> int:
@@ -47,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser("models", help="list the model presets")
     m.set_defaults(func=_models)
     add_pll_cli(sub)
+    add_eval_cli(sub)
     return parser
 
 

@@ -210,26 +210,43 @@ def _item_requests(premise: str, options: list[str], domain: str | None) -> list
     return [(cond, ctx, opt) for cond, ctx in conds for opt in options]
 
 
-def _table(options: list[str], totals: dict[tuple[str, str], float], n_tokens: dict[str, int],
-           has_domain: bool) -> pd.DataFrame:
-    nan = float("nan")
-    t = pd.DataFrame({
-        "option": options,
-        "logprob": [totals[("premise", o)] for o in options],
-        "n_tokens": [n_tokens[o] for o in options],
-        "n_chars": [len(o) for o in options],
-        "n_bytes": [len(o.encode("utf-8")) for o in options],
-        "domain_logprob": [totals[("domain", o)] if has_domain else nan for o in options],
-        "null_logprob": [totals[("null", o)] for o in options],
-    })
+def option_table(raw: pd.DataFrame, *, by: str | None = None) -> pd.DataFrame:
+    """Complete raw option rows into a scorer table: lengths, every scorer's column and ``rank_<scorer>``.
+
+    Args:
+        raw: one row per option with ``option``, ``logprob`` (Σ log P(y|x)), ``n_tokens``, ``domain_logprob``
+            and ``null_logprob`` (NaN where that condition was not scored); any other columns are kept, in front.
+        by: column that groups the rows into items (ranks are taken within each group); None: one item.
+
+    Returns:
+        The table of ``MCResult.table`` (plus the extra columns). Scorer columns are computed on all rows at
+        once, so a scorer's ``compute`` must work row by row (every built-in scorer does).
+    """
+    t = raw.copy()
+    t["n_chars"] = [len(o) for o in t["option"]]
+    t["n_bytes"] = [len(o.encode("utf-8")) for o in t["option"]]
     for s in _REGISTRY.values():
         if s.column not in ("logprob", "domain_logprob"):
             t[s.column] = s.compute(t)
     for s in _REGISTRY.values():
-        t[f"rank_{s.name}"] = t[s.column].rank(ascending=False, method="min")
+        col = t.groupby(by, sort=False)[s.column] if by is not None else t[s.column]
+        t[f"rank_{s.name}"] = col.rank(ascending=False, method="min")
     first = ["option", "logprob", "n_tokens", "n_chars", "n_bytes", "avg_token", "per_char", "per_byte",
              "domain_logprob", "unc", "dcpmi", "null_logprob", "pmi_null"]
-    return t[first + [c for c in t.columns if c not in first]]
+    front = [c for c in raw.columns if c not in first]
+    return t[front + first + [c for c in t.columns if c not in first and c not in front]]
+
+
+def _table(options: list[str], totals: dict[tuple[str, str], float], n_tokens: dict[str, int],
+           has_domain: bool) -> pd.DataFrame:
+    nan = float("nan")
+    return option_table(pd.DataFrame({
+        "option": options,
+        "logprob": [totals[("premise", o)] for o in options],
+        "n_tokens": [n_tokens[o] for o in options],
+        "domain_logprob": [totals[("domain", o)] if has_domain else nan for o in options],
+        "null_logprob": [totals[("null", o)] for o in options],
+    }))
 
 
 def score_items(

@@ -1,0 +1,531 @@
+"""Whole-dataset evaluation: ``evaluate()``, ``evaluate_fewshot()``, ``ablate()`` and the ``eval`` command.
+
+>>> import surfacelab as sl
+>>> lm = sl.load_lm("smollm2-135m")                                          # doctest: +SKIP
+>>> res = sl.evaluate(lm, sl.tasks.load("copa", "val"), scorers="lm,avg,per_char,unc,dcpmi")  # doctest: +SKIP
+>>> res.accuracy          # one row per scorer: accuracy and a 95% bootstrap CI  # doctest: +SKIP
+>>> res.paired            # exact McNemar tests between scorers                  # doctest: +SKIP
+>>> res.items[res.items.why == "gold lost on prior"]                             # doctest: +SKIP
+
+Every request of a run (every item, option and condition; every template of an ablation; every
+seed of a few-shot run) goes to :func:`surfacelab.engine.logprobs` in one call, so batching,
+deduplication and the on-disk cache act across the whole run: a rerun is free.
+
+Scorers are those of :mod:`surfacelab.scoring` (``list_scorers()``); option ``i`` of an item is the
+request ``item.requests()[i]`` (premise condition), ``item.domain_requests()[i]`` (domain
+condition, for Unc/DC-PMI) and ``("", options[i])`` (empty context, for PMI-null). A scorer's
+prediction is the option with the highest score, the first one in option order when several share
+the top score (as ``MCResult.winner``); ``tie_<scorer>`` marks those items.
+
+COPA-flipped (tasks with ``premise_per_option``): each option becomes the *context* and the
+original premise is the one continuation shared by all options. There LM compares log P(premise |
+option + bridge) across options; Avg, per-char and per-byte divide that by the same length for
+every option, and PMI-null and DC-PMI subtract the same quantity from every option (log P(premise)
+under the empty context, or under the bare bridge), so all of them rank exactly like LM. Unc
+scores the shared string under the shared domain premise: every option gets the same score, every
+item is a tie and Unc "predicts" option 0. This is the paper's point: with one shared string there
+is no surface-form competition to correct.
+
+``why`` labels (column ``why`` of ``EvalResult.items``; the first rule that matches wins):
+
+1. ``"all right"``: every scorer picks gold.
+2. ``"tie"``: some scorer that misses gold gives gold exactly its top score (gold lost only on the
+   first-option tie-break).
+3. ``"all wrong"``: no scorer picks gold.
+4. ``"gold lost on length"``: LM misses gold, LM's pick is shorter than gold (fewer tokens or fewer
+   characters), and at least one length-normalised scorer (avg, per_char, per_byte) picks gold.
+   Needs ``lm`` and one of those among the scorers.
+5. ``"gold lost on prior"``: LM misses gold, DC-PMI picks gold, and LM's pick has a higher domain
+   log-prob (Unc score) than gold. Needs ``lm`` and ``dcpmi`` among the scorers.
+6. ``"only <scorer> right"`` / 7. ``"only <scorer> wrong"``: exactly one scorer picks / misses gold.
+8. ``"mixed: <s1>, <s2> right"``: any other split, naming the scorers that pick gold.
+
+The boolean columns ``lost_on_length`` and ``lost_on_prior`` hold rules 4 and 5 independently of
+the order (both can be true on one item).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import itertools
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy.stats import binomtest
+
+from . import engine, tasks
+from .scoring import _REGISTRY, get_scorer, option_table
+from .tasks import Task, Template
+
+LENGTH_SCORERS = ("avg", "per_char", "per_byte")
+
+
+@dataclasses.dataclass
+class EvalResult:
+    """Scores, predictions and statistics of one evaluation run.
+
+    Attributes:
+        task, split, model, template: what was run (template = the template's name).
+        scorers: the scorers, in the order given.
+        scores: one row per (item, option): ``item`` (0-based position), ``id``, ``option_index``,
+            ``is_gold``, ``context``, ``option`` and the columns of ``MCResult.table`` (raw log-probs,
+            lengths, every selected scorer's column and its ``rank_<scorer>``, 1 = best).
+        items: one row per item: ``item``, ``id``, ``gold``, ``gold_option``, ``n_options``,
+            ``premise``, then per scorer ``pred_<scorer>`` (predicted option index), ``correct_<scorer>``
+            and ``tie_<scorer>`` (the top score is shared), then ``lost_on_length``, ``lost_on_prior``
+            and ``why`` (see the module docstring).
+        accuracy: one row per scorer: ``n``, ``correct``, ``accuracy``, ``ci_low``/``ci_high`` (95%
+            percentile bootstrap over items, seeded) and ``ties``.
+        paired: one row per pair of scorers: ``acc_a``, ``acc_b``, ``only_a`` (items a gets right and
+            b wrong), ``only_b`` and ``p_value`` (exact McNemar: two-sided binomial test of
+            ``only_a`` out of ``only_a + only_b`` at 1/2; 1.0 when there are no discordant items).
+        meta: source file, variant, n_shot, n_boot, seed and whether the task is flipped.
+    """
+
+    task: str
+    split: str
+    model: str
+    template: str
+    scorers: list[str]
+    scores: pd.DataFrame
+    items: pd.DataFrame
+    accuracy: pd.DataFrame
+    paired: pd.DataFrame
+    meta: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def best(self) -> list[str]:
+        """The scorers with the highest accuracy (several on an exact tie)."""
+        acc = self.accuracy.set_index("scorer")["accuracy"]
+        return list(acc.index[acc == acc.max()])
+
+    def save(self, directory: str | Path) -> Path:
+        """Write ``items.csv``, ``scores.csv``, ``accuracy.csv``, ``paired.csv`` and ``meta.json`` into ``directory``."""
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        for name in ("items", "scores", "accuracy", "paired"):
+            getattr(self, name).to_csv(d / f"{name}.csv", index=False)
+        meta = {"task": self.task, "split": self.split, "model": self.model, "template": self.template,
+                "scorers": self.scorers, **self.meta}
+        (d / "meta.json").write_text(json.dumps(meta, indent=1, default=str))
+        return d
+
+    def __repr__(self) -> str:
+        acc = ", ".join(f"{r.scorer}={r.accuracy:.3f}" for r in self.accuracy.itertuples())
+        return f"EvalResult({self.task}/{self.split}, model={self.model!r}, n={len(self.items)}: {acc})"
+
+    def _repr_html_(self) -> str:
+        head = f"<b>{self.task}/{self.split}</b> &middot; {self.model} &middot; {len(self.items)} items"
+        return head + self.accuracy.to_html(index=False, float_format=lambda v: f"{v:.3f}")
+
+
+# ----------------------------------------------------------------------------- argument checks
+def _check_scorers(scorers: str | Sequence[str] | None) -> list[str]:
+    if scorers is None:
+        return list(_REGISTRY)
+    if isinstance(scorers, str):
+        scorers = [s.strip() for s in scorers.split(",") if s.strip()]
+    if not isinstance(scorers, Sequence) or not all(isinstance(s, str) for s in scorers):
+        raise TypeError("scorers: expected a list of scorer names or a comma-separated string")
+    if not scorers:
+        raise ValueError("scorers: must name at least one scorer")
+    for s in scorers:
+        get_scorer(s)
+    return list(dict.fromkeys(scorers))
+
+
+def _check_task(task: Task | str) -> Task:
+    if isinstance(task, str):
+        task = tasks.load(task)
+    if not isinstance(task, Task):
+        raise TypeError(f"task: expected a surfacelab.tasks.Task or a task name, got {type(task).__name__}")
+    if len(task) == 0:
+        raise ValueError(f"task: {task.name!r} has no items")
+    return task
+
+
+def _check_int(name: str, value: Any, minimum: int, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name}: expected an integer >= {minimum}{' or None' if allow_none else ''}, got {value!r}")
+
+
+def _limited(task: Task, limit: int | None) -> Task:
+    _check_int("limit", limit, 1, allow_none=True)
+    if limit is None or limit >= len(task):
+        return task
+    return dataclasses.replace(task, items=task.items[:limit])
+
+
+# ----------------------------------------------------------------------------- scoring
+def _conditions(scorers: list[str]) -> list[str]:
+    needs = {"premise"} | {c for s in scorers for c in get_scorer(s).needs}
+    return [c for c in ("premise", "domain", "null") if c in needs]
+
+
+def _requests(task: Task, conditions: list[str]) -> list[tuple[str, str]]:
+    """Requests of one task, laid out condition by condition, each block item by item and option by option."""
+    blocks = {
+        "premise": lambda it: it.requests(),
+        "domain": lambda it: it.domain_requests(),
+        "null": lambda it: [("", o) for o in it.options],
+    }
+    return [r for c in conditions for it in task.items for r in blocks[c](it)]
+
+
+def _scores_frame(task: Task, scored: list[engine.Scored], conditions: list[str], scorers: list[str]) -> pd.DataFrame:
+    """The long (item, option) frame of one task from its engine results."""
+    n = sum(len(it.options) for it in task.items)
+    total = np.array([s.total for s in scored], dtype=float).reshape(len(conditions), n)
+    block = dict(zip(conditions, total))
+    nan = np.full(n, np.nan)
+    raw = pd.DataFrame({
+        "item": [i for i, it in enumerate(task.items) for _ in it.options],
+        "id": [it.id for it in task.items for _ in it.options],
+        "option_index": [j for it in task.items for j in range(len(it.options))],
+        "is_gold": [j == it.gold for it in task.items for j in range(len(it.options))],
+        "context": [c for it in task.items for c in it.contexts()],
+        "option": [o for it in task.items for o in it.options],
+        "logprob": block["premise"],
+        "n_tokens": [s.n_tokens for s in scored[:n]],
+        "domain_logprob": block.get("domain", nan),
+        "null_logprob": block.get("null", nan),
+    })
+    table = option_table(raw, by="item")
+    keep = {get_scorer(s).column for s in scorers} | {f"rank_{s}" for s in scorers}
+    dropped = {c for s in _REGISTRY.values() for c in (s.column, f"rank_{s.name}")} - keep
+    dropped -= {"logprob", "domain_logprob", "null_logprob"}
+    return table[[c for c in table.columns if c not in dropped]]
+
+
+def _why(row: dict[str, Any], scorers: list[str], lost_length: bool, lost_prior: bool, gold_tied: bool) -> str:
+    right = [s for s in scorers if row[f"correct_{s}"]]
+    if len(right) == len(scorers):
+        return "all right"
+    if gold_tied:
+        return "tie"
+    if not right:
+        return "all wrong"
+    if lost_length:
+        return "gold lost on length"
+    if lost_prior:
+        return "gold lost on prior"
+    if len(right) == 1:
+        return f"only {right[0]} right"
+    if len(right) == len(scorers) - 1:
+        return f"only {next(s for s in scorers if s not in right)} wrong"
+    return f"mixed: {', '.join(right)} right"
+
+
+def _items_frame(task: Task, scores: pd.DataFrame, scorers: list[str]) -> pd.DataFrame:
+    """One row per item: predictions, correct and tie flags per scorer, and the why label."""
+    n_items = len(task.items)
+    gold = np.array([it.gold for it in task.items])
+    items = pd.DataFrame({
+        "item": np.arange(n_items),
+        "id": [it.id for it in task.items],
+        "gold": gold,
+        "gold_option": [it.gold_option for it in task.items],
+        "n_options": [len(it.options) for it in task.items],
+        "premise": [it.premise for it in task.items],
+    })
+    by_item = scores["item"].to_numpy()
+    first_row = np.concatenate([[0], np.cumsum(items["n_options"].to_numpy())[:-1]])
+    gold_row = first_row + gold
+    gold_tied = np.zeros(n_items, dtype=bool)
+    for s in scorers:
+        col = scores[get_scorer(s).column]
+        top = col.groupby(by_item).transform("max").to_numpy()
+        is_top = col.to_numpy() == top
+        pred = pd.Series(scores["option_index"].to_numpy()[is_top], index=by_item[is_top]).groupby(level=0).min()
+        pred = pred.reindex(range(n_items)).fillna(-1).astype(int).to_numpy()
+        n_top = np.bincount(by_item[is_top], minlength=n_items)
+        items[f"pred_{s}"] = pred
+        items[f"correct_{s}"] = pred == gold
+        items[f"tie_{s}"] = n_top > 1
+        gold_tied |= is_top[gold_row] & (pred != gold)
+
+    lost_length = np.zeros(n_items, dtype=bool)
+    lost_prior = np.zeros(n_items, dtype=bool)
+    if "lm" in scorers:
+        lm_wrong = items["pred_lm"].to_numpy() != gold
+        pick_row = first_row + np.maximum(items["pred_lm"].to_numpy(), 0)
+
+        def col(name: str, rows: np.ndarray) -> np.ndarray:
+            return scores[name].to_numpy()[rows]
+
+        norm = [s for s in LENGTH_SCORERS if s in scorers]
+        if norm:
+            shorter = ((col("n_tokens", pick_row) < col("n_tokens", gold_row))
+                       | (col("n_chars", pick_row) < col("n_chars", gold_row)))
+            lost_length = lm_wrong & shorter & items[[f"correct_{s}" for s in norm]].any(axis=1).to_numpy()
+        if "dcpmi" in scorers:
+            higher_prior = col("domain_logprob", pick_row) > col("domain_logprob", gold_row)
+            lost_prior = lm_wrong & items["correct_dcpmi"].to_numpy() & higher_prior
+    items["lost_on_length"] = lost_length
+    items["lost_on_prior"] = lost_prior
+    records = items.to_dict("records")
+    items["why"] = [_why(r, scorers, a, b, t) for r, a, b, t in zip(records, lost_length, lost_prior, gold_tied)]
+    return items
+
+
+def _accuracy(items: pd.DataFrame, scorers: list[str], n_boot: int, seed: int) -> pd.DataFrame:
+    """Accuracy per scorer with a seeded 95% percentile bootstrap CI (items resampled with replacement)."""
+    correct = items[[f"correct_{s}" for s in scorers]].to_numpy(dtype=bool)
+    n = len(correct)
+    acc = correct.mean(axis=0)
+    if n_boot:
+        idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+        boot = correct[idx].mean(axis=1)
+        low, high = np.percentile(boot, [2.5, 97.5], axis=0)
+    else:
+        low = high = np.full(len(scorers), np.nan)
+    return pd.DataFrame({
+        "scorer": scorers,
+        "n": n,
+        "correct": correct.sum(axis=0),
+        "accuracy": acc,
+        "ci_low": low,
+        "ci_high": high,
+        "ties": [int(items[f"tie_{s}"].sum()) for s in scorers],
+    })
+
+
+def mcnemar(a: Sequence[bool], b: Sequence[bool]) -> tuple[int, int, float]:
+    """Exact McNemar test of two paired correctness vectors.
+
+    Returns:
+        ``(only_a, only_b, p_value)``: items only ``a`` gets right, items only ``b`` gets right, and the
+        two-sided binomial p-value of ``only_a`` successes in ``only_a + only_b`` trials at 1/2 (1.0
+        when there are no discordant items).
+    """
+    a, b = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
+    if a.shape != b.shape:
+        raise ValueError(f"b: expected {a.shape[0]} values like a, got {b.shape[0]}")
+    only_a, only_b = int((a & ~b).sum()), int((~a & b).sum())
+    p = binomtest(only_a, only_a + only_b, 0.5).pvalue if only_a + only_b else 1.0
+    return only_a, only_b, float(p)
+
+
+def _paired(items: pd.DataFrame, scorers: list[str]) -> pd.DataFrame:
+    rows = []
+    for a, b in itertools.combinations(scorers, 2):
+        ca, cb = items[f"correct_{a}"].to_numpy(), items[f"correct_{b}"].to_numpy()
+        only_a, only_b, p = mcnemar(ca, cb)
+        rows.append({"scorer_a": a, "scorer_b": b, "acc_a": ca.mean(), "acc_b": cb.mean(),
+                     "only_a": only_a, "only_b": only_b, "p_value": p})
+    return pd.DataFrame(rows, columns=["scorer_a", "scorer_b", "acc_a", "acc_b", "only_a", "only_b", "p_value"])
+
+
+def _evaluate_many(lm: Any, task_list: list[Task], scorers: list[str], *, batch_size: int | str, progress: bool,
+                   n_boot: int, seed: int) -> list[EvalResult]:
+    """Evaluate several tasks with ONE engine call."""
+    _check_int("n_boot", n_boot, 0)
+    _check_int("seed", seed, 0)
+    conditions = _conditions(scorers)
+    plans = [_requests(t, conditions) for t in task_list]
+    scored = engine.logprobs(lm, [r for p in plans for r in p], batch_size=batch_size, progress=progress)
+    out, start = [], 0
+    for task, plan in zip(task_list, plans):
+        scores = _scores_frame(task, scored[start:start + len(plan)], conditions, scorers)
+        start += len(plan)
+        items = _items_frame(task, scores, scorers)
+        out.append(EvalResult(
+            task=task.name, split=task.split, model=lm.name, template=task.template.name, scorers=scorers,
+            scores=scores, items=items, accuracy=_accuracy(items, scorers, n_boot, seed),
+            paired=_paired(items, scorers),
+            meta={"source": task.source, "variant": task.variant, "n_shot": task.n_shot, "n_boot": n_boot,
+                  "seed": seed, "flipped": task.template.per_option_premise is not None},
+        ))
+    return out
+
+
+# ----------------------------------------------------------------------------- public API
+def evaluate(
+    lm: Any,
+    task: Task | str,
+    scorers: str | Sequence[str] | None = None,
+    limit: int | None = None,
+    *,
+    batch_size: int | str = "auto",
+    progress: bool = True,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> EvalResult:
+    """Score every item of a task with every scorer; accuracy with CIs, paired tests and why labels.
+
+    Args:
+        lm: a loaded ``LM``.
+        task: a loaded ``Task`` (``surfacelab.tasks.load``) or a task name (default split and data root).
+        scorers: scorer names (list or comma-separated string); default: every registered scorer.
+        limit: evaluate only the first ``limit`` items (use ``tasks.load(limit=...)`` for a seeded sample).
+        batch_size: rows per batch or "auto" (see ``engine.logprobs``).
+        progress: show the engine's progress bar.
+        n_boot: bootstrap resamples for the CIs (0: no CIs).
+        seed: seed of the bootstrap.
+
+    Returns:
+        an :class:`EvalResult` (see the module docstring for ties, COPA-flipped and the why labels).
+    """
+    scorers = _check_scorers(scorers)
+    task = _limited(_check_task(task), limit)
+    return _evaluate_many(lm, [task], scorers, batch_size=batch_size, progress=progress, n_boot=n_boot,
+                          seed=seed)[0]
+
+
+def evaluate_fewshot(
+    lm: Any,
+    task: Task | str,
+    n_shot: int,
+    seeds: Sequence[int] = (0, 1, 2, 3, 4),
+    *,
+    split: str | None = None,
+    source: str | None = None,
+    scorers: str | Sequence[str] | None = None,
+    limit: int | None = None,
+    batch_size: int | str = "auto",
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Accuracy with ``n_shot`` labelled examples prepended, over several shot seeds (mean ± std).
+
+    Args:
+        task: a task name (loaded with ``split``/``source``; ``limit`` is then a seeded sample) or a loaded
+            ``Task`` (``limit`` keeps its first items).
+        n_shot: examples per prompt (>= 1); one shared set per seed, drawn as in ``tasks.fewshot``.
+        seeds: shot seeds; all of their requests go to the engine in one call.
+
+    Returns:
+        One row per scorer: ``scorer``, ``n_shot``, ``n_items``, ``n_seeds``, ``mean``, ``std`` (sample
+        std over seeds, NaN for one seed) and ``acc_seed_<s>`` per seed.
+    """
+    scorers = _check_scorers(scorers)
+    _check_int("n_shot", n_shot, 1)
+    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence) or not seeds:
+        raise ValueError(f"seeds: expected a non-empty list of integers, got {seeds!r}")
+    for s in seeds:
+        _check_int("seeds", s, 0)
+    if isinstance(task, str):
+        _check_int("limit", limit, 1, allow_none=True)
+        runs = [tasks.load(task, split, source=source, limit=limit, n_shot=n_shot, shot_seed=s) for s in seeds]
+    else:
+        base = _limited(_check_task(task), limit)
+        runs = [tasks.fewshot(base, n_shot, seed=s) for s in seeds]
+    results = _evaluate_many(lm, runs, scorers, batch_size=batch_size, progress=progress, n_boot=0, seed=0)
+    acc = np.array([[r.accuracy.set_index("scorer").loc[s, "accuracy"] for r in results] for s in scorers])
+    out = pd.DataFrame({
+        "scorer": scorers,
+        "n_shot": n_shot,
+        "n_items": len(results[0].items),
+        "n_seeds": len(seeds),
+        "mean": acc.mean(axis=1),
+        "std": acc.std(axis=1, ddof=1) if len(seeds) > 1 else np.nan,
+    })
+    for k, s in enumerate(seeds):
+        out[f"acc_seed_{s}"] = acc[:, k]
+    return out
+
+
+def _dp_label(domain_premise: Any) -> str:
+    """A domain premise as a table label: the string itself, or the callable's name in brackets."""
+    return domain_premise if isinstance(domain_premise, str) else f"({getattr(domain_premise, '__name__', 'callable')})"
+
+
+def ablate(
+    lm: Any,
+    task: Task | str,
+    templates: Sequence[Template | str] | None = None,
+    domain_premises: Sequence[Any] | None = None,
+    scorers: str | Sequence[str] | None = None,
+    limit: int | None = None,
+    *,
+    batch_size: int | str = "auto",
+    progress: bool = True,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Accuracy per (template, domain premise, scorer) with bootstrap CIs; one engine call for the whole grid.
+
+    Args:
+        task: the loaded task whose items are re-rendered (``Task.with_template``).
+        templates: ``Template`` objects or names from ``tasks.templates(task.name)``; default: the task's own.
+        domain_premises: domain premises (format strings or callables) crossed with every template;
+            default: each template's own.
+        scorers, limit, batch_size, progress, n_boot, seed: as in :func:`evaluate`.
+
+    Returns:
+        One row per (template, domain premise, scorer): ``template``, ``domain_premise`` (the string
+        used), ``scorer``, ``n``, ``accuracy``, ``ci_low``, ``ci_high``.
+    """
+    scorers = _check_scorers(scorers)
+    task = _limited(_check_task(task), limit)
+    for name, value in (("templates", templates), ("domain_premises", domain_premises)):
+        if value is not None and (isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not value):
+            raise ValueError(f"{name}: expected a non-empty list or None, got {value!r}")
+    grid = [(tpl, dp) for tpl in (templates or [task.template]) for dp in (domain_premises or [None])]
+    variants = [task.with_template(tpl, domain_premise=dp) for tpl, dp in grid]
+    results = _evaluate_many(lm, variants, scorers, batch_size=batch_size, progress=progress, n_boot=n_boot,
+                             seed=seed)
+    frames = []
+    for (tpl, _), variant, res in zip(grid, variants, results):
+        acc = res.accuracy[["scorer", "n", "accuracy", "ci_low", "ci_high"]].copy()
+        acc.insert(0, "domain_premise", _dp_label(variant.template.domain_premise))
+        acc.insert(0, "template", tpl if isinstance(tpl, str) else tpl.name)
+        frames.append(acc)
+    return pd.concat(frames, ignore_index=True)
+
+
+# ----------------------------------------------------------------------------- command line
+DEFAULT_CLI_SCORERS = "lm,avg,per_char,unc,dcpmi"
+
+
+def _cli(args: argparse.Namespace) -> int:
+    from .models import load_lm
+
+    try:
+        task = tasks.load(args.task, args.split, source=args.data_dir, limit=args.limit, seed=args.seed,
+                          variant=args.variant, n_shot=args.n_shot, shot_seed=args.shot_seed)
+    except FileNotFoundError as err:
+        print(f"surfacelab: error: {err}", file=sys.stderr)
+        return 2
+    scorers = _check_scorers(args.scorers)
+    batch = args.batch_size if args.batch_size == "auto" else int(args.batch_size)
+    res = evaluate(load_lm(args.model, device=args.device), task, scorers, batch_size=batch,
+                   progress=not args.no_progress)
+    print(f"{res.task}/{res.split} · {res.model} · template {res.template} · {len(res.items)} items")
+    print(res.accuracy.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    print()
+    print(res.items["why"].value_counts().rename_axis("why").to_frame("items").to_string())
+    out = Path(args.out or f"eval-{res.task}-{res.split}-{res.model.replace('/', '_')}.csv")
+    res.items.to_csv(out, index=False)
+    print(f"wrote {out}")
+    if args.save_dir:
+        print(f"wrote {res.save(args.save_dir)}")
+    return 0
+
+
+def add_cli(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``eval`` sub-command to an ``argparse`` sub-parser set (``surfacelab eval ...``)."""
+    p = subparsers.add_parser("eval", help="evaluate a model on a dataset split with several scorers")
+    p.add_argument("--task", required=True, help="task name (see surfacelab.tasks.list())")
+    p.add_argument("--split", default=None, help="split (default: the task's default split)")
+    p.add_argument("--model", default=None, help="preset, hub id or folder (default: smollm2-135m)")
+    p.add_argument("--data-dir", default=None, help="data root such as ../shared/data, a dataset folder or a .jsonl")
+    p.add_argument("--scorers", default=DEFAULT_CLI_SCORERS, help=f"comma-separated (default: {DEFAULT_CLI_SCORERS})")
+    p.add_argument("--limit", type=int, default=None, help="evaluate a seeded sample of this many items")
+    p.add_argument("--seed", type=int, default=0, help="seed of the --limit sample")
+    p.add_argument("--variant", default="code", choices=["code", "paper_table"],
+                   help="templates of the paper's code (default) or of its Table 7")
+    p.add_argument("--n-shot", type=int, default=0, help="few-shot examples prepended to every premise")
+    p.add_argument("--shot-seed", type=int, default=0, help="seed of the few-shot draw")
+    p.add_argument("--device", default=None, help="cuda, mps or cpu (default: auto)")
+    p.add_argument("--batch-size", default="auto", help="rows per batch or 'auto'")
+    p.add_argument("--out", default=None, help="per-item CSV (default: eval-<task>-<split>-<model>.csv)")
+    p.add_argument("--save-dir", default=None, help="also write every frame (items, scores, accuracy, paired)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cli)
+    return p

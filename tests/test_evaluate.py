@@ -1,0 +1,274 @@
+"""evaluate(), evaluate_fewshot(), ablate(), EvalResult, the why labels, McNemar and the eval command."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import statistics
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import surfacelab as sl
+from surfacelab import engine, tasks
+from surfacelab.evaluate import _items_frame, ablate, add_cli, evaluate, evaluate_fewshot, mcnemar
+from surfacelab.scoring import option_table
+from surfacelab.tasks import Item, Task
+
+SCORERS = ["lm", "avg", "per_char", "unc", "dcpmi", "pmi_null"]
+# each scorer recomputed by hand from the raw columns of one (item, option) row
+BY_HAND = {
+    "lm": lambda r: r["logprob"],
+    "avg": lambda r: r["logprob"] / r["n_tokens"],
+    "per_char": lambda r: r["logprob"] / len(r["option"]),
+    "unc": lambda r: r["domain_logprob"],
+    "dcpmi": lambda r: r["logprob"] - r["domain_logprob"],
+    "pmi_null": lambda r: r["logprob"] - r["null_logprob"],
+}
+
+
+@pytest.fixture(scope="module")
+def data_root():
+    root = tasks.default_data_root()
+    if root is None or not (root / "copa" / "val.jsonl").is_file():
+        pytest.skip("real evaluation data not found: set SURFACELAB_DATA or put ../shared/data beside the checkout")
+    return root
+
+
+@pytest.fixture(scope="module")
+def copa20(data_root):
+    return tasks.load("copa", "val", source=data_root, limit=20)
+
+
+@pytest.fixture(scope="module")
+def result(tiny_lm, copa20):
+    return evaluate(tiny_lm, copa20, SCORERS, progress=False)
+
+
+def _check_by_hand(res, task):
+    """Predictions and accuracy recomputed with plain Python from the long frame."""
+    rows = res.scores.to_dict("records")
+    for s in res.scorers:
+        correct = 0
+        for i, it in enumerate(task.items):
+            vals = [BY_HAND[s](r) for r in rows if r["item"] == i]
+            assert len(vals) == len(it.options)
+            pred = vals.index(max(vals))
+            assert res.items.loc[i, f"pred_{s}"] == pred, (s, i)
+            correct += pred == it.gold
+        acc = res.accuracy.set_index("scorer").loc[s]
+        assert acc["correct"] == correct
+        assert math.isclose(acc["accuracy"], correct / len(task.items))
+
+
+def test_accuracy_recomputed_by_hand(result, copa20):
+    assert len(result.items) == 20
+    assert len(result.scores) == sum(len(it.options) for it in copa20)
+    assert list(result.items["id"]) == [it.id for it in copa20]
+    assert list(result.items["gold"]) == [it.gold for it in copa20]
+    _check_by_hand(result, copa20)
+    acc = {s: result.items[f"correct_{s}"].mean() for s in SCORERS}
+    assert result.best() == [s for s in SCORERS if acc[s] == max(acc.values())]
+
+
+def test_raw_scores_match_independent_engine_calls(tiny_lm, result, copa20):
+    it = copa20[3]
+    direct = engine.logprobs(tiny_lm, it.requests() + it.domain_requests() + [("", o) for o in it.options],
+                             cache=False, progress=False)
+    k = len(it.options)
+    rows = result.scores[result.scores["item"] == 3]
+    np.testing.assert_allclose(rows["logprob"], [d.total for d in direct[:k]], atol=1e-5)
+    np.testing.assert_allclose(rows["domain_logprob"], [d.total for d in direct[k:2 * k]], atol=1e-5)
+    np.testing.assert_allclose(rows["null_logprob"], [d.total for d in direct[2 * k:]], atol=1e-5)
+    for s in SCORERS:  # rank 1 = the predicted option
+        top = rows[rows[f"rank_{s}"] == 1]["option_index"].min()
+        assert result.items.loc[3, f"pred_{s}"] == top
+
+
+def test_bootstrap_ci_contains_accuracy_and_is_seeded(tiny_lm, copa20, result):
+    acc = result.accuracy
+    assert ((acc.ci_low <= acc.accuracy) & (acc.accuracy <= acc.ci_high)).all()
+    assert ((acc.ci_low >= 0) & (acc.ci_high <= 1)).all()
+    # width close to the normal approximation 2 * 1.96 * sqrt(p(1-p)/n)
+    p = acc.accuracy.to_numpy()
+    normal = 2 * 1.96 * np.sqrt(p * (1 - p) / 20)
+    np.testing.assert_allclose(acc.ci_high - acc.ci_low, normal, atol=0.12)
+    again = evaluate(tiny_lm, copa20, SCORERS, progress=False)
+    pd.testing.assert_frame_equal(again.accuracy, acc)
+    assert evaluate(tiny_lm, copa20, "lm", n_boot=0, progress=False).accuracy["ci_low"].isna().all()
+
+
+def test_mcnemar_against_a_hand_computed_binomial():
+    a = [True] * 7 + [False] * 2 + [True] * 5 + [False] * 3
+    b = [False] * 7 + [True] * 2 + [True] * 5 + [False] * 3
+    only_a, only_b, p = mcnemar(a, b)
+    # two-sided exact binomial: 2 * P(X <= 2), X ~ Bin(9, 1/2) = 2 * (1 + 9 + 36) / 512
+    assert (only_a, only_b) == (7, 2)
+    assert math.isclose(p, 2 * (1 + 9 + 36) / 512)
+    assert mcnemar([True, False], [True, False]) == (0, 0, 1.0)
+    with pytest.raises(ValueError, match="b"):
+        mcnemar([True], [True, False])
+
+
+def test_paired_frame_counts_discordant_items(result):
+    for r in result.paired.itertuples():
+        ca, cb = result.items[f"correct_{r.scorer_a}"], result.items[f"correct_{r.scorer_b}"]
+        assert r.only_a == int((ca & ~cb).sum()) and r.only_b == int((~ca & cb).sum())
+        assert 0 <= r.p_value <= 1
+    assert len(result.paired) == len(SCORERS) * (len(SCORERS) - 1) // 2
+
+
+# --------------------------------------------------------------------------- why labels on constructed items
+CASES = [  # options, gold, logprob, n_tokens, domain_logprob, expected why
+    ([" a", " a much longer gold answer"], 1, [-2.0, -6.0], [1, 5], [-5.0, -1.0], "gold lost on length"),
+    ([" cat", " dog"], 1, [-1.0, -2.0], [1, 1], [-0.5, -3.0], "gold lost on prior"),
+    ([" x", " y"], 1, [-1.0, -1.0], [1, 1], [-1.0, -1.0], "tie"),
+    ([" sun", " moon"], 0, [-1.0, -3.0], [1, 1], [-1.0, -2.0], "all right"),
+    ([" sun", " moon"], 1, [-1.0, -3.0], [1, 1], [-1.0, -2.0], "all wrong"),
+    ([" p", " q"], 1, [-1.0, -2.0], [1, 1], [-3.0, -1.0], "only unc right"),
+    ([" p", " q"], 0, [-1.0, -2.0], [1, 1], [-0.5, -0.1], "only unc wrong"),
+    ([" a", " bbbbbb"], 0, [-1.0, -1.2], [1, 3], [-0.1, -5.0], "mixed: lm, unc right"),
+]
+
+
+def test_why_labels_on_constructed_items():
+    items = [Item(str(i), "premise", opts, gold, " so") for i, (opts, gold, *_rest) in enumerate(CASES)]
+    task = Task("constructed", "test", items, tasks.SPECS["copa"].templates["code"], "memory")
+    raw = pd.DataFrame({
+        "item": [i for i, c in enumerate(CASES) for _ in c[0]],
+        "option_index": [j for c in CASES for j in range(len(c[0]))],
+        "is_gold": [j == c[1] for c in CASES for j in range(len(c[0]))],
+        "option": [o for c in CASES for o in c[0]],
+        "logprob": [v for c in CASES for v in c[2]],
+        "n_tokens": [v for c in CASES for v in c[3]],
+        "domain_logprob": [v for c in CASES for v in c[4]],
+        "null_logprob": np.nan,
+    })
+    frame = _items_frame(task, option_table(raw, by="item"), ["lm", "avg", "per_char", "unc", "dcpmi"])
+    assert list(frame["why"]) == [c[5] for c in CASES]
+    assert list(frame["lost_on_length"]) == [c[5] == "gold lost on length" for c in CASES]
+    assert list(frame["lost_on_prior"]) == [c[5] == "gold lost on prior" for c in CASES]
+    assert frame.loc[2, "tie_lm"] and frame.loc[2, "pred_lm"] == 0  # first option on an exact tie
+    assert not frame.loc[0, "tie_lm"]
+
+
+def test_copa_flipped_collapses_every_scorer_onto_lm(tiny_lm, data_root):
+    flipped = tasks.load("copa-flipped", "val", source=data_root, limit=20)
+    res = evaluate(tiny_lm, flipped, SCORERS, progress=False)
+    assert res.meta["flipped"]
+    assert (res.scores["context"] != "").all()
+    assert res.scores.groupby("item")["option"].nunique().eq(1).all()  # one shared continuation
+    for s in ["avg", "per_char", "dcpmi", "pmi_null"]:
+        assert (res.items[f"pred_{s}"] == res.items["pred_lm"]).all(), s
+    assert res.items["tie_unc"].all() and (res.items["pred_unc"] == 0).all()
+    _check_by_hand(res, flipped)
+
+
+# --------------------------------------------------------------------------- ablate, few-shot, save
+def _short(task: Task, n: int, max_chars: int = 50) -> Task:
+    return dataclasses.replace(task, items=[it for it in task.items if len(it.meta["raw"]["sentence"]) < max_chars][:n])
+
+
+def test_ablate_grid_matches_separate_evaluations_and_uses_one_engine_call(tiny_lm, data_root, monkeypatch):
+    sst = _short(tasks.load("sst-2", "test", source=data_root, limit=60), 6)
+    tpls = tasks.templates("sst-2")[:2]
+    dps = [" It was", " The tone is"]
+    calls = []
+    real = engine.logprobs
+    monkeypatch.setattr(engine, "logprobs", lambda *a, **k: calls.append(1) or real(*a, **k))
+    frame = ablate(tiny_lm, sst, templates=tpls, domain_premises=dps, scorers="lm,dcpmi", progress=False, n_boot=50)
+    assert len(calls) == 1
+    assert len(frame) == 2 * 2 * 2
+    assert set(frame["template"]) == {t.name for t in tpls} and set(frame["domain_premise"]) == set(dps)
+    assert (frame["n"] == 6).all()
+    monkeypatch.setattr(engine, "logprobs", real)
+    one = evaluate(tiny_lm, sst.with_template(tpls[1], domain_premise=dps[0]), "lm,dcpmi", progress=False)
+    cell = frame[(frame.template == tpls[1].name) & (frame.domain_premise == dps[0])].set_index("scorer")
+    np.testing.assert_allclose(cell.loc[["lm", "dcpmi"], "accuracy"], one.accuracy["accuracy"])
+
+
+def test_fewshot_mean_and_std_over_seeds(tiny_lm, data_root):
+    base = tasks.load("copa", "val", source=data_root, limit=4)
+    frame = evaluate_fewshot(tiny_lm, base, 1, seeds=(0, 1, 2), scorers="lm,dcpmi", progress=False)
+    assert list(frame["scorer"]) == ["lm", "dcpmi"]
+    for s in ["lm", "dcpmi"]:
+        accs = [evaluate(tiny_lm, tasks.fewshot(base, 1, seed=k), s, progress=False).accuracy["accuracy"].item()
+                for k in (0, 1, 2)]
+        row = frame.set_index("scorer").loc[s]
+        assert [row[f"acc_seed_{k}"] for k in (0, 1, 2)] == accs
+        assert math.isclose(row["mean"], statistics.mean(accs))
+        assert math.isclose(row["std"], statistics.stdev(accs))
+
+
+def test_save_writes_every_frame(result, tmp_path):
+    d = result.save(tmp_path / "run")
+    for name in ("items", "scores", "accuracy", "paired"):
+        back = pd.read_csv(d / f"{name}.csv")
+        assert len(back) == len(getattr(result, name))
+    assert (d / "meta.json").is_file()
+    assert pd.read_csv(d / "accuracy.csv")["accuracy"].tolist() == pytest.approx(result.accuracy["accuracy"].tolist())
+
+
+# --------------------------------------------------------------------------- bad input
+def test_bad_input_names_the_argument(tiny_lm, copa20):
+    with pytest.raises(ValueError, match="scorer"):
+        evaluate(tiny_lm, copa20, ["lm", "nope"])
+    with pytest.raises(ValueError, match="scorers"):
+        evaluate(tiny_lm, copa20, [])
+    with pytest.raises(ValueError, match="has no items"):
+        evaluate(tiny_lm, dataclasses.replace(copa20, items=[]))
+    for bad in (0, -3, True, 2.5):
+        with pytest.raises(ValueError, match="limit"):
+            evaluate(tiny_lm, copa20, "lm", limit=bad)
+    with pytest.raises(TypeError, match="task"):
+        evaluate(tiny_lm, [("a", "b")], "lm")
+    with pytest.raises(ValueError, match="n_boot"):
+        evaluate(tiny_lm, copa20, "lm", n_boot=-1)
+    with pytest.raises(ValueError, match="seeds"):
+        evaluate_fewshot(tiny_lm, copa20, 1, seeds=())
+    with pytest.raises(ValueError, match="n_shot"):
+        evaluate_fewshot(tiny_lm, copa20, 0)
+    with pytest.raises(ValueError, match="templates"):
+        ablate(tiny_lm, copa20, templates=[])
+
+
+def test_limit_keeps_the_first_items(result, tiny_lm, copa20):
+    small = evaluate(tiny_lm, copa20, SCORERS, limit=5, progress=False)
+    assert list(small.items["id"]) == list(result.items["id"][:5])
+    pd.testing.assert_frame_equal(small.items.drop(columns="why"), result.items.drop(columns="why").head(5))
+
+
+# --------------------------------------------------------------------------- command line
+def test_eval_command_prints_accuracy_and_writes_items(tiny_lm, data_root, tmp_path, capsys, monkeypatch):
+    from surfacelab import models
+
+    monkeypatch.setattr(models, "load_lm", lambda *a, **k: tiny_lm)
+    parser = argparse.ArgumentParser(prog="surfacelab")
+    add_cli(parser.add_subparsers(dest="command", required=True))
+    out = tmp_path / "items.csv"
+    args = parser.parse_args(["eval", "--task", "copa", "--split", "val", "--data-dir", str(data_root),
+                              "--scorers", "lm,avg,dcpmi", "--limit", "6", "--out", str(out), "--no-progress"])
+    assert args.func(args) == 0
+    printed = capsys.readouterr().out
+    assert all(s in printed for s in ("lm", "avg", "dcpmi", "accuracy", "ci_low"))
+    items = pd.read_csv(out)
+    assert len(items) == 6 and {"pred_lm", "correct_dcpmi", "why"} <= set(items.columns)
+    args = parser.parse_args(["eval", "--task", "copa", "--split", "val", "--data-dir", str(tmp_path / "none")])
+    assert args.func(args) == 2
+    assert "source" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- the real model
+@pytest.mark.slow
+def test_real_model_copa_val_20(real_lm, data_root):
+    copa = tasks.load("copa", "val", source=data_root, limit=20)
+    res = evaluate(real_lm, copa, "lm,avg,per_char,unc,dcpmi", progress=False)
+    _check_by_hand(res, copa)
+    it = copa[0]
+    direct = sl.score(real_lm, it.premise, it.options, domain_premise=it.domain_premise)
+    rows = res.scores[res.scores["item"] == 0]
+    np.testing.assert_allclose(rows["logprob"], direct.table["logprob"], atol=1e-4)
+    np.testing.assert_allclose(rows["dcpmi"], direct.table["dcpmi"], atol=1e-4)
+    assert res.accuracy["accuracy"].between(0, 1).all()
