@@ -7,8 +7,7 @@
 >>> r.table[["option", "logprob", "per_char", "dcpmi"]]           # doctest: +SKIP
 """
 
-from . import letters, paraphrase, tasks
-from .alternatives import alternatives, token_view
+from . import alternatives, letters, paraphrase, tasks
 from .engine import logprobs, next_token_logprobs
 from .evaluate import EvalResult, ablate, evaluate, evaluate_fewshot
 from .models import DEFAULT_LM, DEFAULT_MLM, LM, MLM, list_presets, load_lm, load_mlm
@@ -51,7 +50,6 @@ __all__ = [
     "score",
     "score_items",
     "tasks",
-    "token_view",
     "viz",
 ]
 
