@@ -8,7 +8,7 @@ interrupted run resume split by split. The whole run holds the shared CPU lock (
 Usage (the command recorded in the report):
 
     SURFACELAB_CACHE=/tmp/slcache python benchmarks/run_eval_report.py --data-dir ../shared/data \\
-        --cap smollm2-135m=100 --cap gemma-3-270m=40 --out docs/results_eval.md
+        --cap smollm2-135m=200 --cap gemma-3-270m=80 --out docs/results_eval.md
 """
 
 from __future__ import annotations
