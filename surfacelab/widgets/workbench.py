@@ -34,7 +34,6 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from .. import engine, viz
-from ..cache import ScoreCache
 from ..alternatives import token_view
 from ..models import DEFAULT_LM, DEFAULT_MLM, list_presets, load_lm, load_mlm
 from ..scoring import score
@@ -194,7 +193,6 @@ class Workbench(w.VBox):
         self._pending = False
         self._hold = 0
         self._examples: dict[str, dict] = {}
-        self._local = threading.local()
         self.last_update_s: float | None = None
         self.results: dict[str, Any] = {}
 
@@ -270,16 +268,6 @@ class Workbench(w.VBox):
             return self._models[(kind, name)]
         self._models[(kind, value.name)] = value
         return value
-
-    def _cache(self) -> ScoreCache | bool:
-        """This thread's handle on the engine's on-disk cache (sqlite handles must stay in their thread);
-        False when caching is switched off (``SURFACELAB_NO_CACHE``)."""
-        base = engine.default_cache()
-        if base is None:
-            return False
-        if getattr(self._local, "cache", None) is None or self._local.cache.path != base.path:
-            self._local.cache = ScoreCache(base.path)
-        return self._local.cache
 
     # --- editing ----------------------------------------------------------------------------
 
@@ -493,8 +481,7 @@ class Workbench(w.VBox):
     # --- the five views ---------------------------------------------------------------------
 
     def _scores(self, inp: Inputs, view: View) -> None:
-        r = score(self.lm, inp.premise, list(inp.options), domain_premise=inp.domain_premise, gold=inp.gold,
-                  cache=self._cache())
+        r = score(self.lm, inp.premise, list(inp.options), domain_premise=inp.domain_premise, gold=inp.gold)
         self.results["scores"] = r
         table = r.table.copy()
         table.insert(1, "gold", [i == inp.gold for i in range(len(table))])
@@ -522,8 +509,7 @@ class Workbench(w.VBox):
             names = list(inp.options)
         concepts = {n: [o, *[f for f in forms if f != o]] for n, o, forms in zip(names, inp.options, inp.paraphrases)}
         answer = names[inp.gold] if inp.gold is not None else None
-        m = para.mass(self.lm, inp.premise, concepts, domain_premise=inp.domain_premise, answer=answer,
-                      cache=self._cache())
+        m = para.mass(self.lm, inp.premise, concepts, domain_premise=inp.domain_premise, answer=answer)
         self.results["paraphrase"] = m
         self._publish(view, {"concepts": m.concepts, "forms": m.forms, "winners": m.winners, "topk": m.topk},
                       "concepts", lambda: viz.paraphrase_mass(m.forms, m.concepts, m.winners, answer=answer),
@@ -533,7 +519,7 @@ class Workbench(w.VBox):
         letters = _optional("letters")
         if letters is None:
             raise ModuleNotFoundError("not available: surfacelab.letters not installed yet")
-        res = letters.score(self.lm, inp.premise, list(inp.options), gold=inp.gold, cache=self._cache())
+        res = letters.score(self.lm, inp.premise, list(inp.options), gold=inp.gold)
         self.results["letters"] = res
         self._publish(view, {"table": res.table}, "table", lambda: viz.letter_priors(res.table, gold=inp.gold))
 
