@@ -33,7 +33,7 @@ import ipywidgets as w
 import pandas as pd
 import plotly.graph_objects as go
 
-from .. import engine, viz
+from .. import viz
 from ..alternatives import token_view
 from ..models import DEFAULT_LM, DEFAULT_MLM, list_presets, load_lm, load_mlm
 from ..scoring import score
