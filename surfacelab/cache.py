@@ -54,13 +54,20 @@ class ScoreCache:
         self._broken = False
         self._lock = threading.RLock()  # one connection, shared by threads (e.g. a widget's worker)
 
+    def _open(self) -> sqlite3.Connection:
+        """A connection in write-ahead-log mode, so that readers and one writer in other processes
+        (two evaluation runs, a notebook next to a benchmark) do not block each other."""
+        conn = sqlite3.connect(self.path, timeout=2.0, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(_SCHEMA)
+        return conn
+
     def _connect(self) -> sqlite3.Connection | None:
         if self._conn is not None or self._broken:
             return self._conn
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=2.0, check_same_thread=False)
-            conn.execute(_SCHEMA)
+            conn = self._open()
             conn.execute("SELECT key FROM scores LIMIT 1").fetchall()
             self._conn = conn
         except sqlite3.DatabaseError as err:
@@ -83,9 +90,7 @@ class ScoreCache:
                 self._conn.close()
             self._conn = None
             os.replace(self.path, aside)
-            conn = sqlite3.connect(self.path, timeout=2.0, check_same_thread=False)
-            conn.execute(_SCHEMA)
-            self._conn = conn
+            self._conn = self._open()
         except (OSError, sqlite3.DatabaseError):
             self._broken = True
 

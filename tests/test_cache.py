@@ -33,3 +33,21 @@ def test_shared_cache_works_from_another_thread(tmp_path):
     t.join()
     assert set(seen) == {"a", "b"}
     assert not list(tmp_path.glob("*.corrupt-*"))  # a thread switch is not corruption
+
+
+def test_a_reader_in_another_process_does_not_block_a_writer(tmp_path):
+    """Two runs sharing one cache file: an open read transaction elsewhere must not lock writers out."""
+    import sqlite3
+    import warnings
+
+    path = tmp_path / "c.sqlite"
+    ScoreCache(path).put_many({"a": _row(3)})
+    other = sqlite3.connect(path)  # stands in for another process mid-read
+    other.execute("BEGIN")
+    assert other.execute("SELECT count(*) FROM scores").fetchone() == (1,)
+    writer = ScoreCache(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a "locked; running without it" warning fails the test
+        writer.put_many({"b": _row(2)})
+    other.rollback()
+    assert set(ScoreCache(path).get_many(["a", "b"])) == {"a", "b"}
