@@ -153,3 +153,9 @@ def test_save_png_with_kaleido(tmp_path):
     fig = go.Figure(go.Bar(x=["a"], y=[1]))
     out = viz.save(fig, tmp_path / "x.png", scale=1)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_figures_use_the_white_template():
+    fig = viz.token_heatmap(_tokens())
+    assert fig.layout.template.layout.plot_bgcolor == "white"
+    assert fig.layout.template.data.heatmap  # trace defaults of the types drawn are kept
