@@ -22,8 +22,10 @@ deduplicates identical encodings, looks them up in the on-disk cache and compute
 
 from __future__ import annotations
 
+import functools
+from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -33,6 +35,9 @@ from . import text
 from .cache import ScoreCache, default_cache, request_key
 
 Request = tuple[str, str]
+#: ``head(lm, hidden, targets) -> (n, width)`` float tensor: what a run computes at the n scored
+#: positions of a batch from their final hidden states and target token ids.
+Head = Callable[[Any, torch.Tensor, torch.Tensor], torch.Tensor]
 
 #: Token budget of one automatic batch, by device type (rows x padded length; for a shared-prefix
 #: batch: prefix rows x prefix length + suffix rows x suffix length).
@@ -51,6 +56,10 @@ ROW_MAX = 256
 RANK_TOL = 1e-4
 #: Most logits (positions x vocabulary) projected at once.
 PROJECT_ELEMENTS = 1 << 25
+#: Requests whose top-k alternatives are kept in memory (``logprobs(..., top_k=k)``).
+TOP_CACHE_SIZE = 4096
+
+_TOP_CACHE: OrderedDict[tuple[str, int], dict[str, np.ndarray]] = OrderedDict()
 
 
 @dataclass
@@ -70,6 +79,8 @@ class Scored:
     entropy: np.ndarray
     greedy: np.ndarray
     tokens: list[str] = field(default_factory=list)
+    top_ids: np.ndarray | None = None  # (n_tokens, k) most likely tokens at each position, with ``top_k``
+    top_logprobs: np.ndarray | None = None  # (n_tokens, k) their log-probs, most likely first
 
     @property
     def total(self) -> float:
@@ -148,7 +159,8 @@ class EngineStats:
 stats = EngineStats()
 
 
-def _check_requests(requests: Any) -> list[Request]:
+def check_requests(requests: Any) -> list[Request]:
+    """Validate (context, continuation) pairs; errors name the offending request."""
     if isinstance(requests, (str, bytes)) or not isinstance(requests, Iterable):
         raise TypeError("requests: expected a list of (context, continuation) pairs")
     out = []
@@ -161,28 +173,13 @@ def _check_requests(requests: Any) -> list[Request]:
     return out
 
 
-def _batch_size(batch_size: int | str) -> int | None:
+def check_batch_size(batch_size: int | str) -> int | None:
+    """Rows per batch from ``batch_size`` (None for "auto"); anything else is a ValueError."""
     if batch_size == "auto":
         return None
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size: expected a positive int or 'auto', got {batch_size!r}")
     return batch_size
-
-
-def _plan(lengths: list[int], rows: int | None, budget: int) -> list[list[int]]:
-    """Group indices (already sorted longest first) into batches by row count or token budget."""
-    batches: list[list[int]] = []
-    cur: list[int] = []
-    for i in range(len(lengths)):
-        width = lengths[cur[0]] if cur else lengths[i]
-        full = len(cur) >= rows if rows is not None else (len(cur) + 1) * width > budget
-        if cur and full:
-            batches.append(cur)
-            cur = []
-        cur.append(i)
-    if cur:
-        batches.append(cur)
-    return batches
 
 
 def _lcp(a: Sequence[int], b: Sequence[int]) -> int:
@@ -282,7 +279,7 @@ def _take(groups: list[_Group], rows: int | None, budget: int) -> int:
     return len(groups)
 
 
-def _project(lm: Any, hidden: torch.Tensor) -> torch.Tensor:
+def project(lm: Any, hidden: torch.Tensor) -> torch.Tensor:
     """Vocabulary logits for selected hidden states, in float32 (applies final soft-capping)."""
     logits = lm.model.get_output_embeddings()(hidden).float()
     cap = getattr(lm.model.config, "final_logit_softcapping", None)
@@ -301,22 +298,28 @@ def _last_hidden(out: Any) -> torch.Tensor:
     return out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
 
 
-def _score_positions(lm: Any, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """(n, 3) float32 tensor of log-prob, rank and entropy of ``targets`` after each hidden state."""
+def _score_positions(lm: Any, hidden: torch.Tensor, targets: torch.Tensor, top_k: int = 0) -> torch.Tensor:
+    """A ``Head``: (n, 3 + 2 top_k) float32 rows of log-prob, rank and entropy of ``targets`` after
+    each hidden state, then the ids (exact in float32 below 2**24) and log-probs of the top_k tokens."""
     vocab = lm.model.get_output_embeddings().weight.shape[0]
     step = max(1, PROJECT_ELEMENTS // vocab)
     parts = []
     for a in range(0, len(targets), step):
-        logp = torch.log_softmax(_project(lm, hidden[a:a + step]), dim=-1)
+        logp = torch.log_softmax(project(lm, hidden[a:a + step]), dim=-1)
         lp = logp.gather(1, targets[a:a + step, None])[:, 0]
         rank = (logp > lp[:, None] + RANK_TOL).sum(1) + 1
         entropy = -(logp.exp() * logp).sum(1)
-        parts.append(torch.stack([lp, rank.float(), entropy], 1))
+        cols = [torch.stack([lp, rank.float(), entropy], 1)]
+        if top_k:
+            top = logp.topk(min(top_k, vocab), dim=-1)
+            cols += [top.indices.float(), top.values]
+        parts.append(torch.cat(cols, 1))
     return torch.cat(parts)
 
 
-def _score_batch(lm: Any, encs: list[text.Encoding], groups: list[_Group], pad: int) -> torch.Tensor:
-    """Score one batch of groups, one row each; results follow the groups' member order.
+def _score_batch(lm: Any, encs: list[text.Encoding], groups: list[_Group], pad: int, head: Head) -> torch.Tensor:
+    """Run one batch of groups, one row each, and ``head`` at the scored positions; results follow
+    the groups' member order.
 
     A plain row is ``input_ids[:-1]`` under the model's own causal mask. A shared-prefix row packs
     the prefix once and then every member's suffix, with position ids restarting after the
@@ -356,11 +359,13 @@ def _score_batch(lm: Any, encs: list[text.Encoding], groups: list[_Group], pad: 
     stats.tokens_forwarded += sum(g.length for g in groups)
     stats.tokens_padded += ids.numel()
     stats.tokens_scored += len(targets)
-    return _score_positions(lm, picked, torch.tensor(targets, device=dev))
+    return head(lm, picked, torch.tensor(targets, device=dev))
 
 
-def _run(lm: Any, encs: list[text.Encoding], rows: int | None, progress: bool) -> list[dict[str, np.ndarray]]:
-    """Score unique encodings; automatic batches halve their token budget on out-of-memory."""
+def _run(lm: Any, encs: list[text.Encoding], rows: int | None, progress: bool,
+         head: Head) -> list[np.ndarray]:
+    """``head``'s rows for each encoding's scored positions; automatic batches halve their token budget
+    on out-of-memory."""
     from tqdm.auto import tqdm
 
     window = getattr(lm.model.config, "sliding_window", None)
@@ -378,7 +383,7 @@ def _run(lm: Any, encs: list[text.Encoding], rows: int | None, progress: bool) -
             k = _take(groups[done:], rows, budget)
             batch = groups[done:done + k]
             try:
-                parts.append(_score_batch(lm, encs, batch, pad))
+                parts.append(_score_batch(lm, encs, batch, pad, head))
             except torch.OutOfMemoryError:
                 if rows is not None or (k == 1 and len(batch[0].members) == 1):
                     raise
@@ -396,15 +401,14 @@ def _run(lm: Any, encs: list[text.Encoding], rows: int | None, progress: bool) -
             stats.batches += 1
             bar.update(sum(len(g.members) for g in batch))
     bar.close()
-    flat = torch.cat(parts).cpu().numpy() if parts else np.zeros((0, 3), np.float32)
-    results: list[dict[str, np.ndarray] | None] = [None] * len(encs)
+    flat = torch.cat(parts).cpu().numpy() if parts else np.zeros((0, 0), np.float32)
+    results: list[np.ndarray] = [flat[:0]] * len(encs)
     k = 0
     for m in done_order:
         n = len(encs[m].input_ids) - encs[m].start
-        lp, rank, ent = flat[k:k + n, 0], flat[k:k + n, 1].astype(np.int64), flat[k:k + n, 2]
-        results[m] = {"logprob": lp, "rank": rank, "entropy": ent, "greedy": rank == 1}
+        results[m] = flat[k:k + n]
         k += n
-    return results  # type: ignore[return-value]
+    return results
 
 
 def _token_strings(lm: Any, enc: text.Encoding) -> list[str]:
@@ -423,6 +427,7 @@ def logprobs(
     batch_size: int | str = "auto",
     progress: bool = True,
     cache: bool | ScoreCache = True,
+    top_k: int = 0,
 ) -> list[Scored]:
     """Per-token log-probs of every continuation given its context.
 
@@ -434,6 +439,10 @@ def logprobs(
             the back-off starts afresh on every call).
         progress: show a ``tqdm.auto`` bar for long runs.
         cache: use the on-disk cache (True), a given ``ScoreCache``, or none (False).
+        top_k: also return the k most likely tokens at every scored position (``Scored.top_ids``,
+            ``top_logprobs``), from the same forward pass. The disk cache does not hold them; an
+            in-memory cache of the last ``TOP_CACHE_SIZE`` requests does, so a live view that asks
+            again pays nothing.
 
     Returns:
         One ``Scored`` per request, in the order given.
@@ -441,8 +450,10 @@ def logprobs(
     Example:
         >>> [s.total for s in logprobs(lm, [("The sky is", " blue")])]  # doctest: +SKIP
     """
-    reqs = _check_requests(requests)
-    rows = _batch_size(batch_size)
+    reqs = check_requests(requests)
+    rows = check_batch_size(batch_size)
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
+        raise ValueError(f"top_k: expected an int >= 0, got {top_k!r}")
     global stats
     stats = EngineStats(requests=len(reqs))
     encs = [text.encode(lm, c, x) for c, x in reqs]
@@ -455,21 +466,42 @@ def logprobs(
     stats.unique = len(uniq_encs)
     store = (default_cache() if cache is True else cache) or None
     keys = [request_key(lm.fingerprint, e.input_ids, e.start) for e in uniq_encs]
-    found = store.get_many(keys) if store is not None else {}
+    stored = store.get_many(keys) if store is not None else {}
+    if top_k:  # top-k lives in memory only; the disk still supplies the scores (one value per request)
+        found = {k: _TOP_CACHE[(k, top_k)] for k in keys if (k, top_k) in _TOP_CACHE}
+    else:
+        found = stored
     stats.cached = len(found)
     todo = [i for i, k in enumerate(keys) if k not in found]
     stats.tokens_needed = sum(len(uniq_encs[i].input_ids) - 1 for i in todo)
     stats.tokens_unique = _unique_prefix_tokens([uniq_encs[i].input_ids[:-1] for i in todo])
-    computed = _run(lm, [uniq_encs[i] for i in todo], rows, progress) if todo else []
-    fresh = {keys[i]: r for i, r in zip(todo, computed)}
+    head = functools.partial(_score_positions, top_k=top_k)
+    computed = _run(lm, [uniq_encs[i] for i in todo], rows, progress, head) if todo else []
+    fresh = {keys[i]: {"logprob": r[:, 0], "rank": r[:, 1].astype(np.int64), "entropy": r[:, 2],
+                       "greedy": r[:, 1] == 1} for i, r in zip(todo, computed)}
     if store is not None:
-        store.put_many(fresh)
+        store.put_many({k: v for k, v in fresh.items() if k not in stored})
+    if top_k:
+        for i, r in zip(todo, computed):
+            entry = dict(stored.get(keys[i], fresh[keys[i]]))
+            entry.update(top_ids=r[:, 3:3 + top_k].astype(np.int64), top_logprobs=r[:, 3 + top_k:])
+            fresh[keys[i]] = _TOP_CACHE[(keys[i], top_k)] = entry
+        for k in keys:
+            _TOP_CACHE.move_to_end((k, top_k))
+        while len(_TOP_CACHE) > TOP_CACHE_SIZE:
+            _TOP_CACHE.popitem(last=False)
     found.update(fresh)
     out = []
     for req, e in zip(reqs, encs):
         r = found[keys[unique[e.key]]]
-        out.append(Scored(req, e, r["logprob"], r["rank"], r["entropy"], r["greedy"], _token_strings(lm, e)))
+        out.append(Scored(req, e, r["logprob"], r["rank"], r["entropy"], r["greedy"], _token_strings(lm, e),
+                          r.get("top_ids"), r.get("top_logprobs")))
     return out
+
+
+def clear_top_cache() -> None:
+    """Empty the in-memory cache of ``logprobs(..., top_k=k)`` results."""
+    _TOP_CACHE.clear()
 
 
 @dataclass
@@ -492,14 +524,21 @@ def next_token_logprobs(
     token_ids: Sequence[int] = (),
     top_k: int = 0,
     batch_size: int | str = "auto",
+    cache: bool | ScoreCache = False,
 ) -> list[NextToken]:
     """The next-token log-probs after each context: chosen token ids and/or the top k.
+
+    Runs on the plan of ``logprobs``: prompts that share a token prefix (one question under several
+    option orders, one instruction before many questions) forward it once.
 
     Args:
         lm: a loaded ``LM``.
         contexts: prompts (the BOS/EOS rule of ``text`` applies to an empty one).
         token_ids: vocabulary ids whose log-probs are returned in ``selected``.
         top_k: how many of the most likely next tokens to return.
+        batch_size: rows per batch, or "auto" (token budget, as in ``logprobs``).
+        cache: use the on-disk cache (True), a given ``ScoreCache``, or none (False). The cache
+            holds ``selected`` and ``entropy``; with ``top_k > 0`` every prompt is computed.
     """
     if isinstance(contexts, str):
         raise TypeError("contexts: expected a list of strings, got a single string")
@@ -509,34 +548,44 @@ def next_token_logprobs(
     bad = [t for t in token_ids if not isinstance(t, (int, np.integer)) or not 0 <= int(t) < vocab]
     if bad:
         raise ValueError(f"token_ids: not vocabulary ids: {bad[:5]}")
-    rows = _batch_size(batch_size)
+    rows = check_batch_size(batch_size)
     prompts = [text.encode_prompt(lm, text.check_text(c, f"contexts[{i}]")) for i, c in enumerate(contexts)]
-    order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))
-    budget = TOKEN_BUDGET.get(lm.device.type, 4096)
-    out: list[NextToken | None] = [None] * len(prompts)
-    sel = torch.tensor([int(t) for t in token_ids], dtype=torch.long, device=lm.device)
-    pad = lm.tokenizer.pad_token_id if lm.tokenizer.pad_token_id is not None else 0
-    done = 0
-    with torch.inference_mode():
-        while done < len(order):
-            lengths = [len(prompts[i]) for i in order[done:]]
-            batch = [order[done + j] for j in _plan(lengths, rows, max(budget, lengths[0]))[0]]
-            width = len(prompts[batch[0]])
-            ids = torch.full((len(batch), width), pad, dtype=torch.long)
-            mask = torch.zeros_like(ids)
-            for r, i in enumerate(batch):
-                ids[r, :len(prompts[i])] = torch.tensor(prompts[i])
-                mask[r, :len(prompts[i])] = 1
-            hidden = _last_hidden(_hidden(lm, ids.to(lm.device), mask.to(lm.device)))
-            last = hidden[torch.arange(len(batch), device=lm.device), mask.sum(1).to(lm.device) - 1]
-            logp = torch.log_softmax(_project(lm, last), dim=-1)
-            ent = -(logp.exp() * logp).sum(1).cpu().numpy()
-            chosen = logp[:, sel].cpu().numpy() if len(sel) else np.zeros((len(batch), 0), np.float32)
-            top = logp.topk(top_k, dim=-1) if top_k else None
-            for r, i in enumerate(batch):
-                tids = top.indices[r].cpu().numpy() if top is not None else np.zeros(0, np.int64)
-                tlps = top.values[r].cpu().numpy() if top is not None else np.zeros(0, np.float32)
-                out[i] = NextToken(contexts[i], prompts[i], chosen[r], tids, tlps,
-                                   [lm.tokenizer.decode([int(t)]) for t in tids], float(ent[r]))
-            done += len(batch)
-    return out  # type: ignore[return-value]
+    sel = [int(t) for t in token_ids]
+    store = ((default_cache() if cache is True else cache) or None) if sel and not top_k else None
+    tag = f"{lm.fingerprint}|next-token|{','.join(map(str, sel))}"
+    keys = [request_key(tag, p, 0) for p in prompts]
+    found = store.get_many(keys) if store is not None else {}
+    todo = {k: p for k, p in zip(keys, prompts) if k not in found}
+
+    def head(lm_: Any, hidden: torch.Tensor, _targets: torch.Tensor) -> torch.Tensor:
+        logp = torch.log_softmax(project(lm_, hidden), dim=-1)
+        cols = [logp[:, sel], -(logp.exp() * logp).sum(1, keepdim=True)]
+        if top_k:
+            top = logp.topk(min(top_k, logp.shape[1]), dim=-1)
+            cols += [top.indices.float(), top.values]  # ids < 2**24 are exact in float32
+        return torch.cat(cols, 1)
+
+    # the last prompt token is the only "scored" position: a dummy target follows it
+    encs = [text.Encoding("", "", p + (0,), len(p), ((0, 0),), False, 0) for p in todo.values()]
+    global stats
+    stats = EngineStats(requests=len(prompts), unique=len(set(keys)), cached=len(found))
+    stats.tokens_needed = sum(len(p) for p in todo.values())
+    stats.tokens_unique = _unique_prefix_tokens(list(todo.values()))
+    computed = dict(zip(todo, (r[0] for r in _run(lm, encs, rows, False, head)))) if encs else {}
+    if store is not None:
+        fresh = {k: {"logprob": r[:len(sel)], "entropy": np.full(len(sel), r[len(sel)], np.float32),
+                     "rank": np.zeros(len(sel), np.int64), "greedy": np.zeros(len(sel), bool)}
+                 for k, r in computed.items()}
+        store.put_many(fresh)
+    out = []
+    for c, p, k in zip(contexts, prompts, keys):
+        if k in computed:
+            r = computed[k]
+            selected, ent = r[:len(sel)], float(r[len(sel)])
+            top = r[len(sel) + 1:].reshape(2, -1) if top_k else np.zeros((2, 0), np.float32)
+        else:
+            selected, ent, top = found[k]["logprob"], float(found[k]["entropy"][0]), np.zeros((2, 0), np.float32)
+        tids = top[0].astype(np.int64)
+        out.append(NextToken(c, p, selected.astype(np.float32), tids, top[1].astype(np.float32),
+                             [lm.tokenizer.decode([int(t)]) for t in tids], ent))
+    return out

@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from . import engine, text
-from .cache import ScoreCache, request_key
+from .cache import ScoreCache
 
 #: Questions that replace the real one for the content-free prior (Zhao et al. 2021).
 CONTENT_FREE = ("N/A", "", "[MASK]")
@@ -288,27 +288,6 @@ def id_variants(lm: Any, ids: Sequence[str], cue: str = "Answer:") -> pd.DataFra
     return pd.DataFrame(rows)
 
 
-def _cached_next_token(lm: Any, prompts: list[str], token_ids: list[int],
-                       cache: bool | ScoreCache) -> np.ndarray:
-    """Log-probs (float32) of ``token_ids`` after each prompt, through the engine's on-disk cache."""
-    store = (engine.default_cache() if cache is True else cache) or None
-    tag = f"{lm.fingerprint}|next-token|{','.join(map(str, token_ids))}"
-    keys = [request_key(tag, text.encode_prompt(lm, p), 0) for p in prompts]
-    found = store.get_many(keys) if store is not None else {}
-    todo = [k for k in dict.fromkeys(keys) if k not in found]
-    first = {k: j for j, k in reversed(list(enumerate(keys)))}
-    if todo:
-        res = engine.next_token_logprobs(lm, [prompts[first[k]] for k in todo], token_ids=token_ids)
-        fresh = {k: {"logprob": r.selected.astype(np.float32),
-                     "entropy": np.full(len(token_ids), r.entropy, np.float32),
-                     "rank": np.zeros(len(token_ids), np.int64), "greedy": np.zeros(len(token_ids), bool)}
-                 for k, r in zip(todo, res)}
-        if store is not None:
-            store.put_many(fresh)
-        found.update(fresh)
-    return np.stack([found[k]["logprob"] for k in keys]) if keys else np.zeros((0, len(token_ids)))
-
-
 def _variant_logprobs(lm: Any, prompts: list[str], ids: tuple[str, ...], cue: str,
                       cache: bool | ScoreCache) -> np.ndarray:
     """Full-vocabulary log-probs of each ID's variants after each prompt: (prompts, ids, 2) float64.
@@ -322,7 +301,8 @@ def _variant_logprobs(lm: Any, prompts: list[str], ids: tuple[str, ...], cue: st
     multi = plan[~plan.single & ~plan.duplicate]
     if len(single):
         tids = [t[0] for t in single.token_ids]
-        lp = _cached_next_token(lm, prompts, tids, cache)
+        res = engine.next_token_logprobs(lm, prompts, token_ids=tids, cache=cache)
+        lp = np.stack([r.selected for r in res]) if res else np.zeros((0, len(tids)), np.float32)
         for col, idx in enumerate(single.index):
             out[:, idx // 2, idx % 2] = lp[:, col]
     if len(multi):

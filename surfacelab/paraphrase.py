@@ -304,14 +304,14 @@ def _winners_frame(concepts: pd.DataFrame, has_domain: bool, answer: str | None)
     return pd.DataFrame(rows)
 
 
-def _topk_frame(nt: engine.NextToken, forms: pd.DataFrame) -> pd.DataFrame:
+def _topk_frame(lm: Any, top_ids: np.ndarray, top_logprobs: np.ndarray, forms: pd.DataFrame) -> pd.DataFrame:
     starts = forms.groupby("first_token_id", sort=False)["concept"].agg(lambda s: ", ".join(dict.fromkeys(s)))
-    lp = nt.top_logprobs.astype(np.float64)
+    lp = top_logprobs.astype(np.float64)
     return pd.DataFrame({
-        "rank": np.arange(1, len(lp) + 1), "token": nt.top_tokens, "token_id": nt.top_ids.astype(np.int64),
-        "logprob": lp, "prob": np.exp(lp), "cum_prob": np.cumsum(np.exp(lp)),
-        "listed": [int(t) in starts.index for t in nt.top_ids],
-        "concepts": [starts.get(int(t), "") for t in nt.top_ids],
+        "rank": np.arange(1, len(lp) + 1), "token": [lm.tokenizer.decode([int(t)]) for t in top_ids],
+        "token_id": top_ids.astype(np.int64), "logprob": lp, "prob": np.exp(lp), "cum_prob": np.cumsum(np.exp(lp)),
+        "listed": [int(t) in starts.index for t in top_ids],
+        "concepts": [starts.get(int(t), "") for t in top_ids],
     })
 
 
@@ -324,7 +324,12 @@ def mass_items(
     progress: bool = True,
     cache: bool = True,
 ) -> list[MassResult]:
-    """Surface-form mass of many items with ONE ``engine.logprobs`` call and one next-token pass.
+    """Surface-form mass of many items with ONE ``engine.logprobs`` call.
+
+    The model's own next tokens after a premise (``.topk``, and the first-token mass in
+    ``.coverage``) are read at the first scored position of a form whose premise tokens are the
+    premise's tokens alone, from the same pass; a premise without such a form (every form merges
+    with it) gets one next-token pass of its own.
 
     Args:
         lm: a loaded ``LM``.
@@ -344,22 +349,39 @@ def mass_items(
     for premise, concepts, domain, _ in parsed:
         forms = [f for fs in concepts.values() for f in fs]
         requests += [(premise, f) for f in forms] + ([(domain, f) for f in forms] if domain is not None else [])
-    scored = engine.logprobs(lm, requests, batch_size=batch_size, progress=progress, cache=cache)
+    scored = engine.logprobs(lm, requests, batch_size=batch_size, progress=progress, cache=cache, top_k=top_k)
     prompts = [text.move_whitespace(p, "")[0] for p, *_ in parsed]
-    first_ids = sorted({int(s.encoding.scored_ids[0]) for s in scored})
-    nexts = engine.next_token_logprobs(lm, prompts, token_ids=first_ids, top_k=top_k, batch_size=batch_size)
-    column = {t: j for j, t in enumerate(first_ids)}
-    out, k = [], 0
-    for (premise, concepts, domain, answer), nt in zip(parsed, nexts):
+    prem_of, k = [], 0
+    for premise, concepts, domain, _ in parsed:
         n = sum(len(fs) for fs in concepts.values())
-        prem = scored[k:k + n]
-        dom = scored[k + n:k + 2 * n] if domain is not None else None
+        prem_of.append((scored[k:k + n], scored[k + n:k + 2 * n] if domain is not None else None))
         k += 2 * n if domain is not None else n
+    # a form whose context tokens are the prompt's own tokens shows the next-token distribution
+    clean = []
+    for prompt, (prem, _) in zip(prompts, prem_of):
+        ids = text.encode_prompt(lm, prompt)
+        clean.append([s for s in prem if s.encoding.input_ids[:s.encoding.start] == ids])
+    unmerged = [{int(s.encoding.scored_ids[0]) for s in prem if not s.encoding.merged} for prem, _ in prem_of]
+    own = [i for i, c in enumerate(clean)
+           if (top_k and not c) or not unmerged[i] <= {int(s.encoding.scored_ids[0]) for s in c}]
+    first_ids = sorted(set().union(*unmerged)) if own else []
+    nexts = dict(zip(own, engine.next_token_logprobs(lm, [prompts[i] for i in own], token_ids=first_ids,
+                                                      top_k=top_k, batch_size=batch_size)))
+    column = {t: j for j, t in enumerate(first_ids)}
+    out = []
+    for i, ((premise, concepts, domain, answer), (prem, dom)) in enumerate(zip(parsed, prem_of)):
         forms = _forms_frame(concepts, prem, dom)
         table = _concepts_frame(forms, domain is not None, answer)
-        firsts = forms.loc[~forms["flags"].str.contains("boundary_merge"), "first_token_id"].unique()
-        first_mass = float(np.exp(nt.selected[[column[int(t)] for t in firsts]].astype(np.float64)).sum())
-        topk = _topk_frame(nt, forms)
+        if i in nexts:
+            nt = nexts[i]
+            first_mass = float(np.exp(nt.selected[[column[t] for t in unmerged[i]]].astype(np.float64)).sum())
+            top_ids, top_lp = nt.top_ids, nt.top_logprobs
+        else:
+            first_lp = {int(s.encoding.scored_ids[0]): float(s.logprob[0]) for s in clean[i]}
+            first_mass = float(np.exp([first_lp[t] for t in unmerged[i]]).sum())
+            top_ids, top_lp = ((clean[i][0].top_ids[0], clean[i][0].top_logprobs[0]) if top_k
+                               else (np.zeros(0, np.int64), np.zeros(0, np.float32)))
+        topk = _topk_frame(lm, top_ids, top_lp, forms)
         coverage = {"listed_mass": float(np.exp(_lse(forms["logprob"]))), "first_token_mass": first_mass,
                     "topk_mass": float(topk["prob"].sum()), "rest": 1.0 - first_mass}
         out.append(MassResult(premise, domain, lm.name, forms, table, _winners_frame(table, domain is not None, answer),

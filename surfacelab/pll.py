@@ -294,7 +294,7 @@ def pll(
         >>> pll("splade-tiny", ["The souvenir was cheap."]).table.pll  # doctest: +SKIP
     """
     metric = _check_metric(metric)
-    rows = engine._batch_size(batch_size)
+    rows = engine.check_batch_size(batch_size)
     sents, prefixes = _check_sentences(sentences, prefix)
     mlm = _as_mlm(mlm)
     unique: dict[tuple[str, str], int] = {}

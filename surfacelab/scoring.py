@@ -256,6 +256,7 @@ def score_items(
     batch_size: int | str = "auto",
     progress: bool = True,
     cache: bool = True,
+    top_k: int = 0,
 ) -> list[MCResult]:
     """Score many items with ONE engine call (batching, deduplication and caching across items).
 
@@ -263,6 +264,9 @@ def score_items(
         lm: a loaded ``LM``.
         items: (premise, options, domain_premise) triples, or objects with ``premise``, ``options``,
             ``domain_premise`` (and optionally ``gold``) attributes.
+        top_k: also find the k most likely tokens at every scored position, in the same forward
+            pass (``engine.logprobs(top_k=...)``); ``alternatives.token_view`` with the same k then
+            needs no forward of its own.
 
     Returns:
         One ``MCResult`` per item.
@@ -284,7 +288,7 @@ def score_items(
         parsed.append((premise, check_options(options), domain, gold))
     plan = [_item_requests(p, o, d) for p, o, d, _ in parsed]
     flat = [(ctx, opt) for reqs in plan for _, ctx, opt in reqs]
-    scored = iter(engine.logprobs(lm, flat, batch_size=batch_size, progress=progress, cache=cache))
+    scored = iter(engine.logprobs(lm, flat, batch_size=batch_size, progress=progress, cache=cache, top_k=top_k))
     out = []
     for (premise, options, domain, gold), reqs in zip(parsed, plan):
         totals, n_tokens, frames = {}, {}, []
@@ -311,6 +315,7 @@ def score(
     gold: int | None = None,
     batch_size: int | str = "auto",
     cache: bool = True,
+    top_k: int = 0,
 ) -> MCResult:
     """Score every option under the premise, the domain premise (if given) and an empty context.
 
@@ -320,6 +325,7 @@ def score(
         options: the candidate continuations, usually with a leading space (" bathtub").
         domain_premise: the domain premise for Unc and DC-PMI (e.g. " the answer is:").
         gold: index of the correct option, if known (marked in views).
+        top_k: as in ``score_items``.
 
     Example:
         >>> r = score(load_lm(), "The man took a bath in the", [" bathtub", " xylophone"],
@@ -328,7 +334,7 @@ def score(
         ' bathtub'
     """
     result = score_items(lm, [(premise, options, domain_premise)], batch_size=batch_size, progress=False,
-                         cache=cache)[0]
+                         cache=cache, top_k=top_k)[0]
     if gold is not None:
         if isinstance(gold, bool) or not isinstance(gold, (int, np.integer)) or not 0 <= gold < len(result.options):
             raise ValueError(f"gold: expected an option index in [0, {len(result.options)}), got {gold!r}")

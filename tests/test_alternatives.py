@@ -8,7 +8,7 @@ import torch
 
 import surfacelab as sl
 from surfacelab import alternatives as alt
-from surfacelab import text
+from surfacelab import engine, text
 
 
 def _direct_topk(lm, context, continuation, k):
@@ -23,7 +23,7 @@ def _direct_topk(lm, context, continuation, k):
 
 
 def test_alternatives_match_a_direct_forward(tiny_lm):
-    alt.clear_cache()
+    engine.clear_top_cache()
     reqs = [("The man took a bath in the", " bathtub"), ("", " soap and milk")]
     frame = alt.alternatives(tiny_lm, reqs, k=4)
     assert list(frame.columns) == alt.COLUMNS
@@ -47,11 +47,18 @@ def test_alternatives_agree_with_engine_on_scored_tokens(tiny_lm):
             assert len(hit) == 1 and abs(hit["alt_logprob"].iloc[0] - lp) < 1e-4
 
 
-def test_alternatives_cache_and_duplicates(tiny_lm):
-    alt.clear_cache()
+def test_alternatives_cache_and_duplicates(tiny_lm, monkeypatch):
+    engine.clear_top_cache()
     req = ("A cat sat on the", " mat")
     a = alt.alternatives(tiny_lm, [req, req], k=3)
-    assert len(alt._CACHE) == 1
+    assert len(engine._TOP_CACHE) == 1
+
+    def boom(*args, **kwargs):
+        raise AssertionError("the in-memory top-k cache should have answered")
+
+    monkeypatch.setattr(engine, "_run", boom)
+    again = alt.alternatives(tiny_lm, [req], k=3)
+    assert again.drop(columns="request").equals(a[a["request"] == 0].drop(columns="request"))
     assert (a[a["request"] == 0].drop(columns="request").to_numpy() ==
             a[a["request"] == 1].drop(columns="request").to_numpy()).all()
 
@@ -61,8 +68,8 @@ def test_alternatives_bad_input(tiny_lm):
         alt.alternatives(tiny_lm, [("a", " b")], k=0)
     with pytest.raises(TypeError, match="requests"):
         alt.alternatives(tiny_lm, "ab", k=2)
-    with pytest.raises(ValueError, match="batch_rows"):
-        alt.alternatives(tiny_lm, [("a", " b")], batch_rows=0)
+    with pytest.raises(ValueError, match="batch_size"):
+        alt.alternatives(tiny_lm, [("a", " b")], batch_size=0)
 
 
 def test_token_view_contributions_sum_to_dcpmi(tiny_lm):
@@ -80,3 +87,21 @@ def test_token_view_without_domain_has_no_contribution(tiny_lm):
     r = sl.score(tiny_lm, "The man took a bath in the", [" bathtub", " soap"])
     tv = alt.token_view(tiny_lm, r, k=2)
     assert set(tv["condition"]) == {"premise"} and tv["contribution"].isna().all()
+
+
+def test_token_view_after_score_with_top_k_runs_no_forward(tiny_lm, monkeypatch):
+    engine.clear_top_cache()
+    r = sl.score(tiny_lm, "The dog chased the", [" cat", " ball"], domain_premise=" the", top_k=3)
+
+    def boom(*args, **kwargs):
+        raise AssertionError("score(top_k=3) should have computed the alternatives")
+
+    monkeypatch.setattr(engine, "_run", boom)
+    tv = alt.token_view(tiny_lm, r, k=3)
+    assert tv["alternatives"].map(len).eq(3).all()
+    monkeypatch.undo()
+    engine.clear_top_cache()
+    fresh = alt.token_view(tiny_lm, r, k=3)  # computed again from scratch: the same alternatives
+    for a, b in zip(tv["alternatives"], fresh["alternatives"]):
+        assert [t for t, _ in a] == [t for t, _ in b]
+        np.testing.assert_allclose([lp for _, lp in a], [lp for _, lp in b], atol=1e-5)

@@ -153,3 +153,55 @@ def test_next_token_matches_scored_single_token(tiny_lm):
         assert abs(nt.selected[0] - s.total) < 1e-5
     assert np.all(np.diff(nt.top_logprobs) <= 0)
     assert nt.top_logprobs[0] >= nt.selected[0]
+
+
+def test_next_token_shares_prefixes_and_matches_one_by_one(tiny_lm):
+    stem = "the cat sat on the mat and then the dog ran to the park with"
+    prompts = [f"{stem} a {w}" for w in ["ball", "stick", "friend", "cat"]] + ["a short one"]
+    tid = [5, 17]
+    together = engine.next_token_logprobs(tiny_lm, prompts, token_ids=tid, top_k=4)
+    st = engine.stats
+    assert st.prefix_groups >= 1 and st.tokens_forwarded < st.tokens_needed  # the stem ran once
+    for p, nt in zip(prompts, together):
+        alone = engine.next_token_logprobs(tiny_lm, [p], token_ids=tid, top_k=4)[0]
+        assert engine.stats.prefix_groups == 0
+        np.testing.assert_allclose(nt.selected, alone.selected, atol=1e-4)
+        np.testing.assert_allclose(nt.top_logprobs, alone.top_logprobs, atol=1e-4)
+        assert abs(nt.entropy - alone.entropy) < 1e-4
+        assert nt.input_ids == alone.input_ids and nt.context == p
+
+
+def test_next_token_cache_answers_repeats(tiny_lm, monkeypatch, tmp_path):
+    store = ScoreCache(tmp_path / "c.sqlite")
+    first = engine.next_token_logprobs(tiny_lm, ["one", "two", "one"], token_ids=[3, 4], cache=store)
+    np.testing.assert_array_equal(first[0].selected, first[2].selected)
+
+    def boom(*a, **k):
+        raise AssertionError("the cache should have answered")
+
+    monkeypatch.setattr(engine, "_run", boom)
+    again = engine.next_token_logprobs(tiny_lm, ["two", "one"], token_ids=[3, 4], cache=store)
+    np.testing.assert_array_equal(again[0].selected, first[1].selected)
+    assert abs(again[1].entropy - first[0].entropy) < 1e-6
+    with pytest.raises(AssertionError, match="cache should have answered"):  # top-k is never cached
+        engine.next_token_logprobs(tiny_lm, ["one"], token_ids=[3, 4], top_k=2, cache=store)
+
+
+def test_top_k_keeps_the_stored_scores_and_matches_next_token(tiny_lm, tmp_path):
+    store = ScoreCache(tmp_path / "c.sqlite")
+    engine.clear_top_cache()
+    plain = engine.logprobs(tiny_lm, PAIRS[:6], cache=store)
+    top = engine.logprobs(tiny_lm, PAIRS[:6], cache=store, top_k=3)
+    for p, t in zip(plain, top):
+        np.testing.assert_array_equal(p.logprob, t.logprob)  # one value per request, whichever pass asked
+        assert p.top_ids is None and t.top_ids.shape == t.top_logprobs.shape == (t.n_tokens, 3)
+        assert np.all(np.diff(t.top_logprobs, axis=1) <= 0)
+        assert np.all((t.rank > 3) | (t.top_ids == np.asarray(t.encoding.scored_ids)[:, None]).any(1))
+    nts = engine.next_token_logprobs(tiny_lm, [t.encoding.context for t in top], top_k=3)
+    clean = [(t, nt) for t, nt in zip(top, nts) if nt.input_ids == t.encoding.input_ids[:t.encoding.start]]
+    assert clean  # the first scored position is the next-token distribution after the context
+    for t, nt in clean:
+        assert nt.top_ids.tolist() == t.top_ids[0].tolist()
+        np.testing.assert_allclose(nt.top_logprobs, t.top_logprobs[0], atol=1e-4)
+    with pytest.raises(ValueError, match="top_k"):
+        engine.logprobs(tiny_lm, PAIRS[:1], top_k=-1)

@@ -174,11 +174,11 @@ def test_oom_backs_off_and_resets(monkeypatch):
     real_score, real_take = engine._score_batch, engine._take
     budgets, calls = [], {"n": 0}
 
-    def flaky(lm_, encs, groups, pad):
+    def flaky(lm_, encs, groups, pad, head):
         calls["n"] += 1
         if calls["n"] == 1:
             raise torch.OutOfMemoryError("simulated")
-        return real_score(lm_, encs, groups, pad)
+        return real_score(lm_, encs, groups, pad, head)
 
     def record(groups, rows, budget):
         budgets.append(budget)

@@ -243,7 +243,7 @@ def test_score_uses_the_cache(tiny_lm, monkeypatch):
     def boom(*a, **k):
         raise AssertionError("the cache should have answered")
 
-    monkeypatch.setattr(engine, "next_token_logprobs", boom)
+    monkeypatch.setattr(engine, "_run", boom)  # no forward at all
     again = letters.score(tiny_lm, "Cached?", ["yes", "no"], template="plain")
     np.testing.assert_array_equal(first.table.observed, again.table.observed)
 

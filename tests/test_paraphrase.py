@@ -136,6 +136,16 @@ def test_topk_and_first_token_coverage(tiny_lm, result):
     assert result.topk["listed"].tolist() == [int(t) in firsts for t in top]
 
 
+def test_topk_when_every_form_merges_with_the_premise(tiny_lm):
+    premise, concepts = "I saw th", {"there": ["ere"], "the": ["e cat"], "that": ["at"]}
+    r = paraphrase.mass(tiny_lm, premise, concepts, top_k=4, cache=False)
+    assert r.forms["flags"].str.contains("boundary_merge").all()  # so no form shows the next-token distribution
+    probs = _next_token_probs(tiny_lm, premise)
+    assert r.topk["token_id"].tolist() == np.argsort(-probs)[:4].tolist()  # from a next-token pass of its own
+    np.testing.assert_allclose(r.topk["prob"], np.sort(probs)[::-1][:4], rtol=1e-4)
+    assert r.coverage["first_token_mass"] == 0.0
+
+
 def test_all_requests_go_to_the_engine_in_one_call(tiny_lm, monkeypatch):
     calls = []
     real = engine.logprobs

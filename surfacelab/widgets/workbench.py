@@ -481,7 +481,8 @@ class Workbench(w.VBox):
     # --- the five views ---------------------------------------------------------------------
 
     def _scores(self, inp: Inputs, view: View) -> None:
-        r = score(self.lm, inp.premise, list(inp.options), domain_premise=inp.domain_premise, gold=inp.gold)
+        r = score(self.lm, inp.premise, list(inp.options), domain_premise=inp.domain_premise, gold=inp.gold,
+                  top_k=self.top_k)  # the token view's alternatives come from this same pass
         self.results["scores"] = r
         table = r.table.copy()
         table.insert(1, "gold", [i == inp.gold for i in range(len(table))])
@@ -509,7 +510,9 @@ class Workbench(w.VBox):
             names = list(inp.options)
         concepts = {n: [o, *[f for f in forms if f != o]] for n, o, forms in zip(names, inp.options, inp.paraphrases)}
         answer = names[inp.gold] if inp.gold is not None else None
-        m = para.mass(self.lm, inp.premise, concepts, domain_premise=inp.domain_premise, answer=answer)
+        # top_k as in the scorer view: the option forms' scores and alternatives come from that pass
+        m = para.mass(self.lm, inp.premise, concepts, domain_premise=inp.domain_premise, answer=answer,
+                      top_k=self.top_k)
         self.results["paraphrase"] = m
         self._publish(view, {"concepts": m.concepts, "forms": m.forms, "winners": m.winners, "topk": m.topk},
                       "concepts", lambda: viz.paraphrase_mass(m.forms, m.concepts, m.winners, answer=answer),
@@ -519,7 +522,8 @@ class Workbench(w.VBox):
         letters = _optional("letters")
         if letters is None:
             raise ModuleNotFoundError("not available: surfacelab.letters not installed yet")
-        res = letters.score(self.lm, inp.premise, list(inp.options), gold=inp.gold)
+        # the options' leading spaces join them to the premise; as lettered lines they are plain text
+        res = letters.score(self.lm, inp.premise, [o.strip() for o in inp.options], gold=inp.gold)
         self.results["letters"] = res
         self._publish(view, {"table": res.table}, "table", lambda: viz.letter_priors(res.table, gold=inp.gold))
 
