@@ -11,7 +11,7 @@ from . import alternatives, letters, paraphrase, tasks
 from .engine import logprobs, next_token_logprobs
 from .evaluate import EvalResult, ablate, evaluate, evaluate_fewshot
 from .models import DEFAULT_LM, DEFAULT_MLM, LM, MLM, list_presets, load_lm, load_mlm
-from .pll import BlimpResult, PLLResult, load_blimp, pll, pll_blimp
+from .pll import BlimpResult, PLLResult, load_blimp, pll, pll_blimp, pll_metrics
 from .paraphrase import MassResult, load_teaching_set, mass, mass_items
 from .scoring import MCResult, list_scorers, register_scorer, score, score_items
 
@@ -46,6 +46,7 @@ __all__ = [
     "paraphrase",
     "pll",
     "pll_blimp",
+    "pll_metrics",
     "register_scorer",
     "score",
     "score_items",

@@ -293,7 +293,44 @@ def pll(
     Example:
         >>> pll("splade-tiny", ["The souvenir was cheap."]).table.pll  # doctest: +SKIP
     """
-    metric = _check_metric(metric)
+    return pll_metrics(mlm, sentences, [metric], batch_size=batch_size, prefix=prefix,
+                       progress=progress)[_check_metric(metric)]
+
+
+def _check_metrics(metrics: Any) -> tuple[str, ...]:
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    if not isinstance(metrics, Sequence):
+        raise TypeError(f"metrics: expected a list of metric names, got {type(metrics).__name__}")
+    out = tuple(dict.fromkeys(_check_metric(m) for m in metrics))
+    if not out:
+        raise ValueError("metrics: must not be empty")
+    return out
+
+
+def pll_metrics(
+    mlm: Any,
+    sentences: Sequence[str] | str,
+    metrics: Sequence[str] | str = METRICS,
+    *,
+    batch_size: int | str = "auto",
+    prefix: Sequence[str] | str | None = None,
+    progress: bool = True,
+) -> dict[str, PLLResult]:
+    """``pll`` under several metrics at once: a masked copy shared by metrics runs once.
+
+    A word of one subword is masked the same way by all three metrics, and word_l2r's first
+    subword is whole_word's copy, so scoring the metrics together runs far fewer copies than
+    scoring them one by one. The numbers are those of ``pll`` for each metric.
+
+    Args:
+        mlm, sentences, batch_size, prefix, progress: as in ``pll``.
+        metrics: metric names (default all three).
+
+    Returns:
+        One ``PLLResult`` per metric, by name; their ``stats`` are those of the shared run.
+    """
+    metrics = _check_metrics(metrics)
     rows = engine.check_batch_size(batch_size)
     sents, prefixes = _check_sentences(sentences, prefix)
     mlm = _as_mlm(mlm)
@@ -304,11 +341,28 @@ def pll(
             unique[key] = len(unique)
             first.append(i)
     encoded = [_encode(mlm, sents[i], prefixes[i], i) for i in first]
-    copies = [(u, masked, scored) for u, e in enumerate(encoded) for masked, scored in _copies(e, metric)]
-    logprob, rank, stats = _run_copies(mlm, encoded, copies, rows, progress)
-    frames = _frames(mlm, encoded, copies, logprob, rank, sents, prefixes, [sents[i] for i in first],
-                     [unique[k] for k in zip(prefixes, sents)])
-    return PLLResult(metric, mlm.name, mlm.note, *frames, stats=stats)
+    per_metric = {m: [(u, masked, scored) for u, e in enumerate(encoded) for masked, scored in _copies(e, m)]
+                  for m in metrics}
+    shared: dict[tuple[int, tuple], set[int]] = {}  # (sentence, masked positions) -> positions scored
+    for copies in per_metric.values():
+        for u, masked, scored in copies:
+            shared.setdefault((u, masked), set()).update(scored)
+    runs = [(u, masked, tuple(sorted(scored))) for (u, masked), scored in shared.items()]
+    logprob, rank, stats = _run_copies(mlm, encoded, runs, rows, progress)
+    slot: dict[tuple[int, tuple, int], int] = {}
+    k = 0
+    for u, masked, scored in runs:
+        for pos in scored:
+            slot[(u, masked, pos)] = k
+            k += 1
+    which = [unique[key] for key in zip(prefixes, sents)]
+    out = {}
+    for m, copies in per_metric.items():
+        take = np.array([slot[(u, masked, pos)] for u, masked, scored in copies for pos in scored])
+        frames = _frames(mlm, encoded, copies, logprob[take], rank[take], sents, prefixes,
+                         [sents[i] for i in first], which)
+        out[m] = PLLResult(m, mlm.name, mlm.note, *frames, stats=stats)
+    return out
 
 
 def _frames(mlm: models.MLM, encoded: list[_Sentence], copies: list[tuple[int, tuple, tuple]], logprob: np.ndarray,
@@ -502,18 +556,14 @@ def pll_blimp(
     Example:
         >>> pll_blimp("splade-tiny", "../shared/data/blimp", limit=100).summary()  # doctest: +SKIP
     """
-    if isinstance(metrics, str):
-        metrics = [metrics]
-    metrics = tuple(dict.fromkeys(_check_metric(m) for m in metrics))
-    if not metrics:
-        raise ValueError("metrics: must not be empty")
+    metrics = _check_metrics(metrics)
     data = load_blimp(data_dir, paradigms=paradigms, limit=limit)
     mlm = _as_mlm(mlm)
     sentences = list(data["sentence_good"]) + list(data["sentence_bad"])
     n = len(data)
     per_metric = []
-    for metric in metrics:
-        scores = pll(mlm, sentences, metric=metric, batch_size=batch_size, progress=progress).scores
+    for metric, res in pll_metrics(mlm, sentences, metrics, batch_size=batch_size, progress=progress).items():
+        scores = res.scores
         per_metric.append(data.assign(metric=metric, pll_good=scores[:n], pll_bad=scores[n:],
                                       correct=scores[:n] > scores[n:]))
     pairs = pd.concat(per_metric, ignore_index=True)

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from surfacelab import models
-from surfacelab.pll import METRICS, TOKEN_BUDGET, load_blimp, pll, pll_blimp
+from surfacelab.pll import METRICS, TOKEN_BUDGET, load_blimp, pll, pll_blimp, pll_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "benchmarks" / "pll_reference" / "minicons_reference.json"
@@ -133,6 +133,24 @@ def test_masks_follow_the_definitions(toy):
     np.testing.assert_allclose(l2r[first], w[first], atol=1e-5)  # same mask: the whole word
     np.testing.assert_allclose(l2r[last], o[last], atol=1e-5)  # same mask: the token alone
     assert (~last).any()  # multi-piece words are present, so the identities above are not vacuous
+
+
+def test_metrics_together_equal_metrics_alone_with_fewer_copies(toy):
+    together = pll_metrics(toy, SENTENCES, METRICS)
+    assert list(together) == list(METRICS)
+    alone = {m: pll(toy, SENTENCES, metric=m) for m in METRICS}
+    for m in METRICS:
+        a, t = alone[m].tokens, together[m].tokens
+        assert t.drop(columns=["logprob", "rank"]).equals(a.drop(columns=["logprob", "rank"]))  # same masks, order
+        assert (t["rank"] - a["rank"]).abs().max() <= 1  # float noise of other batch layouts may split a near-tie
+        np.testing.assert_allclose(t.logprob, a.logprob, atol=1e-5)
+        np.testing.assert_allclose(together[m].table.pll, alone[m].table.pll, atol=1e-4)
+    # a copy shared by metrics runs once: every single-piece word, and word_l2r's first piece
+    assert together["original"].stats["copies"] < sum(alone[m].stats["copies"] for m in METRICS)
+    tok = alone["original"].tokens
+    multi_words = tok[tok.n_subwords > 1].groupby(["sentence_idx", "word_idx"]).ngroups  # whole-word masks
+    middle = ((tok.subword_idx >= 1) & (tok.n_subwords - tok.subword_idx >= 2)).sum()  # word_l2r's own masks
+    assert together["original"].stats["copies"] == len(tok) + multi_words + middle
 
 
 def test_no_special_tokens_scored_and_frames_agree(toy):

@@ -532,7 +532,7 @@ class Workbench(w.VBox):
         if pll is None:
             raise ModuleNotFoundError("not available: surfacelab.pll not installed yet")
         sentences = [inp.premise + o for o in inp.options]
-        res = [pll.pll(self.mlm, sentences, metric=m, progress=False) for m in PLL_METRICS]
+        res = list(pll.pll_metrics(self.mlm, sentences, PLL_METRICS, progress=False).values())
         self.results["pll"] = res
         tokens = pd.concat([r.tokens.assign(metric=r.metric) for r in res], ignore_index=True)
         table = pd.concat([r.table.assign(metric=r.metric) for r in res], ignore_index=True)
