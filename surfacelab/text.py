@@ -20,6 +20,8 @@ The rules, in order:
 
 from __future__ import annotations
 
+import warnings
+
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,11 +108,17 @@ def encode(lm: Any, context: str, continuation: str) -> Encoding:
 
 
 def encode_prompt(lm: Any, context: str) -> tuple[int, ...]:
-    """Token ids of a prompt whose next-token distribution is wanted (BOS/EOS rule as above)."""
+    """Token ids of a prompt whose next-token distribution is wanted (BOS/EOS rule as above).
+
+    A prompt longer than the model's window keeps its last tokens, with a warning that says so.
+    """
     check_text(context, "context")
     ids = lm.tokenizer(context, add_special_tokens=False)["input_ids"]
     head = [lm.tokenizer.bos_token_id] if lm.add_bos else ([] if ids else [lm.prefix_id])
     ids = head + list(ids)
     if len(ids) > lm.max_length:
-        ids = head + ids[len(ids) - lm.max_length + len(head):]
+        cut = len(ids) - lm.max_length
+        warnings.warn(f"context: {len(ids)} tokens exceed the model's window of {lm.max_length}; "
+                      f"the first {cut} context tokens were dropped ({context[:40]!r}...)", stacklevel=2)
+        ids = head + ids[cut + len(head):]
     return tuple(ids)

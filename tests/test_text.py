@@ -48,6 +48,14 @@ def test_left_truncation_is_reported(tiny_lm):
     assert enc.truncated == len(full) - (tiny_lm.max_length - len(enc.scored_ids))
 
 
+def test_prompt_truncation_warns_and_keeps_the_end(tiny_lm):
+    long = " ".join(["the cat sat on the mat"] * 40) + " and then"
+    with pytest.warns(UserWarning, match="exceed the model's window"):
+        ids = text.encode_prompt(tiny_lm, long)
+    full = tiny_lm.tokenizer(long, add_special_tokens=False)["input_ids"]
+    assert len(ids) == tiny_lm.max_length and list(ids) == full[-tiny_lm.max_length:]
+
+
 def test_continuation_longer_than_window_is_an_error(tiny_lm):
     with pytest.raises(ValueError, match="continuation"):
         text.encode(tiny_lm, "a", " cat" * 100)
