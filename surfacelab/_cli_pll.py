@@ -66,7 +66,7 @@ def _markdown(frame: pd.DataFrame) -> str:
 def cli_main(args: argparse.Namespace) -> int:
     """Run ``surfacelab pll`` from parsed arguments; prints the results and returns the exit code."""
     from .models import load_mlm
-    from .pll import pll, pll_blimp
+    from .pll import pll_blimp, pll_metrics
 
     mlm = load_mlm(args.model, device=args.device)
     batch = _batch(args.batch_size)
@@ -90,8 +90,9 @@ def cli_main(args: argparse.Namespace) -> int:
             print(f"wrote {args.csv}")
         return 0
     tables = []
-    for metric in _metrics(args.metric, ("word_l2r",)):
-        res = pll(mlm, args.sentence, metric=metric, batch_size=batch, prefix=args.prefix, progress=False)
+    results = pll_metrics(mlm, args.sentence, _metrics(args.metric, ("word_l2r",)), batch_size=batch,
+                          prefix=args.prefix, progress=False)
+    for metric, res in results.items():
         tables.append(res.table.assign(metric=metric))
         if args.tokens:
             print(f"[{metric}]")
