@@ -16,6 +16,10 @@ deduplicates identical encodings, looks them up in the on-disk cache and compute
 * **Projection only where needed.** The LM head and the float32 log-softmax run only at positions
   whose next token is scored, in chunks of at most ``PROJECT_ELEMENTS`` logits.
 * **No host sync in the loop.** Per-token results stay on the device until the last batch.
+* **One plan, several heads.** What runs at the scored positions is a *head*: scores
+  (``logprobs``), scores plus the top-k alternatives (``logprobs(top_k=k)``, kept in an in-memory
+  cache), or a prompt's next-token distribution (``next_token_logprobs``: a prompt is a request
+  whose only scored position is its last token, so prompts sharing a prefix pack like options do).
 
 ``engine.stats`` holds the counters of the last call (see ``EngineStats``).
 """
@@ -124,7 +128,7 @@ class Scored:
 
 @dataclass
 class EngineStats:
-    """Counters of the last ``logprobs`` call.
+    """Counters of the last ``logprobs`` or ``next_token_logprobs`` call.
 
     Token counts cover the requests computed in this call (not those served by the cache). A
     request of n tokens needs n - 1 positions forwarded (its last token is only a target), so:
