@@ -8,7 +8,10 @@ interrupted run resume split by split. The whole run holds the shared CPU lock (
 Usage (the command recorded in the report):
 
     SURFACELAB_CACHE=/tmp/slcache python benchmarks/run_eval_report.py --data-dir ../shared/data \\
-        --cap smollm2-135m=200 --cap gemma-3-270m=80 --out docs/results_eval.md
+        --out docs/results_eval.md
+
+(caps default to 1000 items per split for both models; ``--cap MODEL=N`` changes one, ``--cap MODEL=0``
+skips a model: two processes, one per model, can fill the shared cache in parallel before the full run.)
 """
 
 from __future__ import annotations
@@ -61,6 +64,16 @@ def _dcpmi_status(items: pd.DataFrame, acc: pd.Series, among: list[str]) -> tupl
 def _cell(r: pd.Series, bold: bool) -> str:
     s = f"{100 * r.accuracy:.1f} [{100 * r.ci_low:.1f}, {100 * r.ci_high:.1f}]"
     return f"**{s}**" if bold else s
+
+
+def _ci_sentence(frame: pd.DataFrame) -> str:
+    """How wide the CIs are (median half-width over splits and scorers), in words."""
+    if not len(frame):
+        return ""
+    half = pd.concat([r.accuracy.assign(h=(r.accuracy.ci_high - r.accuracy.ci_low) / 2).h for r in frame.itertuples()])
+    return (f"The 95% CIs are +-{100 * half.median():.1f} points wide at the median (split, scorer), so "
+            "differences of a few points between scorers are mostly not significant: read the counts together "
+            "with the CIs.")
 
 
 def _render(rows: list[dict], args: argparse.Namespace, command: str) -> str:
@@ -117,17 +130,14 @@ def _render(rows: list[dict], args: argparse.Namespace, command: str) -> str:
         "Holtzman et al. (2021) report that DC-PMI is best or tied on most of their datasets for every GPT-2 "
         "and GPT-3 size (125M to 175B parameters), against the LM, Avg and Unc baselines. The counts above "
         "use exact equality of accuracy for \"tied\", and separately the weaker \"not significantly worse "
-        "than the best\" (exact McNemar test against every best scorer, p >= 0.05). With a hundred items or "
-        "fewer per split the CIs are about +-10 points or wider, so most differences between scorers here "
-        "are not significant: read the counts together with the CIs. The models are 135M and 270M "
+        "than the best\" (exact McNemar test against every best scorer, p >= 0.05). "
+        + _ci_sentence(frame) + " The models are 135M and 270M "
         "parameters, quantised (GGUF Q4), so at or below the smallest size the paper ran.",
         "",
         "## Notes",
         "",
-        "- Sizes: the issue asks for up to 1000 items per split; this report was computed on a 2-core CPU "
-        "shared by several engineers (about 100 scored tokens per second for smollm2-135m; gemma-3-270m is "
-        "slower because of its 262k-token output layer), so the caps above are what fit in its compute budget. "
-        "Rerunning the same command is free (the engine's disk cache); a larger `--cap` draws a new seeded "
+        "- Sizes: a split larger than the cap is scored on a seeded sample of cap items (the issue's cap is 1000). "
+        "Rerunning the same command is free (the engine's disk cache); a different `--cap` draws a new seeded "
         "sample and reuses cached scores only for the items it shares with the old one.",
         "- BoolQ: the paper's code template is ' title: <title>\\n question: <q>?\\n answer:' with no passage; "
         "the shared data has no title, so BoolQ premises are a single short question here (no long passages).",
