@@ -302,18 +302,21 @@ def _last_hidden(out: Any) -> torch.Tensor:
     return out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
 
 
-def _score_positions(lm: Any, hidden: torch.Tensor, targets: torch.Tensor, top_k: int = 0) -> torch.Tensor:
-    """A ``Head``: (n, 3 + 2 top_k) float32 rows of log-prob, rank and entropy of ``targets`` after
-    each hidden state, then the ids (exact in float32 below 2**24) and log-probs of the top_k tokens."""
+def _score_positions(lm: Any, hidden: torch.Tensor, targets: torch.Tensor, top_k: int = 0,
+                     select: Sequence[int] = ()) -> torch.Tensor:
+    """A ``Head``: (n, 3 + len(select) + 2 top_k) float32 rows: log-prob, rank and entropy of
+    ``targets`` after each hidden state, the log-probs of the ``select`` token ids, then the ids
+    (exact in float32 below 2**24) and log-probs of the top_k tokens."""
     vocab = lm.model.get_output_embeddings().weight.shape[0]
     step = max(1, PROJECT_ELEMENTS // vocab)
+    chosen = torch.tensor(list(select), dtype=torch.long, device=hidden.device)
     parts = []
     for a in range(0, len(targets), step):
         logp = torch.log_softmax(project(lm, hidden[a:a + step]), dim=-1)
         lp = logp.gather(1, targets[a:a + step, None])[:, 0]
         rank = (logp > lp[:, None] + RANK_TOL).sum(1) + 1
         entropy = -(logp.exp() * logp).sum(1)
-        cols = [torch.stack([lp, rank.float(), entropy], 1)]
+        cols = [torch.stack([lp, rank.float(), entropy], 1), logp[:, chosen]]
         if top_k:
             top = logp.topk(min(top_k, vocab), dim=-1)
             cols += [top.indices.float(), top.values]
@@ -561,15 +564,8 @@ def next_token_logprobs(
     found = store.get_many(keys) if store is not None else {}
     todo = {k: p for k, p in zip(keys, prompts) if k not in found}
 
-    def head(lm_: Any, hidden: torch.Tensor, _targets: torch.Tensor) -> torch.Tensor:
-        logp = torch.log_softmax(project(lm_, hidden), dim=-1)
-        cols = [logp[:, sel], -(logp.exp() * logp).sum(1, keepdim=True)]
-        if top_k:
-            top = logp.topk(min(top_k, logp.shape[1]), dim=-1)
-            cols += [top.indices.float(), top.values]  # ids < 2**24 are exact in float32
-        return torch.cat(cols, 1)
-
-    # the last prompt token is the only "scored" position: a dummy target follows it
+    head = functools.partial(_score_positions, top_k=top_k, select=sel)
+    # the last prompt token is the only "scored" position: a dummy target (scores ignored) follows it
     encs = [text.Encoding("", "", p + (0,), len(p), ((0, 0),), False, 0) for p in todo.values()]
     global stats
     stats = EngineStats(requests=len(prompts), unique=len(set(keys)), cached=len(found))
@@ -577,7 +573,7 @@ def next_token_logprobs(
     stats.tokens_unique = _unique_prefix_tokens(list(todo.values()))
     computed = dict(zip(todo, (r[0] for r in _run(lm, encs, rows, False, head)))) if encs else {}
     if store is not None:
-        fresh = {k: {"logprob": r[:len(sel)], "entropy": np.full(len(sel), r[len(sel)], np.float32),
+        fresh = {k: {"logprob": r[3:3 + len(sel)], "entropy": np.full(len(sel), r[2], np.float32),
                      "rank": np.zeros(len(sel), np.int64), "greedy": np.zeros(len(sel), bool)}
                  for k, r in computed.items()}
         store.put_many(fresh)
@@ -585,8 +581,8 @@ def next_token_logprobs(
     for c, p, k in zip(contexts, prompts, keys):
         if k in computed:
             r = computed[k]
-            selected, ent = r[:len(sel)], float(r[len(sel)])
-            top = r[len(sel) + 1:].reshape(2, -1) if top_k else np.zeros((2, 0), np.float32)
+            selected, ent = r[3:3 + len(sel)], float(r[2])
+            top = r[3 + len(sel):].reshape(2, -1) if top_k else np.zeros((2, 0), np.float32)
         else:
             selected, ent, top = found[k]["logprob"], float(found[k]["entropy"][0]), np.zeros((2, 0), np.float32)
         tids = top[0].astype(np.int64)
