@@ -42,6 +42,7 @@ import pandas as pd
 
 from . import engine, text
 from .cache import ScoreCache
+from .tasks.loader import sample_indices
 
 #: Questions that replace the real one for the content-free prior (Zhao et al. 2021).
 CONTENT_FREE = ("N/A", "", "[MASK]")
@@ -302,7 +303,7 @@ def _variant_logprobs(lm: Any, prompts: list[str], ids: tuple[str, ...], cue: st
     if len(single):
         tids = [t[0] for t in single.token_ids]
         res = engine.next_token_logprobs(lm, prompts, token_ids=tids, cache=cache)
-        lp = np.stack([r.selected for r in res]) if res else np.zeros((0, len(tids)), np.float32)
+        lp = np.stack([r.selected for r in res])
         for col, idx in enumerate(single.index):
             out[:, idx // 2, idx % 2] = lp[:, col]
     if len(multi):
@@ -644,8 +645,7 @@ def evaluate(
     if limit is not None:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ValueError(f"limit: expected a positive int, got {limit!r}")
-        if limit < len(items):
-            items = [items[i] for i in sorted(random.Random(seed).sample(range(len(items)), limit))]
+        items = [items[i] for i in sample_indices(len(items), limit, seed)]
     for i, it in enumerate(items):
         if it.gold is None:
             raise ValueError(f"task[{i}]: item {it.id!r} has no gold answer")

@@ -133,7 +133,7 @@ def _read_hub(spec: TaskSpec, hub_id: str, split: str) -> builtins.list[tuple[in
     return [(None, dict(r)) for r in ds]
 
 
-def _sample(n: int, limit: int | None, seed: int) -> builtins.list[int]:
+def sample_indices(n: int, limit: int | None, seed: int) -> builtins.list[int]:
     """Indices kept: all when ``limit`` is None or >= n, else a seeded sample in original order."""
     if limit is None or limit >= n:
         return builtins.list(range(n))
@@ -210,7 +210,7 @@ def load(
             parsed.append((lineno, sub, fields))
 
     items: builtins.list[Item] = []
-    for index in _sample(len(parsed), limit, seed):
+    for index in sample_indices(len(parsed), limit, seed):
         lineno, rec, fields = parsed[index]
         meta: dict[str, Any] = {"raw": rec, "fields": fields, "index": index, "line": lineno}
         for key in ("subject", "coarse_label", "activity_label"):  # scalar facts worth a frame column
