@@ -239,9 +239,7 @@ def _items_frame(task: Task, scores: pd.DataFrame, scorers: list[str]) -> pd.Dat
     gold_row = first_row + gold
     gold_tied = np.zeros(n_items, dtype=bool)
     for s in scorers:
-        col = scores[get_scorer(s).column]
-        top = col.groupby(by_item).transform("max").to_numpy()
-        is_top = col.to_numpy() == top
+        is_top = (scores[f"rank_{s}"] == 1).to_numpy()  # option_table's per-item ranks (ties share 1)
         pred = pd.Series(scores["option_index"].to_numpy()[is_top], index=by_item[is_top]).groupby(level=0).min()
         pred = pred.reindex(range(n_items)).fillna(-1).astype(int).to_numpy()
         n_top = np.bincount(by_item[is_top], minlength=n_items)

@@ -224,7 +224,7 @@ def _run_copies(mlm: models.MLM, sents: list[_Sentence], copies: list[tuple[int,
         while step < len(plan):
             batch = [order[j] for j in plan[step]]
             ids = torch.tensor([sents[copies[k][0]].ids for k in batch], dtype=torch.long)
-            m_rows, m_cols, s_rows, s_cols, targets, slots = [], [], [], [], [], []
+            m_rows, m_cols, s_rows, s_cols, slots = [], [], [], [], []
             for r, k in enumerate(batch):
                 sent_idx, masked, scored = copies[k]
                 m_rows += [r] * len(masked)
