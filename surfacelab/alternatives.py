@@ -78,12 +78,12 @@ def token_view(lm: Any, result: Any, *, k: int = 5) -> pd.DataFrame:
     conds = [("premise", result.premise)]
     if result.domain_premise is not None:
         conds.append(("domain", result.domain_premise))
-    requests = [(ctx, opt) for _, ctx in conds for opt in result.options]
-    alts = alternatives(lm, requests, k=k)
-    index = {(cond, opt): i for i, (cond, opt) in enumerate((c, o) for c, _ in conds for o in result.options)}
+    pairs = [(cond, ctx, opt) for cond, ctx in conds for opt in result.options]
+    alts = alternatives(lm, [(ctx, opt) for _, ctx, opt in pairs], k=k)  # rows in (request, position, rank) order
+    index = {(cond, opt): i for i, (cond, _, opt) in enumerate(pairs)}
     grouped = {r: list(zip(g["alt_token"], g["alt_logprob"])) for r, g in
-               alts.sort_values(["request", "position", "alt_rank"]).groupby(["request", "position"], sort=False)}
-    t = tokens[tokens["condition"].isin([c for c, _ in conds])].reset_index(drop=True).copy()
+               alts.groupby(["request", "position"], sort=False)}
+    t = tokens[tokens["condition"].isin([c for c, _ in conds])].reset_index(drop=True)
     t["alternatives"] = [grouped.get((index[(c, o)], p), []) for c, o, p in
                          zip(t["condition"], t["option"], t["position"])]
     prem = t[t["condition"] == "premise"].set_index(["option", "position"])

@@ -364,7 +364,7 @@ def mass_items(
     unmerged = [{int(s.encoding.scored_ids[0]) for s in prem if not s.encoding.merged} for prem, _ in prem_of]
     own = [i for i, c in enumerate(clean)
            if (top_k and not c) or not unmerged[i] <= {int(s.encoding.scored_ids[0]) for s in c}]
-    first_ids = sorted(set().union(*unmerged)) if own else []
+    first_ids = sorted(set().union(*(unmerged[i] for i in own)))
     nexts = dict(zip(own, engine.next_token_logprobs(lm, [prompts[i] for i in own], token_ids=first_ids,
                                                       top_k=top_k, batch_size=batch_size)))
     column = {t: j for j, t in enumerate(first_ids)}
