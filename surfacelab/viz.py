@@ -64,6 +64,18 @@ def _label(option: str, gold: bool) -> str:
     return f"★ {option!r}" if gold else repr(option)
 
 
+def scorer_cells(table: pd.DataFrame, gold: int | None = None) -> tuple[list[str], list[list[str]], list[np.ndarray]]:
+    """What a scorer table shows, for any renderer: the scorer columns that have a value, each
+    column's cells (3 decimals, "–" where not finite) and its winner mask (``rank_<scorer>`` == 1)."""
+    table = _check_frame(table, "table", ["option", *SCORER_COLUMNS, *SCORER_RANKS.values()])
+    if gold is not None and not 0 <= gold < len(table):
+        raise ValueError(f"gold: expected an option index in [0, {len(table)}), got {gold!r}")
+    cols = [c for c in SCORER_COLUMNS if table[c].notna().any()]
+    cells = [[f"{x:.3f}" if np.isfinite(x) else "–" for x in table[c].to_numpy(dtype=float)] for c in cols]
+    won = [(table[SCORER_RANKS[c]] == 1).to_numpy() for c in cols]
+    return cols, cells, won
+
+
 def scorer_table(table: pd.DataFrame, *, gold: int | None = None, title: str = "Scores per scorer") -> go.Figure:
     """The scorer table: one row per option, one column per scorer, the winner of each scorer highlighted.
 
@@ -74,19 +86,14 @@ def scorer_table(table: pd.DataFrame, *, gold: int | None = None, title: str = "
     Returns:
         A figure with one ``go.Table``; cell fills mark the best option per scorer column.
     """
-    table = _check_frame(table, "table", ["option", *SCORER_COLUMNS, *SCORER_RANKS.values()])
-    if gold is not None and not 0 <= gold < len(table):
-        raise ValueError(f"gold: expected an option index in [0, {len(table)}), got {gold!r}")
-    cols = [c for c in SCORER_COLUMNS if table[c].notna().any()]
+    cols, cells, won = scorer_cells(table, gold)
     # non-breaking spaces: plotly wraps table text at spaces and can lose it in narrow or hidden cells
     names = [_label(o, i == gold).replace(" ", "\u00a0") for i, o in enumerate(table["option"])]
     row_fill = [GOLD_FILL if i == gold else PLAIN_FILL for i in range(len(table))]
     values, fills = [names], [row_fill]
-    for c in cols:
-        v = table[c].to_numpy(dtype=float)
-        won = (table[SCORER_RANKS[c]] == 1).to_numpy()
-        values.append([f"{x:.3f}" if np.isfinite(x) else "–" for x in v])
-        fills.append([WINNER_FILL if win else f for win, f in zip(won, row_fill)])
+    for col_cells, col_won in zip(cells, won):
+        values.append(col_cells)
+        fills.append([WINNER_FILL if win else f for win, f in zip(col_won, row_fill)])
     fig = go.Figure(go.Table(
         header=dict(values=["option"] + [SCORER_COLUMNS[c].replace(" ", "\u00a0") for c in cols], align="left",
                     fill_color="rgba(128,128,128,0.15)", font=dict(size=12)),

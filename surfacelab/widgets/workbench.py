@@ -66,7 +66,6 @@ class View:
     """One view's output: its figure (built on demand), its main DataFrame and any extra frames."""
 
     name: str
-    title: str
     box: w.VBox
     frames: dict[str, pd.DataFrame] = field(default_factory=dict)
     main: str | None = None
@@ -121,15 +120,14 @@ def _split_forms(value: str) -> tuple[str, ...]:
 
 def _score_table_html(table: pd.DataFrame, gold: int | None) -> str:
     """The scorer table as HTML: the rank-1 option of every scorer highlighted, the gold row starred."""
-    cols = [c for c in viz.SCORER_COLUMNS if table[c].notna().any()]
+    cols, cells, won = viz.scorer_cells(table, gold)
     head = "".join(f"<th>{html.escape(viz.SCORER_COLUMNS[c])}</th>" for c in cols)
     body = []
-    for i, row in table.iterrows():
+    for i, option in enumerate(table["option"]):
         star = "★ " if i == gold else ""
-        cells = "".join(f"<td class='{'sl-win' if row[viz.SCORER_RANKS[c]] == 1 else ''}'>{row[c]:.3f}</td>"
-                        for c in cols)
+        row = "".join(f"<td class='{'sl-win' if w[i] else ''}'>{c[i]}</td>" for c, w in zip(cells, won))
         body.append(f"<tr class='{'sl-gold-row' if i == gold else ''}'><td class='sl-opt'>{star}"
-                    f"{html.escape(repr(row['option']))}</td>{cells}</tr>")
+                    f"{html.escape(repr(option))}</td>{row}</tr>")
     style = ("<style>.sl-st{border-collapse:collapse;font-size:12px;width:100%}"
              ".sl-st th,.sl-st td{padding:3px 6px;text-align:right;border-bottom:1px solid var(--jp-border-color2)}"
              ".sl-st th:first-child,.sl-st td.sl-opt{text-align:left;font-family:var(--jp-code-font-family)}"
@@ -562,7 +560,7 @@ class Workbench(w.VBox):
                      layout=w.Layout(border="1px solid var(--jp-border-color2)", padding="6px", min_width="0"))
         box.add_class("sl-view")
         box.add_class(f"sl-view-{name}")
-        return View(name, title, box)
+        return View(name, box)
 
     def _publish(self, view: View, frames: dict[str, pd.DataFrame], main: str, make_figure: Callable[[], go.Figure],
                  *, html_text: str = "", widget: w.DOMWidget | None = None, escape: bool = True,

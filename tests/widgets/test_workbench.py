@@ -118,7 +118,7 @@ def test_live_edits_are_debounced_into_one_update(tiny_lm, tiny_mlm, monkeypatch
     assert set(bench.frames()["pll"]["sentence"]) == {"The cat sat on the" + o for o in bench.options}
 
 
-def test_export_png_html_csv(wb, tmp_path):
+def test_export_html_csv(wb, tmp_path):
     wb.update()
     assert wb.export("scores", tmp_path / "s.csv").read_text().startswith("option,gold,")
     assert "plotly" in wb.export("tokens", tmp_path / "t.html").read_text()[:5000].lower()
