@@ -13,7 +13,8 @@ import pytest
 
 import surfacelab as sl
 from surfacelab import engine, tasks
-from surfacelab.evaluate import _items_frame, ablate, add_cli, evaluate, evaluate_fewshot, mcnemar
+from surfacelab.cli.evaluate import add_cli
+from surfacelab.evaluate import _items_frame, ablate, evaluate, evaluate_fewshot, mcnemar
 from surfacelab.scoring import option_table
 from surfacelab.tasks import Item, Task
 

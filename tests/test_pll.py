@@ -356,7 +356,7 @@ def test_blimp_real_data_fields(real_mlm):
 def _cli(argv: list[str]) -> int:
     import argparse
 
-    from surfacelab._cli_pll import add_cli
+    from surfacelab.cli.pll import add_cli
 
     parser = argparse.ArgumentParser(prog="surfacelab")
     add_cli(parser.add_subparsers(dest="command", required=True))

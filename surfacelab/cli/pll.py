@@ -14,11 +14,11 @@ from typing import Any
 
 import pandas as pd
 
-from .pll import METRICS
+from ..pll import METRICS
 
 
 def add_cli(subparsers: Any) -> argparse.ArgumentParser:
-    """Add the ``pll`` sub-command to an ``add_subparsers()`` object; its ``func`` is ``cli_main``."""
+    """Add the ``pll`` sub-command to an ``add_subparsers()`` object; its ``func`` is ``run``."""
     p = subparsers.add_parser("pll", help="masked-LM pseudo-log-likelihood of sentences, or BLiMP accuracy",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     what = p.add_mutually_exclusive_group(required=True)
@@ -36,7 +36,7 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--device", default=None, help="cuda, mps or cpu (default: auto)")
     p.add_argument("--batch-size", default="auto", help="masked copies per batch, or auto (default)")
     p.add_argument("--csv", default=None, help="write the sentence table (or BLiMP per-paradigm table) here")
-    p.set_defaults(func=cli_main)
+    p.set_defaults(func=run)
     return p
 
 
@@ -63,10 +63,10 @@ def _markdown(frame: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def cli_main(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Run ``surfacelab pll`` from parsed arguments; prints the results and returns the exit code."""
-    from .models import load_mlm
-    from .pll import pll_blimp, pll_metrics
+    from ..models import load_mlm
+    from ..pll import pll_blimp, pll_metrics
 
     mlm = load_mlm(args.model, device=args.device)
     batch = _batch(args.batch_size)
