@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from . import engine, text
-from .variants import pluralize, singularize, variants  # noqa: F401 - public here before variants.py existed
+from .variants import variants  # noqa: F401 - public as sl.paraphrase.variants before variants.py existed
 
 #: What each winner rule means (the rows of ``MassResult.winners``).
 WINNER_RULES = {

@@ -1,59 +1,93 @@
 """English surface-form variants of an option: articles, number, capitalisation, period, leading space.
 
 ``variants(" bathtub")`` proposes " a bathtub", " the bathtubs", "Bathtub." and the rest; with ``lm=`` the
-strings its tokenizer encodes identically are dropped. The paraphrase-mass view (:mod:`surfacelab.paraphrase`)
-and the teaching set take their concept forms from here.
+strings its tokenizer encodes identically are dropped: candidate surface forms of a concept for the
+paraphrase-mass view (:mod:`surfacelab.paraphrase`). Noun number and articles come from ``inflect``
+(``plural``, ``singular``, ``indefinite_article``).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from itertools import product
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 
 from . import text
 
-_IRREGULAR = {"man": "men", "woman": "women", "child": "children", "person": "people", "foot": "feet",
-              "tooth": "teeth", "mouse": "mice", "goose": "geese", "knife": "knives", "leaf": "leaves",
-              "wife": "wives", "life": "lives", "half": "halves", "sheep": "sheep", "fish": "fish", "deer": "deer"}
-_SINGULAR = {v: k for k, v in _IRREGULAR.items() if k != v}
 _ARTICLES = ("a", "an", "the")
 
 
-def _match_case(word: str, like: str) -> str:
-    return word[:1].upper() + word[1:] if like[:1].isupper() else word
+@functools.cache
+def _inflect() -> tuple[Any, Any]:
+    """inflect's engines, modern and classical ("cacti", "indices"); imported on first use (it takes seconds)."""
+    import inflect
+
+    modern, classical = inflect.engine(), inflect.engine()
+    classical.classical(all=True)
+    return modern, classical
 
 
-def pluralize(word: str) -> str:
-    """Plural of a simple English noun (-s, -es, -ies and a few common irregulars)."""
-    low = word.lower()
-    if low in _IRREGULAR:
-        return _match_case(_IRREGULAR[low], word)
-    if re.search(r"[^aeiou]y$", low):
-        return word[:-1] + "ies"
-    if re.search(r"(s|x|z|ch|sh)$", low):
-        return word + "es"
-    return word + "s"
+def _as_common_noun(inflect_fn: Callable[[str], Any], phrase: str) -> Any:
+    """``inflect_fn(phrase)`` with a capitalised first word read as a common noun, the capital restored.
+
+    inflect takes a capitalised word for a name ("University" -> "Universitys", as "Mary" -> "Marys");
+    an option is capitalised at the start of a sentence far more often than it is a name. An
+    all-capitals first word ("FBI agent") is passed as it is.
+    """
+    text.check_text(phrase, "phrase", allow_empty=False)
+    if not phrase[:1].isupper() or phrase.split(" ")[0].isupper():
+        return inflect_fn(phrase)
+    out = inflect_fn(phrase[:1].lower() + phrase[1:])
+    return out[:1].upper() + out[1:] if out else out
 
 
-def singularize(word: str) -> str | None:
-    """Singular of a simple English plural noun, or None if ``word`` does not look plural."""
-    low = word.lower()
-    if low in _SINGULAR:
-        return _match_case(_SINGULAR[low], word)
-    if len(low) > 4 and low.endswith("ies"):
-        return word[:-3] + "y"
-    if re.search(r"(ss|x|z|ch|sh)es$", low):
-        return word[:-2]
-    if len(low) > 2 and low.endswith("s") and not re.search(r"(ss|us|is)$", low):
-        return word[:-1]
-    return None
+def plural(phrase: str) -> str:
+    """The plural of a singular English noun phrase ("bath tub" -> "bath tubs", "piece of cake" -> "pieces
+    of cake", "mother-in-law" -> "mothers-in-law"); an invariant noun ("sheep", "news") comes back unchanged."""
+    return _as_common_noun(_inflect()[0].plural_noun, phrase)
 
 
-def _an(word: str) -> str:
-    return "an" if word[:1].lower() in "aeiou" else "a"
+def singular(phrase: str) -> str | None:
+    """The singular of a plural English noun phrase ("criteria" -> "criterion", "cacti" -> "cactus",
+    "glasses" -> "glass"), or None when ``phrase`` is not plural ("analysis", "bus", "news", "sheep").
+
+    A candidate from inflect counts only if inflect's plural of it gives ``phrase`` back (classical
+    plurals first, then modern ones), and not if it merely drops the final "s" of a word that inflect
+    pluralises otherwise ("bus" -> "buses", so "bus" is no plural of "bu"). Words ending in "s" that
+    inflect knows neither way ("tennis") are read as plurals.
+    """
+    return _as_common_noun(_singular, phrase)
+
+
+def _singular(phrase: str) -> str | None:
+    modern, classical = _inflect()
+    for engine in (classical, modern):
+        cand = engine.singular_noun(phrase)
+        if cand and cand != phrase and engine.plural_noun(cand) == phrase:
+            break
+    else:
+        return None
+    # a candidate that only drops the "s" of a word with a plural of its own is no singular ("bus", "basis")
+    return None if cand == phrase[:-1] and modern.plural_noun(phrase) != phrase + "s" else cand
+
+
+def indefinite_article(phrase: str) -> str:
+    """ "a" or "an" before ``phrase``, by its sound ("an hour", "a university", "an FBI agent")."""
+    return _inflect()[0].a(text.check_text(phrase, "phrase", allow_empty=False)).split(" ", 1)[0]
+
+
+def _number_forms(core: str, article: str) -> tuple[str, dict[str, str]]:
+    """The option's number and its phrase in each number it can take (one entry for an invariant noun)."""
+    if not re.search(r"[A-Za-z]$", core):
+        return "singular", {"singular": core}
+    one = singular(core) if article not in ("a", "an") else None
+    if one is not None:
+        return "plural", {"plural": core, "singular": one}
+    many = plural(core)
+    return "singular", {"singular": core} if many == core else {"singular": core, "plural": many}
 
 
 def _set_case(s: str, upper: bool) -> str:
@@ -67,11 +101,13 @@ def _set_case(s: str, upper: bool) -> str:
 def variants(option: str, *, lm: Any = None) -> pd.DataFrame:
     """Propose surface forms of one option: articles, number, capitalisation, period, leading space.
 
-    The option is parsed as [whitespace][article ]phrase[.]; the last word of the phrase is the
-    noun whose number is changed (simple English rules). Every combination of the five axes is
-    built: article none / a|an (by the first letter: a, e, i, o, u take "an"; singular only) / the;
-    singular / plural; first character upper / lower case; with / without a trailing period; with /
-    without a leading space. Identical strings are dropped; with ``lm``, strings that its tokenizer
+    The option is parsed as [whitespace][article ]phrase[.]; the phrase is taken as a noun phrase
+    whose number is changed with ``inflect`` (irregular, Latin and Greek plurals, invariant nouns,
+    compounds: "piece of cake" -> "pieces of cake"; a phrase that is not a noun phrase gets no
+    sensible number change). Every combination of the five axes is built: article none / a|an (by
+    sound: "an hour", "a university"; singular only) / the; singular / plural (an invariant noun such
+    as "sheep" or "news" has one form); first character upper / lower case; with / without a
+    trailing period; with / without a leading space. Identical strings are dropped; with ``lm``, strings that its tokenizer
     encodes to the same token ids are dropped too (the variant with fewer changes is kept).
 
     Args:
@@ -100,14 +136,9 @@ def variants(option: str, *, lm: Any = None) -> pd.DataFrame:
     if len(words) > 1 and words[0].lower() in _ARTICLES:
         article, core = words[0].lower(), " ".join(words[1:]).lstrip()
     capitalised = (option.strip()[:1]).isupper()
-    m = re.search(r"[A-Za-z]+$", core)
-    plural_of = singularize(m.group()) if m else None
-    number = "plural" if plural_of and article not in ("a", "an") else "singular"
-    phrases = {number: core}
-    if m and number == "plural":
-        phrases["singular"] = core[:m.start()] + plural_of
-    elif m:
-        phrases["plural"] = core[:m.start()] + pluralize(m.group())
+    if not article:  # "Knives": the capital is the sentence's, not the noun's ("A knife", not "A Knife")
+        core = _set_case(core, False)
+    number, phrases = _number_forms(core, article)
     orig = {"article": article or "none", "number": number, "capitalised": capitalised, "period": period,
             "leading_space": bool(lead)}
     rows = [{"variant": option, "rule": "original", "n_changes": 0, "_order": (-1, ()), **orig}]
@@ -116,7 +147,7 @@ def variants(option: str, *, lm: Any = None) -> pd.DataFrame:
         if num not in phrases or (art == "a/an" and num == "plural"):
             continue
         phrase = phrases[num]
-        word = _an(phrase) if art == "a/an" else art
+        word = indefinite_article(phrase) if art == "a/an" else art
         s = f"{word} {phrase}" if art != "none" else phrase
         s = _set_case(s, cap)
         s = (lead or " " if space else "") + s + ("." if per else "")
