@@ -235,6 +235,23 @@ def test_bad_input_names_the_argument(tiny_lm, copa20):
         ablate(tiny_lm, copa20, templates=[])
 
 
+def test_truncation_is_reported_in_the_frames(tiny_lm):
+    premise = " ".join(["The man took a bath in the bathtub and"] * 6)  # longer than the 64-token window
+    options = [[" tub.", " a very large bathtub full of soap."], [" sink.", " tub."]]
+    items = [Item(f"i{k}", premise, opts, 0, " the") for k, opts in enumerate(options)]
+    task = Task("constructed", "test", items, tasks.SPECS["copa"].templates["code"], "memory")
+    with pytest.warns(UserWarning, match=r"window of 64 tokens: the context of 4 options \(2 items\).*the options of "
+                                         r"1 items were cut by different amounts"):
+        res = evaluate(tiny_lm, task, "lm,dcpmi", progress=False, n_boot=0)
+    n_ctx = len(tiny_lm.tokenizer(premise, add_special_tokens=False)["input_ids"])
+    for row in res.scores.itertuples():  # what cannot fit beside the option, counted with the tokenizer alone
+        n_opt = len(tiny_lm.tokenizer(row.option, add_special_tokens=False)["input_ids"])
+        assert row.truncated == n_ctx + n_opt - tiny_lm.max_length
+    assert (res.scores["domain_truncated"] == 0).all()
+    assert list(res.items["truncated"]) == list(res.scores.groupby("item")["truncated"].max())
+    assert list(res.items["truncation_differs"]) == [True, False]  # " sink." and " tub." have as many tokens
+
+
 def test_limit_keeps_the_first_items(result, tiny_lm, copa20):
     small = evaluate(tiny_lm, copa20, SCORERS, limit=5, progress=False)
     assert list(small.items["id"]) == list(result.items["id"][:5])
