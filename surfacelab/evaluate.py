@@ -58,7 +58,7 @@ import pandas as pd
 from scipy.stats import binomtest
 
 from . import engine, tasks, text
-from .scoring import _REGISTRY, get_scorer, option_table
+from .scoring import _REGISTRY, check_scorers, get_scorer, option_table
 from .tasks import Task, Template
 
 LENGTH_SCORERS = ("avg", "per_char", "per_byte")
@@ -129,20 +129,6 @@ class EvalResult:
 
 
 # ----------------------------------------------------------------------------- argument checks
-def _check_scorers(scorers: str | Sequence[str] | None) -> list[str]:
-    if scorers is None:
-        return list(_REGISTRY)
-    if isinstance(scorers, str):
-        scorers = [s.strip() for s in scorers.split(",") if s.strip()]
-    if not isinstance(scorers, Sequence) or not all(isinstance(s, str) for s in scorers):
-        raise TypeError("scorers: expected a list of scorer names or a comma-separated string")
-    if not scorers:
-        raise ValueError("scorers: must name at least one scorer")
-    for s in scorers:
-        get_scorer(s)
-    return list(dict.fromkeys(scorers))
-
-
 def _check_task(task: Task | str) -> Task:
     if isinstance(task, str):
         task = tasks.load(task)
@@ -445,7 +431,7 @@ def evaluate(
     Returns:
         an :class:`EvalResult` (see the module docstring for ties, COPA-flipped and the why labels).
     """
-    scorers = _check_scorers(scorers)
+    scorers = check_scorers(scorers)
     task = _limited(_check_task(task), limit)
     return _evaluate_many(lm, [task], scorers, batch_size=batch_size, progress=progress, n_boot=n_boot,
                           seed=seed, too_long=too_long)[0]
@@ -478,7 +464,7 @@ def evaluate_fewshot(
         One row per scorer: ``scorer``, ``n_shot``, ``n_items``, ``n_seeds``, ``mean``, ``std`` (sample
         std over seeds, NaN for one seed) and ``acc_seed_<s>`` per seed.
     """
-    scorers = _check_scorers(scorers)
+    scorers = check_scorers(scorers)
     _check_int("n_shot", n_shot, 1)
     if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence) or not seeds:
         raise ValueError(f"seeds: expected a non-empty list of integers, got {seeds!r}")
@@ -538,7 +524,7 @@ def ablate(
         One row per (template, domain premise, scorer): ``template``, ``domain_premise`` (the string
         used), ``scorer``, ``n``, ``accuracy``, ``ci_low``, ``ci_high``.
     """
-    scorers = _check_scorers(scorers)
+    scorers = check_scorers(scorers)
     task = _limited(_check_task(task), limit)
     for name, value in (("templates", templates), ("domain_premises", domain_premises)):
         if value is not None and (isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not value):

@@ -89,6 +89,21 @@ def get_scorer(name: str) -> Scorer:
     return _REGISTRY[name]
 
 
+def check_scorers(scorers: str | Sequence[str] | None) -> list[str]:
+    """Scorer names from a list or a comma-separated string (None: every registered scorer), each checked, once each."""
+    if scorers is None:
+        return list(_REGISTRY)
+    if isinstance(scorers, str):
+        scorers = [s.strip() for s in scorers.split(",") if s.strip()]
+    if not isinstance(scorers, Sequence) or not all(isinstance(s, str) for s in scorers):
+        raise TypeError("scorers: expected a list of scorer names or a comma-separated string")
+    if not scorers:
+        raise ValueError("scorers: must name at least one scorer")
+    for s in scorers:
+        get_scorer(s)
+    return list(dict.fromkeys(scorers))
+
+
 @dataclass
 class MCResult:
     """Scores of one multiple-choice item.
