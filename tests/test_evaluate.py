@@ -1,8 +1,7 @@
-"""evaluate(), evaluate_fewshot(), ablate(), EvalResult, the why labels, McNemar and the eval command."""
+"""evaluate(), evaluate_fewshot(), ablate(), EvalResult, the why labels and McNemar (the eval command: test_cli.py)."""
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import math
 import statistics
@@ -13,7 +12,6 @@ import pytest
 
 import surfacelab as sl
 from surfacelab import engine, tasks
-from surfacelab.cli.evaluate import add_cli
 from surfacelab.evaluate import _items_frame, ablate, evaluate, evaluate_fewshot, mcnemar
 from surfacelab.scoring import option_table
 from surfacelab.tasks import Item, Task
@@ -256,26 +254,6 @@ def test_limit_keeps_the_first_items(result, tiny_lm, copa20):
     small = evaluate(tiny_lm, copa20, SCORERS, limit=5, progress=False)
     assert list(small.items["id"]) == list(result.items["id"][:5])
     pd.testing.assert_frame_equal(small.items.drop(columns="why"), result.items.drop(columns="why").head(5))
-
-
-# --------------------------------------------------------------------------- command line
-def test_eval_command_prints_accuracy_and_writes_items(tiny_lm, data_root, tmp_path, capsys, monkeypatch):
-    from surfacelab import models
-
-    monkeypatch.setattr(models, "load_lm", lambda *a, **k: tiny_lm)
-    parser = argparse.ArgumentParser(prog="surfacelab")
-    add_cli(parser.add_subparsers(dest="command", required=True))
-    out = tmp_path / "items.csv"
-    args = parser.parse_args(["eval", "--task", "copa", "--split", "val", "--data-dir", str(data_root),
-                              "--scorers", "lm,avg,dcpmi", "--limit", "6", "--out", str(out), "--no-progress"])
-    assert args.func(args) == 0
-    printed = capsys.readouterr().out
-    assert all(s in printed for s in ("lm", "avg", "dcpmi", "accuracy", "ci_low"))
-    items = pd.read_csv(out)
-    assert len(items) == 6 and {"pred_lm", "correct_dcpmi", "why"} <= set(items.columns)
-    args = parser.parse_args(["eval", "--task", "copa", "--split", "val", "--data-dir", str(tmp_path / "none")])
-    assert args.func(args) == 2
-    assert "source" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------- the real model
