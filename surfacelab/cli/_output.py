@@ -123,10 +123,6 @@ class Printer:
                 self.out.print(_markdown(v, self.wide) if self.fmt == "markdown" else _rich(v, self.wide, self.out.width))
                 self.out.print()
 
-    def columns(self, view: View) -> list[str]:
-        """The columns this printer shows of ``view``."""
-        return [str(c) for c in view.frame.columns] if self.wide else view.columns
-
 
 def _cells(view: View, wide: bool) -> tuple[list[str], list[list[tuple[str, bool]]]]:
     cols = [str(c) for c in view.frame.columns] if wide else view.columns
@@ -179,7 +175,10 @@ def _text(value: str, best: bool, right: bool = False) -> Text:
 
 def _markdown(view: View, wide: bool) -> str:
     cols, rows = _cells(view, wide)
-    escape: Callable[[str], str] = lambda s: s.replace("|", "\\|")  # noqa: E731
+
+    def escape(cell: str) -> str:
+        return cell.replace("|", "\\|")
+
     lines = [f"**{view.title}**", ""] if view.title else []
     lines += ["| " + " | ".join(escape(view.headers.get(c, c)) for c in cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(f"**{escape(v)}**" if best else escape(v) for v, best in row) + " |" for row in rows]

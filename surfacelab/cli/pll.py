@@ -33,7 +33,7 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=None, help="BLiMP: first N pairs of each paradigm")
     p.add_argument("--by-paradigm", action="store_true", help="BLiMP: also print the per-paradigm accuracy")
     p.add_argument("--markdown", action="store_const", const="markdown", dest="format", default="table",
-                   help="the same as --format markdown")
+                   help="the same as --format markdown (kept for existing scripts)")
     p.add_argument("--model", default=None, help="masked-LM preset, hub id or folder (default: splade-tiny)")
     p.add_argument("--device", default=None, help="cuda, cuda:N, mps or cpu (default: auto)")
     p.add_argument("--batch-size", default="auto", help="masked copies per batch, or auto (default)")
