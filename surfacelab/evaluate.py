@@ -1,4 +1,4 @@
-"""Whole-dataset evaluation: ``evaluate()``, ``evaluate_fewshot()``, ``ablate()`` and the ``eval`` command.
+"""Whole-dataset evaluation: ``evaluate()``, ``evaluate_fewshot()`` and ``ablate()`` (the ``eval`` command is in :mod:`surfacelab.cli.evaluate`).
 
 >>> import surfacelab as sl
 >>> lm = sl.load_lm("smollm2-135m")                                          # doctest: +SKIP
@@ -46,11 +46,10 @@ the order (both can be true on one item).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import itertools
 import json
-import sys
+import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -58,8 +57,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binomtest
 
-from . import engine, tasks
-from .scoring import _REGISTRY, get_scorer, option_table
+from . import engine, tasks, text
+from .scoring import _REGISTRY, check_scorers, get_scorer, option_table
 from .tasks import Task, Template
 
 LENGTH_SCORERS = ("avg", "per_char", "per_byte")
@@ -74,17 +73,21 @@ class EvalResult:
         scorers: the scorers, in the order given.
         scores: one row per (item, option): ``item`` (0-based position), ``id``, ``option_index``,
             ``is_gold``, ``context``, ``option`` and the columns of ``MCResult.table`` (raw log-probs,
-            lengths, every selected scorer's column and its ``rank_<scorer>``, 1 = best).
+            lengths, every selected scorer's column and its ``rank_<scorer>``, 1 = best), then
+            ``truncated`` / ``domain_truncated``: context tokens cut from the left of the premise /
+            domain premise to fit the model's window (0: nothing cut).
         items: one row per item: ``item``, ``id``, ``gold``, ``gold_option``, ``n_options``,
             ``premise``, then per scorer ``pred_<scorer>`` (predicted option index), ``correct_<scorer>``
             and ``tie_<scorer>`` (the top score is shared), then ``lost_on_length``, ``lost_on_prior``
-            and ``why`` (see the module docstring).
+            and ``why`` (see the module docstring), ``truncated`` (most premise tokens cut from any
+            option) and ``truncation_differs`` (its options were cut by different amounts).
         accuracy: one row per scorer: ``n``, ``correct``, ``accuracy``, ``ci_low``/``ci_high`` (95%
             percentile bootstrap over items, seeded) and ``ties``.
         paired: one row per pair of scorers: ``acc_a``, ``acc_b``, ``only_a`` (items a gets right and
             b wrong), ``only_b`` and ``p_value`` (exact McNemar: two-sided binomial test of
             ``only_a`` out of ``only_a + only_b`` at 1/2; 1.0 when there are no discordant items).
-        meta: source file, variant, n_shot, n_boot, seed and whether the task is flipped.
+        meta: source file, variant, n_shot, n_boot, seed, whether the task is flipped, and
+            ``skipped_too_long``: ids of the items left out with ``too_long="skip"``.
     """
 
     task: str
@@ -116,7 +119,9 @@ class EvalResult:
 
     def __repr__(self) -> str:
         acc = ", ".join(f"{r.scorer}={r.accuracy:.3f}" for r in self.accuracy.itertuples())
-        return f"EvalResult({self.task}/{self.split}, model={self.model!r}, n={len(self.items)}: {acc})"
+        skipped = len(self.meta.get("skipped_too_long", []))
+        more = f", {skipped} skipped as too long" if skipped else ""
+        return f"EvalResult({self.task}/{self.split}, model={self.model!r}, n={len(self.items)}{more}: {acc})"
 
     def _repr_html_(self) -> str:
         head = f"<b>{self.task}/{self.split}</b> &middot; {self.model} &middot; {len(self.items)} items"
@@ -124,20 +129,6 @@ class EvalResult:
 
 
 # ----------------------------------------------------------------------------- argument checks
-def _check_scorers(scorers: str | Sequence[str] | None) -> list[str]:
-    if scorers is None:
-        return list(_REGISTRY)
-    if isinstance(scorers, str):
-        scorers = [s.strip() for s in scorers.split(",") if s.strip()]
-    if not isinstance(scorers, Sequence) or not all(isinstance(s, str) for s in scorers):
-        raise TypeError("scorers: expected a list of scorer names or a comma-separated string")
-    if not scorers:
-        raise ValueError("scorers: must name at least one scorer")
-    for s in scorers:
-        get_scorer(s)
-    return list(dict.fromkeys(scorers))
-
-
 def _check_task(task: Task | str) -> Task:
     if isinstance(task, str):
         task = tasks.load(task)
@@ -168,14 +159,52 @@ def _conditions(scorers: list[str]) -> list[str]:
     return [c for c in ("premise", "domain", "null") if c in needs]
 
 
+_CONDITION_REQUESTS = {
+    "premise": lambda it: it.requests(),
+    "domain": lambda it: it.domain_requests(),
+    "null": lambda it: [("", o) for o in it.options],
+}
+
+
 def _requests(task: Task, conditions: list[str]) -> list[tuple[str, str]]:
     """Requests of one task, laid out condition by condition, each block item by item and option by option."""
-    blocks = {
-        "premise": lambda it: it.requests(),
-        "domain": lambda it: it.domain_requests(),
-        "null": lambda it: [("", o) for o in it.options],
-    }
-    return [r for c in conditions for it in task.items for r in blocks[c](it)]
+    return [r for c in conditions for it in task.items for r in _CONDITION_REQUESTS[c](it)]
+
+
+def _misfit(lm: Any, item: Any, conditions: list[str]) -> str | None:
+    """Why one of the item's requests cannot be scored within the model's window (``text.encode``'s
+    message), or None when all fit. Only options long enough to come near the window are encoded: a
+    token covers at least one UTF-8 byte (plus, at most, one prefix token)."""
+    for c in conditions:
+        for ctx, cont in _CONDITION_REQUESTS[c](item):
+            if len(text.move_whitespace(ctx, cont)[1].encode("utf-8")) + 3 <= lm.max_length:
+                continue
+            try:
+                text.encode(lm, ctx, cont)
+            except ValueError as err:
+                return str(err)
+    return None
+
+
+def _fit_to_window(lm: Any, task: Task, conditions: list[str], too_long: str) -> tuple[Task, list[str]]:
+    """The task without the items that cannot be scored (``too_long="skip"``) and their ids, or a ValueError
+    naming the first such item (``"error"``)."""
+    keep, skipped = [], []
+    for i, it in enumerate(task.items):
+        why = _misfit(lm, it, conditions)
+        if why is None:
+            keep.append(it)
+            continue
+        if too_long == "error":
+            line = it.meta.get("line")
+            where = f" ({task.source}: line {line})" if line is not None else ""
+            raise ValueError(f"task: item {it.id!r} (position {i}{where}) does not fit the model: {why}; pass "
+                             f"too_long='skip' to leave such items out (they are counted in the result)")
+        skipped.append(it.id)
+    if skipped and not keep:
+        raise ValueError(f"task: all {len(skipped)} items of {task.name!r} are too long for the model's window "
+                         f"of {lm.max_length} tokens")
+    return (dataclasses.replace(task, items=keep) if skipped else task), skipped
 
 
 def _scores_frame(task: Task, scored: list[engine.Scored], conditions: list[str], scorers: list[str]) -> pd.DataFrame:
@@ -200,7 +229,11 @@ def _scores_frame(task: Task, scored: list[engine.Scored], conditions: list[str]
     keep = {get_scorer(s).column for s in scorers} | {f"rank_{s}" for s in scorers}
     dropped = {c for s in _REGISTRY.values() for c in (s.column, f"rank_{s.name}")} - keep
     dropped -= {"logprob", "domain_logprob", "null_logprob"}
-    return table[[c for c in table.columns if c not in dropped]]
+    table = table[[c for c in table.columns if c not in dropped]].copy()
+    cut = dict(zip(conditions, np.array([s.encoding.truncated for s in scored]).reshape(len(conditions), n)))
+    table["truncated"] = cut["premise"]
+    table["domain_truncated"] = cut.get("domain", np.zeros(n, dtype=int))
+    return table
 
 
 def _why(row: dict[str, Any], scorers: list[str], lost_length: bool, lost_prior: bool, gold_tied: bool) -> str:
@@ -320,26 +353,48 @@ def _paired(items: pd.DataFrame, scorers: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["scorer_a", "scorer_b", "acc_a", "acc_b", "only_a", "only_b", "p_value"])
 
 
+def _warn_truncation(results: list[EvalResult], window: int) -> None:
+    """One warning per call when any option's context was cut to the model's window."""
+    cut = pd.concat([r.scores[["truncated", "domain_truncated"]] for r in results])
+    hit = cut.to_numpy().any(axis=1)
+    if not hit.any():
+        return
+    items = sum(int((r.items["truncated"] > 0).sum()) for r in results)
+    differs = sum(int(r.items["truncation_differs"].sum()) for r in results)
+    warnings.warn(f"Truncated to fit the model's window of {window} tokens: the context of {int(hit.sum())} options "
+                  f"({items} items) lost up to {int(cut.to_numpy().max())} tokens from the left; the options of "
+                  f"{differs} items were cut by different amounts (columns 'truncated' and 'domain_truncated' of "
+                  f".scores, 'truncated' and 'truncation_differs' of .items).", stacklevel=4)
+
+
 def _evaluate_many(lm: Any, task_list: list[Task], scorers: list[str], *, batch_size: int | str, progress: bool,
-                   n_boot: int, seed: int) -> list[EvalResult]:
+                   n_boot: int, seed: int, too_long: str) -> list[EvalResult]:
     """Evaluate several tasks with ONE engine call."""
     _check_int("n_boot", n_boot, 0)
     _check_int("seed", seed, 0)
+    if too_long not in ("error", "skip"):
+        raise ValueError(f"too_long: expected 'error' or 'skip', got {too_long!r}")
     conditions = _conditions(scorers)
+    fitted = [_fit_to_window(lm, t, conditions, too_long) for t in task_list]
+    task_list = [t for t, _ in fitted]
     plans = [_requests(t, conditions) for t in task_list]
     scored = engine.logprobs(lm, [r for p in plans for r in p], batch_size=batch_size, progress=progress)
     out, start = [], 0
-    for task, plan in zip(task_list, plans):
+    for task, plan, (_, skipped) in zip(task_list, plans, fitted):
         scores = _scores_frame(task, scored[start:start + len(plan)], conditions, scorers)
         start += len(plan)
         items = _items_frame(task, scores, scorers)
+        cut = scores.groupby("item", sort=False)["truncated"]
+        items["truncated"] = cut.max().to_numpy()
+        items["truncation_differs"] = (cut.max() != cut.min()).to_numpy()
         out.append(EvalResult(
             task=task.name, split=task.split, model=lm.name, template=task.template.name, scorers=scorers,
             scores=scores, items=items, accuracy=_accuracy(items, scorers, n_boot, seed),
             paired=_paired(items, scorers),
             meta={"source": task.source, "variant": task.variant, "n_shot": task.n_shot, "n_boot": n_boot,
-                  "seed": seed, "flipped": task.template.per_option_premise is not None},
+                  "seed": seed, "flipped": task.template.per_option_premise is not None, "skipped_too_long": skipped},
         ))
+    _warn_truncation(out, lm.max_length)
     return out
 
 
@@ -354,6 +409,7 @@ def evaluate(
     progress: bool = True,
     n_boot: int = 1000,
     seed: int = 0,
+    too_long: str = "error",
 ) -> EvalResult:
     """Score every item of a task with every scorer; accuracy with CIs, paired tests and why labels.
 
@@ -366,14 +422,19 @@ def evaluate(
         progress: show the engine's progress bar.
         n_boot: bootstrap resamples for the CIs (0: no CIs).
         seed: seed of the bootstrap.
+        too_long: an item with an option that cannot fit the model's window even with no context:
+            ``"error"`` (default) raises a ValueError naming the item (id, position, file and line);
+            ``"skip"`` leaves such items out and lists their ids in ``meta["skipped_too_long"]``.
+            (A context that is too long is cut from the left instead, with a warning, and the cut is
+            reported in the ``truncated`` columns.)
 
     Returns:
         an :class:`EvalResult` (see the module docstring for ties, COPA-flipped and the why labels).
     """
-    scorers = _check_scorers(scorers)
+    scorers = check_scorers(scorers)
     task = _limited(_check_task(task), limit)
     return _evaluate_many(lm, [task], scorers, batch_size=batch_size, progress=progress, n_boot=n_boot,
-                          seed=seed)[0]
+                          seed=seed, too_long=too_long)[0]
 
 
 def evaluate_fewshot(
@@ -388,6 +449,7 @@ def evaluate_fewshot(
     limit: int | None = None,
     batch_size: int | str = "auto",
     progress: bool = True,
+    too_long: str = "error",
 ) -> pd.DataFrame:
     """Accuracy with ``n_shot`` labelled examples prepended, over several shot seeds (mean ± std).
 
@@ -396,12 +458,13 @@ def evaluate_fewshot(
             ``Task`` (``limit`` keeps its first items).
         n_shot: examples per prompt (>= 1); one shared set per seed, drawn as in ``tasks.fewshot``.
         seeds: shot seeds; all of their requests go to the engine in one call.
+        too_long: as in :func:`evaluate`.
 
     Returns:
         One row per scorer: ``scorer``, ``n_shot``, ``n_items``, ``n_seeds``, ``mean``, ``std`` (sample
         std over seeds, NaN for one seed) and ``acc_seed_<s>`` per seed.
     """
-    scorers = _check_scorers(scorers)
+    scorers = check_scorers(scorers)
     _check_int("n_shot", n_shot, 1)
     if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence) or not seeds:
         raise ValueError(f"seeds: expected a non-empty list of integers, got {seeds!r}")
@@ -413,7 +476,8 @@ def evaluate_fewshot(
     else:
         base = _limited(_check_task(task), limit)
         runs = [tasks.fewshot(base, n_shot, seed=s) for s in seeds]
-    results = _evaluate_many(lm, runs, scorers, batch_size=batch_size, progress=progress, n_boot=0, seed=0)
+    results = _evaluate_many(lm, runs, scorers, batch_size=batch_size, progress=progress, n_boot=0, seed=0,
+                             too_long=too_long)
     acc = np.array([[r.accuracy.set_index("scorer").loc[s, "accuracy"] for r in results] for s in scorers])
     out = pd.DataFrame({
         "scorer": scorers,
@@ -445,6 +509,7 @@ def ablate(
     progress: bool = True,
     n_boot: int = 1000,
     seed: int = 0,
+    too_long: str = "error",
 ) -> pd.DataFrame:
     """Accuracy per (template, domain premise, scorer) with bootstrap CIs; one engine call for the whole grid.
 
@@ -453,13 +518,13 @@ def ablate(
         templates: ``Template`` objects or names from ``tasks.templates(task.name)``; default: the task's own.
         domain_premises: domain premises (format strings or callables) crossed with every template;
             default: each template's own.
-        scorers, limit, batch_size, progress, n_boot, seed: as in :func:`evaluate`.
+        scorers, limit, batch_size, progress, n_boot, seed, too_long: as in :func:`evaluate`.
 
     Returns:
         One row per (template, domain premise, scorer): ``template``, ``domain_premise`` (the string
         used), ``scorer``, ``n``, ``accuracy``, ``ci_low``, ``ci_high``.
     """
-    scorers = _check_scorers(scorers)
+    scorers = check_scorers(scorers)
     task = _limited(_check_task(task), limit)
     for name, value in (("templates", templates), ("domain_premises", domain_premises)):
         if value is not None and (isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not value):
@@ -467,7 +532,7 @@ def ablate(
     grid = [(tpl, dp) for tpl in (templates or [task.template]) for dp in (domain_premises or [None])]
     variants = [task.with_template(tpl, domain_premise=dp) for tpl, dp in grid]
     results = _evaluate_many(lm, variants, scorers, batch_size=batch_size, progress=progress, n_boot=n_boot,
-                             seed=seed)
+                             seed=seed, too_long=too_long)
     frames = []
     for (tpl, _), variant, res in zip(grid, variants, results):
         acc = res.accuracy[["scorer", "n", "accuracy", "ci_low", "ci_high"]].copy()
@@ -475,55 +540,3 @@ def ablate(
         acc.insert(0, "template", tpl if isinstance(tpl, str) else tpl.name)
         frames.append(acc)
     return pd.concat(frames, ignore_index=True)
-
-
-# ----------------------------------------------------------------------------- command line
-DEFAULT_CLI_SCORERS = "lm,avg,per_char,unc,dcpmi"
-
-
-def _cli(args: argparse.Namespace) -> int:
-    from .models import load_lm
-
-    try:
-        task = tasks.load(args.task, args.split, source=args.data_dir, limit=args.limit, seed=args.seed,
-                          variant=args.variant, n_shot=args.n_shot, shot_seed=args.shot_seed)
-    except FileNotFoundError as err:
-        print(f"surfacelab: error: {err}", file=sys.stderr)
-        return 2
-    scorers = _check_scorers(args.scorers)
-    batch = args.batch_size if args.batch_size == "auto" else int(args.batch_size)
-    res = evaluate(load_lm(args.model, device=args.device), task, scorers, batch_size=batch,
-                   progress=not args.no_progress)
-    print(f"{res.task}/{res.split} · {res.model} · template {res.template} · {len(res.items)} items")
-    print(res.accuracy.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
-    print()
-    print(res.items["why"].value_counts().rename_axis("why").to_frame("items").to_string())
-    out = Path(args.out or f"eval-{res.task}-{res.split}-{res.model.replace('/', '_')}.csv")
-    res.items.to_csv(out, index=False)
-    print(f"wrote {out}")
-    if args.save_dir:
-        print(f"wrote {res.save(args.save_dir)}")
-    return 0
-
-
-def add_cli(subparsers: Any) -> argparse.ArgumentParser:
-    """Add the ``eval`` sub-command to an ``argparse`` sub-parser set (``surfacelab eval ...``)."""
-    p = subparsers.add_parser("eval", help="evaluate a model on a dataset split with several scorers")
-    p.add_argument("--task", required=True, help="task name (see surfacelab.tasks.list())")
-    p.add_argument("--split", default=None, help="split (default: the task's default split)")
-    p.add_argument("--model", default=None, help="preset, hub id or folder (default: smollm2-135m)")
-    p.add_argument("--data-dir", default=None, help="data root such as ../shared/data, a dataset folder or a .jsonl")
-    p.add_argument("--scorers", default=DEFAULT_CLI_SCORERS, help=f"comma-separated (default: {DEFAULT_CLI_SCORERS})")
-    p.add_argument("--limit", type=int, default=None, help="evaluate a seeded sample of this many items")
-    p.add_argument("--seed", type=int, default=0, help="seed of the --limit sample")
-    p.add_argument("--variant", default="code", choices=["code", "paper_table"],
-                   help="templates of the paper's code (default) or of its Table 7")
-    p.add_argument("--n-shot", type=int, default=0, help="few-shot examples prepended to every premise")
-    p.add_argument("--shot-seed", type=int, default=0, help="seed of the few-shot draw")
-    p.add_argument("--device", default=None, help="cuda, mps or cpu (default: auto)")
-    p.add_argument("--batch-size", default="auto", help="rows per batch or 'auto'")
-    p.add_argument("--out", default=None, help="per-item CSV (default: eval-<task>-<split>-<model>.csv)")
-    p.add_argument("--save-dir", default=None, help="also write every frame (items, scores, accuracy, paired)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.set_defaults(func=_cli)
-    return p

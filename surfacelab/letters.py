@@ -132,18 +132,6 @@ class LetterItem:
     id: str = ""
 
 
-def _check_options(options: Any, name: str = "options") -> tuple[str, ...]:
-    if isinstance(options, str) or not isinstance(options, Sequence):
-        raise TypeError(f"{name}: expected a list of strings, got {type(options).__name__}")
-    if len(options) < 2:
-        raise ValueError(f"{name}: need at least 2 options, got {len(options)}")
-    for j, o in enumerate(options):
-        text.check_text(o, f"{name}[{j}]")
-        if not o.strip():
-            raise ValueError(f"{name}[{j}]: empty option")
-    return tuple(options)
-
-
 def _check_gold(gold: Any, n: int, name: str = "gold") -> int | None:
     if gold is None:
         return None
@@ -152,9 +140,10 @@ def _check_gold(gold: Any, n: int, name: str = "gold") -> int | None:
     return int(gold)
 
 
-def _make_item(question: Any, options: Any, gold: Any, subject: Any, id_: str, name: str) -> LetterItem:
+def _make_item(question: Any, options: Any, gold: Any, subject: Any, id_: str, name: str,
+               distinct: bool = False) -> LetterItem:
     text.check_text(question, f"{name} question")
-    opts = _check_options(options, f"{name} options")
+    opts = tuple(text.check_options(options, f"{name} options", min_count=2, distinct=distinct))
     text.check_text(subject, f"{name} subject")
     return LetterItem(question, opts, _check_gold(gold, len(opts), f"{name} gold"), subject, id_)
 
@@ -443,7 +432,7 @@ def move_gold(options: Sequence[str], gold: int, position: int) -> tuple[list[st
     Returns:
         the reordered options and the new gold index (= ``position``).
     """
-    opts = _check_options(options)
+    opts = text.check_options(options, min_count=2, distinct=False)
     g = _check_gold(gold, len(opts))
     if g is None:
         raise ValueError("gold: the probe needs a gold index")
@@ -513,7 +502,7 @@ def score(
     Example:
         >>> score(lm, "2 + 2 =", ["3", "4", "5", "22"]).table  # doctest: +SKIP
     """
-    it = _make_item(question, options, gold, subject, "", "score:")
+    it = _make_item(question, options, gold, subject, "", "score:", distinct=True)
     tpl = _template(template)
     n = len(it.options)
     id_set = _check_ids(ids, n)

@@ -28,7 +28,6 @@ Example:
 from __future__ import annotations
 
 import difflib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -38,6 +37,7 @@ import pandas as pd
 import torch
 
 from . import engine, models, text
+from .tasks.loader import read_jsonl
 
 METRICS = ("original", "word_l2r", "whole_word")
 _ALIASES = {"within_word_l2r": "word_l2r"}  # minicons' name
@@ -524,14 +524,18 @@ def load_blimp(data_dir: str | Path | None = None, *, paradigms: Sequence[str] |
         raise ValueError(f"limit: expected a positive int or None, got {limit!r}")
     rows = []
     for uid in chosen:
-        with open(folder / f"{uid}.jsonl", encoding="utf-8") as fh:
-            for n, line in enumerate(fh):
-                if limit is not None and n >= limit:
-                    break
-                rec = json.loads(line)
-                rows.append({"paradigm": rec["UID"], "field": rec["field"].replace("/", "_"),
-                             "linguistics_term": rec["linguistics_term"], "pair_id": str(rec["pairID"]),
-                             "sentence_good": rec["sentence_good"], "sentence_bad": rec["sentence_bad"]})
+        path = folder / f"{uid}.jsonl"
+        for lineno, rec in read_jsonl(path, limit=limit):
+            try:
+                row = {"paradigm": rec["UID"], "field": rec["field"].replace("/", "_"),
+                       "linguistics_term": rec["linguistics_term"], "pair_id": str(rec["pairID"]),
+                       "sentence_good": rec["sentence_good"], "sentence_bad": rec["sentence_bad"]}
+            except (KeyError, AttributeError) as exc:
+                raise ValueError(f"{path}: line {lineno}: not a BLiMP record (missing or bad field "
+                                 f"{exc.args[0] if isinstance(exc, KeyError) else 'field'!r})") from None
+            for key in ("sentence_good", "sentence_bad"):
+                text.check_text(row[key], f"{path}: line {lineno}: {key}", allow_empty=False)
+            rows.append(row)
     return pd.DataFrame(rows)
 
 

@@ -18,15 +18,16 @@ pmi_null      pmi_null                        lm − Σ log P(y | empty context 
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
 from . import engine
-from .text import check_text
+from .text import check_options, check_text
 
 CONDITIONS = ("premise", "domain", "null")
 
@@ -88,27 +89,29 @@ def get_scorer(name: str) -> Scorer:
     return _REGISTRY[name]
 
 
-def check_options(options: Any) -> list[str]:
-    """Validate an option list: non-empty, strings, non-empty strings, no duplicates."""
-    if isinstance(options, str) or not isinstance(options, Iterable):
-        raise TypeError("options: expected a list of strings")
-    options = list(options)
-    if not options:
-        raise ValueError("options: must not be empty")
-    for i, o in enumerate(options):
-        check_text(o, f"options[{i}]", allow_empty=False)
-    dupes = sorted({o for o in options if options.count(o) > 1})
-    if dupes:
-        raise ValueError(f"options: duplicate option(s) {dupes}")
-    return options
+def check_scorers(scorers: str | Sequence[str] | None) -> list[str]:
+    """Scorer names from a list or a comma-separated string (None: every registered scorer), each checked, once each."""
+    if scorers is None:
+        return list(_REGISTRY)
+    if isinstance(scorers, str):
+        scorers = [s.strip() for s in scorers.split(",") if s.strip()]
+    if not isinstance(scorers, Sequence) or not all(isinstance(s, str) for s in scorers):
+        raise TypeError("scorers: expected a list of scorer names or a comma-separated string")
+    if not scorers:
+        raise ValueError("scorers: must name at least one scorer")
+    for s in scorers:
+        get_scorer(s)
+    return list(dict.fromkeys(scorers))
 
 
 @dataclass
 class MCResult:
     """Scores of one multiple-choice item.
 
-    ``table`` has one row per option (the raw log-probs, lengths, every scorer's column and
-    ``rank_<scorer>``); ``tokens`` has one row per scored token per condition.
+    ``table`` has one row per option (the raw log-probs, lengths, every scorer's column,
+    ``rank_<scorer>``, and ``truncated`` / ``domain_truncated``: context tokens cut from the left of
+    the premise / domain premise to fit the model's window, 0 when nothing was cut); ``tokens`` has
+    one row per scored token per condition.
     """
 
     premise: str
@@ -165,8 +168,37 @@ def _fmt(x: float) -> str:
     return f"{x:+.2f}" if np.isfinite(x) else "n/a"
 
 
+def truncation_note(options: Sequence[str], premise_cut: Sequence[int], domain_cut: Sequence[int] = ()) -> str | None:
+    """One sentence on the context tokens cut to fit the model's window, or None when nothing was cut.
+
+    Args:
+        options: the options of one item.
+        premise_cut: tokens dropped from the left of the premise, per option (``MCResult.table["truncated"]``).
+        domain_cut: the same for the domain premise (``domain_truncated``), if scored.
+    """
+    clauses = []
+    for what, cuts in (("premise", list(premise_cut)), ("domain premise", list(domain_cut))):
+        if not any(cuts):
+            continue
+        if len(set(cuts)) == 1:
+            clauses.append(f"the {what} lost its first {cuts[0]} tokens for every option")
+        else:
+            each = ", ".join(f"{int(c)} before {o!r}" for o, c in zip(options, cuts))
+            clauses.append(f"the {what} lost its first tokens ({each}), so the options were scored on "
+                           f"different contexts")
+    if not clauses:
+        return None
+    return "Truncated to fit the model's window: " + "; ".join(clauses) + "."
+
+
 def explain(result: MCResult) -> str:
-    """Plain-language account of an ``MCResult``: LM winner vs DC-PMI winner and why."""
+    """Plain-language account of an ``MCResult``: LM winner vs DC-PMI winner and why (and any truncation)."""
+    t = result.table
+    note = truncation_note(t["option"], t["truncated"], t["domain_truncated"]) if "truncated" in t else None
+    return _explain(result) if note is None else f"{note} {_explain(result)}"
+
+
+def _explain(result: MCResult) -> str:
     t = result.table.set_index("option")
     lm_top = result.winner("lm")
     lines = []
@@ -291,19 +323,39 @@ def score_items(
     scored = iter(engine.logprobs(lm, flat, batch_size=batch_size, progress=progress, cache=cache, top_k=top_k))
     out = []
     for (premise, options, domain, gold), reqs in zip(parsed, plan):
-        totals, n_tokens, frames = {}, {}, []
+        totals, n_tokens, cut, frames = {}, {}, {}, []
         for cond, _, opt in reqs:
             s = next(scored)
             totals[(cond, opt)] = s.total
+            cut[(cond, opt)] = s.encoding.truncated
             if cond == "premise":
                 n_tokens[opt] = s.n_tokens
             f = s.frame()
             f.insert(0, "condition", cond)
             f.insert(0, "option", opt)
             frames.append(f)
-        out.append(MCResult(premise, options, domain, lm.name, _table(options, totals, n_tokens, domain is not None),
-                            pd.concat(frames, ignore_index=True), gold))
+        table = _table(options, totals, n_tokens, domain is not None)
+        table["truncated"] = [cut[("premise", o)] for o in options]
+        table["domain_truncated"] = [cut.get(("domain", o), 0) for o in options]
+        out.append(MCResult(premise, options, domain, lm.name, table, pd.concat(frames, ignore_index=True), gold))
+    _warn_truncation(out, lm.max_length)
     return out
+
+
+def _warn_truncation(results: list[MCResult], window: int) -> None:
+    """One warning per call when any context was cut to the model's window."""
+    cut = [r for r in results if r.table[["truncated", "domain_truncated"]].to_numpy().any()]
+    if not cut:
+        return
+    if len(results) == 1:
+        t = cut[0].table
+        msg = truncation_note(t["option"], t["truncated"], t["domain_truncated"])
+    else:
+        most = max(int(r.table[["truncated", "domain_truncated"]].to_numpy().max()) for r in cut)
+        msg = (f"Truncated to fit the model's window: the context of {len(cut)} of {len(results)} items lost up to "
+               f"{most} tokens")
+    warnings.warn(f"{msg.rstrip('.')} (window {window} tokens; see the 'truncated' and 'domain_truncated' columns "
+                  f"of MCResult.table).", stacklevel=4)
 
 
 def score(

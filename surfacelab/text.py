@@ -20,8 +20,9 @@ The rules, in order:
 
 from __future__ import annotations
 
+import re
 import warnings
-
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,13 +66,64 @@ def move_whitespace(context: str, continuation: str) -> tuple[str, str]:
     return stripped, context[len(stripped):] + continuation
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def check_text(value: Any, name: str, *, allow_empty: bool = True) -> str:
-    """Return ``value`` if it is a string (non-empty unless allowed), else raise naming ``name``."""
+    """Return ``value`` if it is valid text (non-empty unless allowed), else raise naming ``name``.
+
+    A lone surrogate (U+D800..U+DFFF) is not text a tokenizer can take; U+DC80..U+DCFF is how
+    Python carries a byte that is not UTF-8 in command-line arguments and file names, and is
+    reported as that byte.
+
+    Raises:
+        TypeError: not a string.
+        ValueError: empty (unless allowed), or a lone surrogate (its 0-based character position named).
+    """
     if not isinstance(value, str):
         raise TypeError(f"{name}: expected a string, got {type(value).__name__}")
     if not allow_empty and value == "":
         raise ValueError(f"{name}: must not be empty")
+    bad = _SURROGATE.search(value)
+    if bad:
+        i, code = bad.start(), ord(bad.group())
+        what = (f"byte 0x{code - 0xDC00:02X} that is not UTF-8" if 0xDC80 <= code <= 0xDCFF
+                else f"lone surrogate U+{code:04X}, which is not valid Unicode")
+        raise ValueError(f"{name}: character {i} (0-based) is a {what} (near {value[max(0, i - 20):i]!r})")
     return value
+
+
+def check_options(options: Any, name: str = "options", *, min_count: int = 1, distinct: bool = True) -> list[str]:
+    """Validate a list of answer options: the one set of rules for scoring, letters and paraphrase views.
+
+    Args:
+        options: the options (a list or tuple of strings).
+        name: the argument name used in error messages.
+        min_count: how many options are needed at least.
+        distinct: refuse an option listed twice (a dataset item may repeat a choice: pass False).
+
+    Returns:
+        The options as a list.
+
+    Raises:
+        TypeError: not a list of strings.
+        ValueError: too few options, an option that is empty or only whitespace (or not valid
+            text, see ``check_text``), or a duplicate (with ``distinct``).
+    """
+    if isinstance(options, (str, bytes)) or not isinstance(options, Iterable):
+        raise TypeError(f"{name}: expected a list of strings, got {type(options).__name__}")
+    options = list(options)
+    if len(options) < min_count:
+        raise ValueError(f"{name}: need at least {min_count} option{'s' if min_count > 1 else ''}, got {len(options)}")
+    for i, o in enumerate(options):
+        check_text(o, f"{name}[{i}]", allow_empty=False)
+        if not o.strip():
+            raise ValueError(f"{name}[{i}]: an option must contain more than whitespace, got {o!r}")
+    if distinct:
+        dupes = sorted({o for o in options if options.count(o) > 1})
+        if dupes:
+            raise ValueError(f"{name}: duplicate option(s) {dupes}")
+    return options
 
 
 def encode(lm: Any, context: str, continuation: str) -> Encoding:

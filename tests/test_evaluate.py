@@ -1,8 +1,7 @@
-"""evaluate(), evaluate_fewshot(), ablate(), EvalResult, the why labels, McNemar and the eval command."""
+"""evaluate(), evaluate_fewshot(), ablate(), EvalResult, the why labels and McNemar (the eval command: test_cli.py)."""
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import math
 import statistics
@@ -13,7 +12,7 @@ import pytest
 
 import surfacelab as sl
 from surfacelab import engine, tasks
-from surfacelab.evaluate import _items_frame, ablate, add_cli, evaluate, evaluate_fewshot, mcnemar
+from surfacelab.evaluate import _items_frame, ablate, evaluate, evaluate_fewshot, mcnemar
 from surfacelab.scoring import option_table
 from surfacelab.tasks import Item, Task
 
@@ -234,30 +233,27 @@ def test_bad_input_names_the_argument(tiny_lm, copa20):
         ablate(tiny_lm, copa20, templates=[])
 
 
+def test_truncation_is_reported_in_the_frames(tiny_lm):
+    premise = " ".join(["The man took a bath in the bathtub and"] * 6)  # longer than the 64-token window
+    options = [[" tub.", " a very large bathtub full of soap."], [" sink.", " tub."]]
+    items = [Item(f"i{k}", premise, opts, 0, " the") for k, opts in enumerate(options)]
+    task = Task("constructed", "test", items, tasks.SPECS["copa"].templates["code"], "memory")
+    with pytest.warns(UserWarning, match=r"window of 64 tokens: the context of 4 options \(2 items\).*the options of "
+                                         r"1 items were cut by different amounts"):
+        res = evaluate(tiny_lm, task, "lm,dcpmi", progress=False, n_boot=0)
+    n_ctx = len(tiny_lm.tokenizer(premise, add_special_tokens=False)["input_ids"])
+    for row in res.scores.itertuples():  # what cannot fit beside the option, counted with the tokenizer alone
+        n_opt = len(tiny_lm.tokenizer(row.option, add_special_tokens=False)["input_ids"])
+        assert row.truncated == n_ctx + n_opt - tiny_lm.max_length
+    assert (res.scores["domain_truncated"] == 0).all()
+    assert list(res.items["truncated"]) == list(res.scores.groupby("item")["truncated"].max())
+    assert list(res.items["truncation_differs"]) == [True, False]  # " sink." and " tub." have as many tokens
+
+
 def test_limit_keeps_the_first_items(result, tiny_lm, copa20):
     small = evaluate(tiny_lm, copa20, SCORERS, limit=5, progress=False)
     assert list(small.items["id"]) == list(result.items["id"][:5])
     pd.testing.assert_frame_equal(small.items.drop(columns="why"), result.items.drop(columns="why").head(5))
-
-
-# --------------------------------------------------------------------------- command line
-def test_eval_command_prints_accuracy_and_writes_items(tiny_lm, data_root, tmp_path, capsys, monkeypatch):
-    from surfacelab import models
-
-    monkeypatch.setattr(models, "load_lm", lambda *a, **k: tiny_lm)
-    parser = argparse.ArgumentParser(prog="surfacelab")
-    add_cli(parser.add_subparsers(dest="command", required=True))
-    out = tmp_path / "items.csv"
-    args = parser.parse_args(["eval", "--task", "copa", "--split", "val", "--data-dir", str(data_root),
-                              "--scorers", "lm,avg,dcpmi", "--limit", "6", "--out", str(out), "--no-progress"])
-    assert args.func(args) == 0
-    printed = capsys.readouterr().out
-    assert all(s in printed for s in ("lm", "avg", "dcpmi", "accuracy", "ci_low"))
-    items = pd.read_csv(out)
-    assert len(items) == 6 and {"pred_lm", "correct_dcpmi", "why"} <= set(items.columns)
-    args = parser.parse_args(["eval", "--task", "copa", "--split", "val", "--data-dir", str(tmp_path / "none")])
-    assert args.func(args) == 2
-    assert "source" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------- the real model

@@ -235,63 +235,6 @@ def test_other_bad_arguments(tiny_lm, lower_lm):
         paraphrase.mass(tiny_lm, PREMISE, CONCEPTS, top_k=0, cache=False).winner("avg")
 
 
-# --- variants ----------------------------------------------------------------------------------
-
-def test_variants_cover_the_rules():
-    v = paraphrase.variants(" bathtub")
-    got = set(v["variant"])
-    for expected in (" bathtub", " a bathtub", " the bathtub", "bathtub", " Bathtub", " bathtubs", " the bathtubs",
-                     " bathtub.", " A bathtub", "The bathtubs."):
-        assert expected in got
-    assert " a bathtubs" not in got and " an bathtub" not in got
-    assert v.loc[0, "variant"] == " bathtub" and v.loc[0, "rule"] == "original"
-    assert (v["n_changes"].diff().dropna() >= 0).all()
-    an = set(paraphrase.variants("apple")["variant"])
-    assert "an apple" in an and "a apple" not in an
-    plural = set(paraphrase.variants(" the boxes.")["variant"])
-    assert " the box." in plural and " a box." in plural
-
-
-@pytest.mark.parametrize("singular, plural", [("box", "boxes"), ("city", "cities"), ("day", "days"),
-                                              ("child", "children"), ("Knife", "Knives"), ("church", "churches")])
-def test_plural_rules(singular, plural):
-    assert paraphrase.pluralize(singular) == plural
-    assert paraphrase.singularize(plural) == singular
-
-
-def test_singularize_leaves_singular_words():
-    for word in ("glass", "bus", "tub", "analysis"):
-        assert paraphrase.singularize(word) is None
-
-
-def test_variants_drop_identical_strings():
-    v = paraphrase.variants(" sheep")  # irregular plural: the plural is the same string
-    assert v["variant"].is_unique
-    assert len(v) == len(set(v["variant"]))
-    assert (v["variant"] == " sheep").sum() == 1
-
-
-def test_variants_drop_tokenizer_identical_strings(lower_lm):
-    plain = paraphrase.variants(" bathtub")
-    dedup = paraphrase.variants(" bathtub", lm=lower_lm)
-    ids = {v: tuple(lower_lm.tokenizer(v, add_special_tokens=False)["input_ids"]) for v in plain["variant"]}
-    assert len(set(ids.values())) == len(dedup) < len(plain)
-    assert dedup["token_ids"].map(tuple).is_unique
-    for _, row in dedup.iterrows():
-        assert tuple(row["token_ids"]) == ids[row["variant"]]
-        assert row["n_tokens"] == len(ids[row["variant"]])
-    assert dedup.loc[0, "variant"] == " bathtub"  # the original is kept over " Bathtub", "bathtub", ...
-
-
-def test_variants_bad_input():
-    with pytest.raises(TypeError, match="option"):
-        paraphrase.variants(3)
-    with pytest.raises(ValueError, match="option"):
-        paraphrase.variants("")
-    with pytest.raises(ValueError, match="option"):
-        paraphrase.variants("   ")
-
-
 # --- teaching set ------------------------------------------------------------------------------
 
 def test_teaching_set_file_is_valid():

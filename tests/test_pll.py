@@ -349,29 +349,3 @@ def test_blimp_real_data_fields(real_mlm):
     assert set(res.fields.field) == {"morphology", "semantics", "syntax_semantics"}
     assert res.overall.n.item() == 9 and res.note == real_mlm.note
     assert isinstance(res.summary(), pd.DataFrame)
-
-
-# --- CLI --------------------------------------------------------------------------------------------
-
-def _cli(argv: list[str]) -> int:
-    import argparse
-
-    from surfacelab._cli_pll import add_cli
-
-    parser = argparse.ArgumentParser(prog="surfacelab")
-    add_cli(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return args.func(args)
-
-
-def test_cli_sentences_and_blimp(capsys, tmp_path):
-    assert _cli(["pll", "--sentence", "I bought a souvenir.", "--metric", "original", "--metric", "word_l2r",
-                 "--tokens"]) == 0
-    out = capsys.readouterr().out
-    assert "retrain" in out and "##uven" in out and "word_l2r" in out and "(4, 5, 6)" in out
-    _write_blimp(tmp_path / "blimp")
-    assert _cli(["pll", "--blimp", str(tmp_path / "blimp"), "--limit", "1", "--markdown",
-                 "--csv", str(tmp_path / "p.csv")]) == 0
-    out = capsys.readouterr().out
-    assert "| overall |" in out and "whole_word" in out
-    assert len(pd.read_csv(tmp_path / "p.csv")) == 2

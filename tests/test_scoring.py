@@ -121,3 +121,34 @@ def test_unknown_scorer(result):
 def test_real_model_prefers_bathtub(real_lm):
     r = sl.score(real_lm, "The man took a bath in the", [" bathtub", " xylophone"], domain_premise=" the")
     assert r.winner("lm") == " bathtub" and r.winner("dcpmi") == " bathtub"
+
+
+# --- truncation --------------------------------------------------------------------------------
+LONG_PREMISE = " ".join(["The man took a bath in the bathtub and"] * 6)  # more than the 64-token window
+
+
+def _expected_cut(lm, premise: str, option: str) -> int:
+    """Context tokens that cannot fit beside the option, counted with the tokenizer alone (no BOS here)."""
+    n_ctx = len(lm.tokenizer(premise.rstrip(), add_special_tokens=False)["input_ids"])
+    n_opt = len(lm.tokenizer(option, add_special_tokens=False)["input_ids"])
+    return max(0, n_ctx + n_opt - lm.max_length)
+
+
+def test_truncation_is_a_column_a_warning_and_a_line_in_explain(tiny_lm):
+    options = [" tub", " a bathtub with soap."]
+    with pytest.warns(UserWarning, match=r"Truncated to fit the model's window: the premise lost its first tokens "
+                                         r"\(\d+ before ' tub', \d+ before ' a bathtub with soap.'\).*window 64"):
+        r = sl.score(tiny_lm, LONG_PREMISE, options, domain_premise=" the", cache=False)
+    cut = r.table.set_index("option")["truncated"]
+    for opt in options:
+        assert cut[opt] == _expected_cut(tiny_lm, LONG_PREMISE, opt) > 0
+    assert cut[" tub"] != cut[" a bathtub with soap."]  # one item, options cut by different amounts
+    assert (r.table["domain_truncated"] == 0).all()
+    assert r.explain().startswith(f"Truncated to fit the model's window: the premise lost its first tokens "
+                                  f"({cut[' tub']} before ' tub', {cut[' a bathtub with soap.']} before "
+                                  f"' a bathtub with soap.'), so the options were scored on different contexts.")
+
+
+def test_no_truncation_no_note(tiny_lm, result):
+    assert (result.table[["truncated", "domain_truncated"]] == 0).all().all()
+    assert "Truncated" not in result.explain()

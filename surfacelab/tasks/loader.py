@@ -103,17 +103,29 @@ def _resolve(spec: TaskSpec, split: str, source: str | os.PathLike | None) -> tu
     raise FileNotFoundError(f"source: {src} does not exist (task {spec.name!r}, split {split!r}). {_WHERE}{hint}")
 
 
-def read_jsonl(path: str | os.PathLike) -> builtins.list[tuple[int, dict[str, Any]]]:
-    """Read JSON Lines as ``(1-based line number, record)``; a malformed line raises ValueError naming it."""
-    out = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
+def read_jsonl(path: str | os.PathLike, limit: int | None = None) -> builtins.list[tuple[int, dict[str, Any]]]:
+    """Read JSON Lines as ``(1-based line number, record)``, the first ``limit`` records (all if None).
+
+    Raises:
+        ValueError: naming the file and line, for a line that is not UTF-8 (with the byte), not
+            JSON, or not a JSON object.
+    """
+    out: builtins.list[tuple[int, dict[str, Any]]] = []
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            if limit is not None and len(out) >= limit:
+                break
+            try:
+                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"{path}: line {lineno}: not UTF-8 (byte 0x{raw[exc.start]:02X} at byte "
+                                 f"{exc.start + 1} of the line); save the file as UTF-8") from None
             if not line.strip():
                 continue
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}: line {lineno}: malformed JSON ({exc.msg} at column {exc.colno})") from None
+                raise ValueError(f"{path}: line {lineno}: malformed JSON: {exc.msg} (column {exc.colno})") from None
             if not isinstance(rec, dict):
                 raise ValueError(f"{path}: line {lineno}: expected a JSON object, got {type(rec).__name__}")
             out.append((lineno, rec))
@@ -150,6 +162,22 @@ def _item_id(rec: dict[str, Any], spec: TaskSpec, split: str, index: int) -> str
 def _check_int(name: str, value: Any, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+def _checked_item(at: str, item_id: str, meta: dict[str, Any], template: Any) -> Item:
+    """Render one record; a bad label or an empty choice is a ValueError naming ``at`` (file and line) and the item."""
+    for j, choice in enumerate(meta["fields"].get("choices") or []):
+        if not isinstance(choice, str) or not choice.strip():
+            raise ValueError(f"{at}: item {item_id!r}: choice {j + 1} is empty ({choice!r}); an empty option would be "
+                             "scored as whitespace. Fix or drop the record")
+    try:
+        item = render_item(item_id, meta, template)
+    except (ValueError, TypeError, IndexError, KeyError) as exc:
+        raise ValueError(f"{at}: {exc}") from None
+    for j, option in enumerate(item.options):
+        if not option.strip():
+            raise ValueError(f"{at}: item {item_id!r}: option {j} renders as {option!r}, only whitespace")
+    return item
 
 
 def load(
@@ -218,7 +246,8 @@ def load(
                 meta[key] = fields[key]
         if name.startswith("copa"):
             meta["question"] = fields["question"]  # 'cause' / 'effect'
-        items.append(render_item(_item_id(rec, spec, split, index), meta, template))
+        at = f"{where}: line {lineno}" if lineno is not None else f"{where}: record {index + 1}"
+        items.append(_checked_item(at, _item_id(rec, spec, split, index), meta, template))
 
     task = Task(name=name, split=split, items=items, template=template,
                 source=f"hub:{where}" if kind == "hub" else where, variant=variant,

@@ -1,0 +1,107 @@
+"""``surfacelab eval``: evaluate a model on a dataset split with several scorers.
+
+Example::
+
+    surfacelab eval --task copa --split val --data-dir ../shared/data --scorers lm,avg,per_char,unc,dcpmi
+"""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+from typing import Any
+
+from . import _checks, _output
+from ..tasks.loader import VARIANTS
+from .score import DEFAULT_SCORERS, scorer_list
+
+
+def _views(res: Any) -> list[_output.View]:
+    acc = res.accuracy
+    accuracy = _output.View("accuracy", acc, ["scorer", "n", "correct", "accuracy", "ci_low", "ci_high", "ties"],
+                            headers={"ci_low": "95% CI low", "ci_high": "high"},
+                            best={"accuracy": acc["accuracy"] == acc["accuracy"].max()},
+                            caption="* the best scorer; CI: percentile bootstrap over items")
+    why = res.items["why"].value_counts().rename_axis("why").reset_index(name="items")
+    return [accuracy, _output.View("why", why, ["why", "items"]),
+            _output.View("paired", res.paired, [str(c) for c in res.paired.columns],
+                         title="paired tests (exact McNemar)")]
+
+
+def _notes(res: Any) -> list[str]:
+    """What the numbers above leave out: skipped items and truncated contexts."""
+    out = []
+    skipped = res.meta.get("skipped_too_long", [])
+    if skipped:
+        shown = ", ".join(map(str, skipped[:5])) + (", ..." if len(skipped) > 5 else "")
+        out.append(f"note: {len(skipped)} item{'s were' if len(skipped) > 1 else ' was'} skipped because an option "
+                   f"does not fit the model's window ({shown}); the accuracy is over the other {len(res.items)}")
+    cut = res.items[res.items["truncated"] > 0]
+    if len(cut):
+        out.append(f"note: the context of {len(cut)} item{'s' if len(cut) > 1 else ''} was cut from the left to fit "
+                   f"the model's window (up to {int(cut['truncated'].max())} tokens); in "
+                   f"{int(cut['truncation_differs'].sum())} of them the options were cut by different amounts "
+                   "(columns truncated, truncation_differs of the per-item CSV)")
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``surfacelab eval`` from parsed arguments; prints the results and returns the exit code."""
+    from .. import tasks
+    from ..evaluate import evaluate
+    from ..models import DEFAULT_LM, load_lm
+
+    scorers = scorer_list(args.scorers)
+    batch = _checks.batch_size(args.batch_size)
+    _checks.machine(args.device)
+    out = _checks.output_file(args.out, "--out", ".csv")
+    save_dir = _checks.output_dir(args.save_dir, "--save-dir")
+    task = tasks.load(args.task, args.split, source=args.data_dir, limit=args.limit, seed=args.seed,
+                      variant=args.variant, n_shot=args.n_shot, shot_seed=args.shot_seed)
+    if out is None:
+        model = (args.model or DEFAULT_LM).replace("/", "_")
+        out = _checks.output_file(f"eval-{task.name}-{task.split}-{model}.csv", "--out", ".csv")
+    lm = load_lm(args.model, device=args.device)
+    with warnings.catch_warnings():  # truncation is reported below, as a note
+        warnings.filterwarnings("ignore", message="Truncated to fit")
+        res = evaluate(lm, task, scorers, batch_size=batch, progress=not args.no_progress, too_long=args.too_long)
+    printer = _output.Printer(args.format, args.wide)
+    printer.note(f"{res.task}/{res.split} · {res.model} · template {res.template} · {len(res.items)} items")
+    views = _views(res)
+    printer.show(views if args.wide or args.format == "json" else views[:2],
+                 extra={"meta": {"task": res.task, "split": res.split, "model": res.model, "template": res.template,
+                                 **res.meta}})
+    for line in _notes(res):
+        printer.note(line)
+    printer.note(f"wrote {_output.write_atomic(out, lambda p: res.items.to_csv(p, index=False))}")
+    if save_dir is not None:
+        printer.note(f"wrote {res.save(save_dir)}")
+    return 0
+
+
+def add_cli(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``eval`` sub-command to an ``argparse`` sub-parser set (``surfacelab eval ...``)."""
+    p = subparsers.add_parser("eval", help="evaluate a model on a dataset split with several scorers",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--task", required=True, help="task name (see surfacelab.tasks.list())")
+    p.add_argument("--split", default=None, help="split (default: the task's default split)")
+    p.add_argument("--model", default=None, help="preset, hub id or folder (default: smollm2-135m)")
+    p.add_argument("--data-dir", default=None, help="data root such as ../shared/data, a dataset folder or a .jsonl")
+    p.add_argument("--scorers", default=DEFAULT_SCORERS, help=f"comma-separated (default: {DEFAULT_SCORERS})")
+    p.add_argument("--limit", type=int, default=None, help="evaluate a seeded sample of this many items")
+    p.add_argument("--seed", type=int, default=0, help="seed of the --limit sample")
+    p.add_argument("--variant", default="code", choices=list(VARIANTS),
+                   help="template family (default: code, the paper's public code; paper_table: its Table 7)")
+    p.add_argument("--n-shot", type=int, default=0, help="few-shot examples prepended to every premise")
+    p.add_argument("--shot-seed", type=int, default=0, help="seed of the few-shot draw")
+    p.add_argument("--too-long", default="error", choices=["error", "skip"],
+                   help="an item with an option longer than the model's window: stop and name it (default), or "
+                        "skip it and report the count")
+    p.add_argument("--device", default=None, help="cuda, cuda:N, mps or cpu (default: auto)")
+    p.add_argument("--batch-size", default="auto", help="rows per batch or 'auto'")
+    p.add_argument("--out", default=None, help="per-item .csv (default: eval-<task>-<split>-<model>.csv)")
+    p.add_argument("--save-dir", default=None, help="also write every frame (items, scores, accuracy, paired)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _output.add_arguments(p)
+    p.set_defaults(func=run)
+    return p

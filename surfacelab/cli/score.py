@@ -1,0 +1,99 @@
+"""``surfacelab score``: every scorer on the options of one premise.
+
+Example::
+
+    surfacelab score --premise "The man took a bath in the" --option " bathtub" --option " xylophone" --domain " the"
+"""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+from typing import Any
+
+from .. import text
+from . import _checks, _output
+
+#: the scorers a person reads first (the paper's four and lm-eval's acc_norm); --wide shows every column
+DEFAULT_SCORERS = "lm,avg,per_char,unc,dcpmi"
+
+
+def scorer_list(value: str) -> list[str]:
+    """``--scorers``: comma-separated registered scorer names."""
+    from ..scoring import check_scorers
+
+    try:
+        return check_scorers(value)
+    except ValueError as err:  # "scorer: unknown scorer 'x'; known: ..." -> named after the option
+        raise ValueError(f"--scorers: {str(err).split(': ', 1)[-1]}") from None
+
+
+def _clip(text: str, most: int = 60) -> str:
+    """A string as a literal, its middle left out past ``most`` characters (the full text is in --format json)."""
+    if len(text) <= most:
+        return repr(text)
+    return f"{text[:most // 2]!r} … {text[-most // 2:]!r} ({len(text)} characters)"
+
+
+def view(result: Any, scorers: list[str]) -> _output.View:
+    """The option table of an ``MCResult``: option, tokens, the chosen scorers (best marked), and any truncation."""
+    from ..scoring import get_scorer
+
+    table = result.table
+    columns, best = ["option", "n_tokens"], {}
+    for name in scorers:
+        col = get_scorer(name).column
+        if table[col].notna().any():
+            columns.append(col)
+            best[col] = table[f"rank_{name}"] == 1
+    if table[["truncated", "domain_truncated"]].to_numpy().any():
+        columns += ["truncated", "domain_truncated"]
+    headers = {"n_tokens": "tokens", "logprob": "lm", "avg_token": "avg", "domain_truncated": "dom. truncated"}
+    return _output.View("options", table, columns, headers, best,
+                        caption="* the best option under that scorer (log-probs in nats)", quoted=("option",))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``surfacelab score`` from parsed arguments; prints the results and returns the exit code."""
+    scorers = scorer_list(args.scorers)
+    text.check_options(args.option, "--option")
+    _checks.machine(args.device)
+    csv_path = _checks.output_file(args.csv, "--csv", ".csv")
+    json_path = _checks.output_file(args.json, "--json", ".json")
+    from ..models import load_lm
+    from ..scoring import score
+
+    lm = load_lm(args.model, device=args.device)
+    with warnings.catch_warnings():  # truncation is reported below, in the explanation's first sentence
+        warnings.filterwarnings("ignore", message="Truncated to fit")
+        result = score(lm, args.premise, args.option, domain_premise=args.domain)
+    printer = _output.Printer(args.format, args.wide)
+    printer.note(f"model {result.model} · premise {_clip(result.premise)}"
+                 + (f" · domain premise {_clip(result.domain_premise)}" if result.domain_premise is not None else ""))
+    printer.show([view(result, scorers)], extra={"model": result.model, "premise": result.premise,
+                                                  "domain_premise": result.domain_premise,
+                                                  "explanation": result.explain()})
+    if args.format != "json":
+        printer.note(result.explain())
+    for path in (csv_path, json_path):
+        if path is not None:
+            printer.note(f"wrote {_output.write_atomic(path, result.save)}")
+    return 0
+
+
+def add_cli(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``score`` sub-command to an ``add_subparsers()`` object."""
+    p = subparsers.add_parser("score", help="score options under a premise with every scorer", description=__doc__,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--premise", required=True, help="the premise (context)")
+    p.add_argument("--option", action="append", required=True, help="an option; repeat for each option")
+    p.add_argument("--domain", default=None, help="domain premise for Unc and DC-PMI")
+    p.add_argument("--scorers", default=DEFAULT_SCORERS,
+                   help=f"comma-separated scorers to show (default: {DEFAULT_SCORERS}; --wide shows all)")
+    p.add_argument("--model", default=None, help="preset, hub id or folder (default: smollm2-135m)")
+    p.add_argument("--device", default=None, help="cuda, cuda:N, mps or cpu (default: auto)")
+    p.add_argument("--csv", default=None, help="write the option table to this .csv file")
+    p.add_argument("--json", default=None, help="write both frames (options and tokens) to this .json file")
+    _output.add_arguments(p)
+    p.set_defaults(func=run)
+    return p

@@ -1,0 +1,171 @@
+"""English surface-form variants of an option: articles, number, capitalisation, period, leading space.
+
+``variants(" bathtub")`` proposes " a bathtub", " the bathtubs", "Bathtub." and the rest; with ``lm=`` the
+strings its tokenizer encodes identically are dropped: candidate surface forms of a concept for the
+paraphrase-mass view (:mod:`surfacelab.paraphrase`). Noun number and articles come from ``inflect``
+(``plural``, ``singular``, ``indefinite_article``).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from itertools import product
+from typing import Any, Callable
+
+import pandas as pd
+
+from . import text
+
+_ARTICLES = ("a", "an", "the")
+
+
+@functools.cache
+def _inflect() -> tuple[Any, Any]:
+    """inflect's engines, modern and classical ("cacti", "indices"); imported on first use (it takes seconds)."""
+    import inflect
+
+    modern, classical = inflect.engine(), inflect.engine()
+    classical.classical(all=True)
+    return modern, classical
+
+
+def _as_common_noun(inflect_fn: Callable[[str], Any], phrase: str) -> Any:
+    """``inflect_fn(phrase)`` with a capitalised first word read as a common noun, the capital restored.
+
+    inflect takes a capitalised word for a name ("University" -> "Universitys", as "Mary" -> "Marys");
+    an option is capitalised at the start of a sentence far more often than it is a name. An
+    all-capitals first word ("FBI agent") is passed as it is.
+    """
+    text.check_text(phrase, "phrase", allow_empty=False)
+    if not phrase[:1].isupper() or phrase.split(" ")[0].isupper():
+        return inflect_fn(phrase)
+    out = inflect_fn(phrase[:1].lower() + phrase[1:])
+    return out[:1].upper() + out[1:] if out else out
+
+
+def plural(phrase: str) -> str:
+    """The plural of a singular English noun phrase ("bath tub" -> "bath tubs", "piece of cake" -> "pieces
+    of cake", "mother-in-law" -> "mothers-in-law"); an invariant noun ("sheep", "news") comes back unchanged."""
+    return _as_common_noun(_inflect()[0].plural_noun, phrase)
+
+
+def singular(phrase: str) -> str | None:
+    """The singular of a plural English noun phrase ("criteria" -> "criterion", "cacti" -> "cactus",
+    "glasses" -> "glass"), or None when ``phrase`` is not plural ("analysis", "bus", "news", "sheep").
+
+    A candidate from inflect counts only if inflect's plural of it gives ``phrase`` back (classical
+    plurals first, then modern ones), and not if it merely drops the final "s" of a word that inflect
+    pluralises otherwise ("bus" -> "buses", so "bus" is no plural of "bu"). Words ending in "s" that
+    inflect knows neither way ("tennis") are read as plurals.
+    """
+    return _as_common_noun(_singular, phrase)
+
+
+def _singular(phrase: str) -> str | None:
+    modern, classical = _inflect()
+    for engine in (classical, modern):
+        cand = engine.singular_noun(phrase)
+        if cand and cand != phrase and engine.plural_noun(cand) == phrase:
+            break
+    else:
+        return None
+    # a candidate that only drops the "s" of a word with a plural of its own is no singular ("bus", "basis")
+    return None if cand == phrase[:-1] and modern.plural_noun(phrase) != phrase + "s" else cand
+
+
+def indefinite_article(phrase: str) -> str:
+    """ "a" or "an" before ``phrase``, by its sound ("an hour", "a university", "an FBI agent")."""
+    return _inflect()[0].a(text.check_text(phrase, "phrase", allow_empty=False)).split(" ", 1)[0]
+
+
+def _number_forms(core: str, article: str) -> tuple[str, dict[str, str]]:
+    """The option's number and its phrase in each number it can take (one entry for an invariant noun)."""
+    if not re.search(r"[A-Za-z]$", core):
+        return "singular", {"singular": core}
+    one = singular(core) if article not in ("a", "an") else None
+    if one is not None:
+        return "plural", {"plural": core, "singular": one}
+    many = plural(core)
+    return "singular", {"singular": core} if many == core else {"singular": core, "plural": many}
+
+
+def _set_case(s: str, upper: bool) -> str:
+    """Upper- or lower-case the first character (an all-capitals first word such as "GP" is kept)."""
+    first = s.split(" ")[0]
+    if not upper and len(first) > 1 and first.isupper():
+        return s
+    return (s[:1].upper() if upper else s[:1].lower()) + s[1:]
+
+
+def variants(option: str, *, lm: Any = None) -> pd.DataFrame:
+    """Propose surface forms of one option: articles, number, capitalisation, period, leading space.
+
+    The option is parsed as [whitespace][article ]phrase[.]; the phrase is taken as a noun phrase
+    whose number is changed with ``inflect`` (irregular, Latin and Greek plurals, invariant nouns,
+    compounds: "piece of cake" -> "pieces of cake"; a phrase that is not a noun phrase gets no
+    sensible number change). Every combination of the five axes is built: article none / a|an (by
+    sound: "an hour", "a university"; singular only) / the; singular / plural (an invariant noun such
+    as "sheep" or "news" has one form); first character upper / lower case; with / without a
+    trailing period; with / without a leading space. Identical strings are dropped; with ``lm``, strings that its tokenizer
+    encodes to the same token ids are dropped too (the variant with fewer changes is kept).
+
+    Args:
+        option: one option string, e.g. " a bathtub".
+        lm: a loaded ``LM`` whose tokenizer decides which variants are the same.
+
+    Returns:
+        One row per variant, the original first, then by number of changes: variant, rule,
+        n_changes, article, number, capitalised, period, leading_space (and token_ids, n_tokens
+        with ``lm``).
+
+    Example:
+        >>> variants(" bathtub")["variant"].tolist()[:4]
+        [' bathtub', ' a bathtub', ' the bathtub', ' bathtubs']
+    """
+    text.check_text(option, "option", allow_empty=False)
+    if not option.strip():
+        raise ValueError("option: must contain more than whitespace")
+    lead = option[:len(option) - len(option.lstrip())]
+    core = option.strip()
+    period = core.endswith(".") and len(core) > 1
+    if period:
+        core = core[:-1].rstrip()
+    words = core.split(" ")
+    article = ""
+    if len(words) > 1 and words[0].lower() in _ARTICLES:
+        article, core = words[0].lower(), " ".join(words[1:]).lstrip()
+    capitalised = (option.strip()[:1]).isupper()
+    if not article:  # "Knives": the capital is the sentence's, not the noun's ("A knife", not "A Knife")
+        core = _set_case(core, False)
+    number, phrases = _number_forms(core, article)
+    orig = {"article": article or "none", "number": number, "capitalised": capitalised, "period": period,
+            "leading_space": bool(lead)}
+    rows = [{"variant": option, "rule": "original", "n_changes": 0, "_order": (-1, ()), **orig}]
+    for art, num, cap, per, space in product(("none", "a/an", "the"), ("singular", "plural"), (False, True),
+                                            (False, True), (False, True)):
+        if num not in phrases or (art == "a/an" and num == "plural"):
+            continue
+        phrase = phrases[num]
+        word = indefinite_article(phrase) if art == "a/an" else art
+        s = f"{word} {phrase}" if art != "none" else phrase
+        s = _set_case(s, cap)
+        s = (lead or " " if space else "") + s + ("." if per else "")
+        art_name = "none" if art == "none" else word
+        state = {"article": art_name, "number": num, "capitalised": cap, "period": per, "leading_space": space}
+        changes = [f"article={art_name}" if art_name != orig["article"] and not (
+                       {art_name, orig["article"]} <= {"a", "an"}) else "",
+                   num if num != number else "",
+                   ("capitalised" if cap else "lower-case") if cap != capitalised else "",
+                   ("+period" if per else "-period") if per != period else "",
+                   ("+space" if space else "-space") if space != bool(lead) else ""]
+        axes = tuple(i for i, c in enumerate(changes) if c)
+        rule = " + ".join(c for c in changes if c) or ("original" if s == option else "normalised")
+        rows.append({"variant": s, "rule": rule, "n_changes": len(axes), "_order": (len(axes), axes), **state})
+    rows.sort(key=lambda r: r["_order"])
+    t = pd.DataFrame(rows).drop(columns="_order").drop_duplicates("variant")
+    if lm is not None:
+        t["token_ids"] = [text.encode(lm, "", v).scored_ids for v in t["variant"]]
+        t["n_tokens"] = t["token_ids"].map(len)
+        t = t.drop_duplicates("token_ids")
+    return t.reset_index(drop=True)

@@ -1,0 +1,165 @@
+"""Tests of surfacelab.variants: English number and articles (inflect) and the variant generator.
+
+Every expected form below is written by hand from English usage, not read off the code.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from surfacelab import paraphrase, variants
+from test_paraphrase import lower_lm  # noqa: F401 - the fixture: a tokenizer that ignores case and spaces
+
+# --- number and articles -----------------------------------------------------------------------
+
+PLURALS = [
+    ("box", "boxes"), ("city", "cities"), ("day", "days"), ("church", "churches"), ("quiz", "quizzes"),
+    ("potato", "potatoes"), ("photo", "photos"), ("hero", "heroes"), ("toothbrush", "toothbrushes"),
+    # irregular
+    ("child", "children"), ("person", "people"), ("man", "men"), ("woman", "women"), ("tooth", "teeth"),
+    ("mouse", "mice"), ("goose", "geese"), ("ox", "oxen"), ("knife", "knives"), ("leaf", "leaves"),
+    # Latin and Greek
+    ("criterion", "criteria"), ("phenomenon", "phenomena"), ("analysis", "analyses"), ("crisis", "crises"),
+    ("basis", "bases"), ("glass", "glasses"), ("bus", "buses"),
+    # compound nouns: the head takes the number
+    ("bath tub", "bath tubs"), ("piece of cake", "pieces of cake"), ("mother-in-law", "mothers-in-law"),
+    ("attorney general", "attorneys general"), ("FBI agent", "FBI agents"),
+    # capitalised at the start of a sentence, not a name
+    ("University", "Universities"), ("Knife", "Knives"), ("Child", "Children"),
+]
+
+#: plurals that are the singular spelled another way (Latin, Greek, irregular)
+SINGULARS = [
+    ("criteria", "criterion"), ("cacti", "cactus"), ("analyses", "analysis"), ("glasses", "glass"),
+    ("crises", "crisis"), ("phenomena", "phenomenon"), ("indices", "index"), ("matrices", "matrix"),
+    ("mice", "mouse"), ("children", "child"), ("people", "person"), ("knives", "knife"), ("teeth", "tooth"),
+    ("hours", "hour"), ("bathtubs", "bathtub"), ("boxes", "box"), ("cities", "city"),
+    ("pieces of cake", "piece of cake"), ("mothers-in-law", "mother-in-law"), ("FBI agents", "FBI agent"),
+    ("Knives", "Knife"), ("Bath tubs", "Bath tub"),
+]
+
+INVARIANT = ["sheep", "deer", "fish", "aircraft", "news", "species", "series"]
+
+#: singular words that end like plurals
+NOT_PLURAL = ["analysis", "cactus", "bus", "basis", "axis", "lens", "glass", "octopus", "piece of cake",
+              "attorney general"]
+
+ARTICLES = [
+    ("hour", "an"), ("honest man", "an"), ("heir", "an"), ("university", "a"), ("unicorn", "a"),
+    ("European", "a"), ("one-way street", "a"), ("user", "a"), ("FBI agent", "an"), ("MRI", "an"),
+    ("X-ray", "an"), ("UFO", "a"), ("apple", "an"), ("umbrella", "an"), ("bathtub", "a"), ("Hour", "an"),
+]
+
+
+@pytest.mark.parametrize("one, many", PLURALS)
+def test_plural(one, many):
+    assert variants.plural(one) == many
+
+
+@pytest.mark.parametrize("many, one", SINGULARS)
+def test_singular(many, one):
+    assert variants.singular(many) == one
+
+
+@pytest.mark.parametrize("word", INVARIANT)
+def test_invariant_nouns_have_one_form(word):
+    assert variants.plural(word) == word
+    assert variants.singular(word) is None
+
+
+@pytest.mark.parametrize("word", NOT_PLURAL)
+def test_singular_words_ending_like_plurals_are_not_plurals(word):
+    assert variants.singular(word) is None
+
+
+@pytest.mark.parametrize("phrase, article", ARTICLES)
+def test_indefinite_article_by_sound(phrase, article):
+    assert variants.indefinite_article(phrase) == article
+
+
+def test_inflection_bad_input():
+    with pytest.raises(TypeError, match="phrase"):
+        variants.plural(3)
+    with pytest.raises(ValueError, match="phrase"):
+        variants.singular("")
+
+
+# --- the variant generator ---------------------------------------------------------------------
+
+def _forms(option: str) -> set[str]:
+    return set(variants.variants(option)["variant"])
+
+
+def test_variants_cover_the_rules():
+    v = variants.variants(" bathtub")
+    got = set(v["variant"])
+    for expected in (" bathtub", " a bathtub", " the bathtub", "bathtub", " Bathtub", " bathtubs", " the bathtubs",
+                     " bathtub.", " A bathtub", "The bathtubs."):
+        assert expected in got
+    assert " a bathtubs" not in got and " an bathtub" not in got
+    assert v.loc[0, "variant"] == " bathtub" and v.loc[0, "rule"] == "original"
+    assert (v["n_changes"].diff().dropna() >= 0).all()
+    plural = _forms(" the boxes.")
+    assert " the box." in plural and " a box." in plural
+
+
+@pytest.mark.parametrize("option, present, absent", [
+    (" an hour", [" an hour", " hours", " the hours", " An hour."], [" a hour", " an hours"]),
+    (" university", [" a university", " universities", "A university."], [" an university"]),
+    (" unicorn", [" a unicorn"], [" an unicorn"]),
+    ("FBI agent", ["an FBI agent", "An FBI agent", "FBI agents", "the FBI agents"], ["a FBI agent", "fBI agent"]),
+    (" criteria", [" a criterion", " the criterion", " the criteria"], [" criterias", " a criteria"]),
+    (" cacti", [" a cactus", " cactus", " the cacti"], [" cactis", " a cacti"]),
+    (" analyses", [" an analysis", " the analyses"], [" analysess", " an analyses"]),
+    (" glasses", [" a glass", " the glasses", " glass"], [" glasseses", " a glasses"]),
+    (" news", [" the news", " News"], [" new", " a new", " newses"]),
+    (" sheep", [" a sheep", " the sheep"], [" sheeps"]),
+    (" a piece of cake", [" pieces of cake", " the pieces of cake", " A piece of cake."], [" piece of cakes"]),
+    (" mother-in-law", [" a mother-in-law", " mothers-in-law"], [" mother-in-laws"]),
+    (" bath tub", [" a bath tub", " bath tubs"], [" baths tub"]),
+    ("Knives", ["A knife", "The knife", "Knife", "knives", "The knives."], ["A Knife", "Knifes"]),
+    ("University", ["A university", "Universities", "The universities"], ["Universitys", "An university"]),
+    (" The Glasses.", [" The Glass.", " Glasses.", " A Glass."], [" The Glasseses."]),
+])
+def test_variants_hard_cases(option, present, absent):
+    got = _forms(option)
+    assert set(present) <= got, sorted(set(present) - got)
+    assert not set(absent) & got, sorted(set(absent) & got)
+
+
+def test_variants_number_column():
+    v = variants.variants(" criteria").set_index("variant")
+    assert v.loc[" criteria", "number"] == "plural" and v.loc[" criterion", "number"] == "singular"
+    assert v.loc[" criterion", "rule"] == "singular"
+    assert set(variants.variants(" news")["number"]) == {"singular"}  # no second number for an invariant noun
+
+
+def test_variants_drop_identical_strings():
+    v = variants.variants(" sheep")  # invariant: the plural is the same string
+    assert v["variant"].is_unique
+    assert (v["variant"] == " sheep").sum() == 1
+
+
+def test_variants_drop_tokenizer_identical_strings(lower_lm):  # noqa: F811 - the imported fixture
+    plain = variants.variants(" bathtub")
+    dedup = variants.variants(" bathtub", lm=lower_lm)
+    ids = {v: tuple(lower_lm.tokenizer(v, add_special_tokens=False)["input_ids"]) for v in plain["variant"]}
+    assert len(set(ids.values())) == len(dedup) < len(plain)
+    assert dedup["token_ids"].map(tuple).is_unique
+    for _, row in dedup.iterrows():
+        assert tuple(row["token_ids"]) == ids[row["variant"]]
+        assert row["n_tokens"] == len(ids[row["variant"]])
+    assert dedup.loc[0, "variant"] == " bathtub"  # the original is kept over " Bathtub", "bathtub", ...
+
+
+def test_variants_bad_input():
+    with pytest.raises(TypeError, match="option"):
+        variants.variants(3)
+    with pytest.raises(ValueError, match="option"):
+        variants.variants("")
+    with pytest.raises(ValueError, match="option"):
+        variants.variants("   ")
+
+
+def test_paraphrase_keeps_the_public_name():
+    assert paraphrase.variants is variants.variants
