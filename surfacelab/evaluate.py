@@ -26,22 +26,20 @@ scores the shared string under the shared domain premise: every option gets the 
 item is a tie and Unc "predicts" option 0. This is the paper's point: with one shared string there
 is no surface-form competition to correct.
 
-``why`` labels (column ``why`` of ``EvalResult.items``; the first rule that matches wins):
-
-1. ``"all right"``: every scorer picks gold.
-2. ``"tie"``: some scorer that misses gold gives gold exactly its top score (gold lost only on the
-   first-option tie-break).
-3. ``"all wrong"``: no scorer picks gold.
-4. ``"gold lost on length"``: LM misses gold, LM's pick is shorter than gold (fewer tokens or fewer
-   characters), and at least one length-normalised scorer (avg, per_char, per_byte) picks gold.
-   Needs ``lm`` and one of those among the scorers.
-5. ``"gold lost on prior"``: LM misses gold, DC-PMI picks gold, and LM's pick has a higher domain
-   log-prob (Unc score) than gold. Needs ``lm`` and ``dcpmi`` among the scorers.
-6. ``"only <scorer> right"`` / 7. ``"only <scorer> wrong"``: exactly one scorer picks / misses gold.
-8. ``"mixed: <s1>, <s2> right"``: any other split, naming the scorers that pick gold.
-
-The boolean columns ``lost_on_length`` and ``lost_on_prior`` hold rules 4 and 5 independently of
-the order (both can be true on one item).
+``why`` labels (column ``why`` of ``EvalResult.items``): the verdict labels of
+:func:`surfacelab.why.verdict` (rules and thresholds in :mod:`surfacelab.why`), one scheme for
+``sl.why`` and ``evaluate``. They explain the LM comparison of the gold with LM's pick (with the LM
+runner-up when LM is right): ``right``, ``tie``, ``premise evidence``, ``split mass``, ``length``,
+``prior`` / ``letter bias``, ``mixed`` (``lost`` if no prior context was scored). The numbers behind
+them are columns: ``against`` (the option compared), ``gap_lm`` = ``gap_length`` +
+``gap_prior_per_token`` + ``gap_evidence`` (exact), ``prior`` (which context plays the prior: the
+domain premise if a scorer needed it, else the empty context if PMI-null ran, else none),
+``mass_ratio`` and ``mass_gain`` (the gold's unlisted-forms ratio at the first token where the
+options differ, from ONE extra batched next-token call over the items LM gets wrong; its cost is in
+``meta["why_cost"]``; NaN on items LM gets right and on flipped tasks), and ``rescued_by`` (the
+scorers that pick the gold on an item LM gets wrong). ``EvalResult.labels`` counts the labels and,
+per scorer, how many of each label's items it gets right; ``label_table`` stacks those of several
+runs (datasets).
 """
 
 from __future__ import annotations
@@ -51,6 +49,7 @@ import dataclasses
 import itertools
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -61,8 +60,7 @@ from scipy.stats import binomtest
 from . import engine, tasks
 from .scoring import _REGISTRY, get_scorer, option_table
 from .tasks import Task, Template
-
-LENGTH_SCORERS = ("avg", "per_char", "per_byte")
+from .why import LABELS, decompose, is_option_ids, mass_numbers, mass_plan, verdict
 
 
 @dataclasses.dataclass
@@ -77,14 +75,17 @@ class EvalResult:
             lengths, every selected scorer's column and its ``rank_<scorer>``, 1 = best).
         items: one row per item: ``item``, ``id``, ``gold``, ``gold_option``, ``n_options``,
             ``premise``, then per scorer ``pred_<scorer>`` (predicted option index), ``correct_<scorer>``
-            and ``tie_<scorer>`` (the top score is shared), then ``lost_on_length``, ``lost_on_prior``
-            and ``why`` (see the module docstring).
+            and ``tie_<scorer>`` (the top score is shared), then the verdict columns (``against``,
+            ``gap_*``, ``prior``, ``mass_ratio``, ``mass_gain``, ``why``, ``rescued_by``; see the module docstring).
         accuracy: one row per scorer: ``n``, ``correct``, ``accuracy``, ``ci_low``/``ci_high`` (95%
             percentile bootstrap over items, seeded) and ``ties``.
         paired: one row per pair of scorers: ``acc_a``, ``acc_b``, ``only_a`` (items a gets right and
             b wrong), ``only_b`` and ``p_value`` (exact McNemar: two-sided binomial test of
             ``only_a`` out of ``only_a + only_b`` at 1/2; 1.0 when there are no discordant items).
-        meta: source file, variant, n_shot, n_boot, seed and whether the task is flipped.
+        meta: source file, variant, n_shot, n_boot, seed, whether the task is flipped, and ``why_cost``
+            (the extra next-token call of the labels: prompts, tokens forwarded, seconds).
+        labels: one row per ``why`` label: ``why``, ``n``, ``share`` and ``rescued_<scorer>`` (items of
+            that label the scorer gets right), see ``label_counts``.
     """
 
     task: str
@@ -97,6 +98,7 @@ class EvalResult:
     accuracy: pd.DataFrame
     paired: pd.DataFrame
     meta: dict[str, Any] = dataclasses.field(default_factory=dict)
+    labels: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
 
     def best(self) -> list[str]:
         """The scorers with the highest accuracy (several on an exact tie)."""
@@ -104,10 +106,10 @@ class EvalResult:
         return list(acc.index[acc == acc.max()])
 
     def save(self, directory: str | Path) -> Path:
-        """Write ``items.csv``, ``scores.csv``, ``accuracy.csv``, ``paired.csv`` and ``meta.json`` into ``directory``."""
+        """Write ``items.csv``, ``scores.csv``, ``accuracy.csv``, ``paired.csv``, ``labels.csv`` and ``meta.json``."""
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
-        for name in ("items", "scores", "accuracy", "paired"):
+        for name in ("items", "scores", "accuracy", "paired", "labels"):
             getattr(self, name).to_csv(d / f"{name}.csv", index=False)
         meta = {"task": self.task, "split": self.split, "model": self.model, "template": self.template,
                 "scorers": self.scorers, **self.meta}
@@ -203,27 +205,10 @@ def _scores_frame(task: Task, scored: list[engine.Scored], conditions: list[str]
     return table[[c for c in table.columns if c not in dropped]]
 
 
-def _why(row: dict[str, Any], scorers: list[str], lost_length: bool, lost_prior: bool, gold_tied: bool) -> str:
-    right = [s for s in scorers if row[f"correct_{s}"]]
-    if len(right) == len(scorers):
-        return "all right"
-    if gold_tied:
-        return "tie"
-    if not right:
-        return "all wrong"
-    if lost_length:
-        return "gold lost on length"
-    if lost_prior:
-        return "gold lost on prior"
-    if len(right) == 1:
-        return f"only {right[0]} right"
-    if len(right) == len(scorers) - 1:
-        return f"only {next(s for s in scorers if s not in right)} wrong"
-    return f"mixed: {', '.join(right)} right"
-
-
-def _items_frame(task: Task, scores: pd.DataFrame, scorers: list[str]) -> pd.DataFrame:
-    """One row per item: predictions, correct and tie flags per scorer, and the why label."""
+def _items_frame(task: Task, scores: pd.DataFrame, scorers: list[str],
+                 mass: dict[int, dict[str, float]] | None = None) -> pd.DataFrame:
+    """One row per item: predictions, correct and tie flags per scorer, and the verdict columns
+    (``mass``: item -> ``why.mass_numbers`` of the items whose split mass was measured)."""
     n_items = len(task.items)
     gold = np.array([it.gold for it in task.items])
     items = pd.DataFrame({
@@ -235,9 +220,6 @@ def _items_frame(task: Task, scores: pd.DataFrame, scorers: list[str]) -> pd.Dat
         "premise": [it.premise for it in task.items],
     })
     by_item = scores["item"].to_numpy()
-    first_row = np.concatenate([[0], np.cumsum(items["n_options"].to_numpy())[:-1]])
-    gold_row = first_row + gold
-    gold_tied = np.zeros(n_items, dtype=bool)
     for s in scorers:
         is_top = (scores[f"rank_{s}"] == 1).to_numpy()  # option_table's per-item ranks (ties share 1)
         pred = pd.Series(scores["option_index"].to_numpy()[is_top], index=by_item[is_top]).groupby(level=0).min()
@@ -246,30 +228,104 @@ def _items_frame(task: Task, scores: pd.DataFrame, scorers: list[str]) -> pd.Dat
         items[f"pred_{s}"] = pred
         items[f"correct_{s}"] = pred == gold
         items[f"tie_{s}"] = n_top > 1
-        gold_tied |= is_top[gold_row] & (pred != gold)
-
-    lost_length = np.zeros(n_items, dtype=bool)
-    lost_prior = np.zeros(n_items, dtype=bool)
-    if "lm" in scorers:
-        lm_wrong = items["pred_lm"].to_numpy() != gold
-        pick_row = first_row + np.maximum(items["pred_lm"].to_numpy(), 0)
-
-        def col(name: str, rows: np.ndarray) -> np.ndarray:
-            return scores[name].to_numpy()[rows]
-
-        norm = [s for s in LENGTH_SCORERS if s in scorers]
-        if norm:
-            shorter = ((col("n_tokens", pick_row) < col("n_tokens", gold_row))
-                       | (col("n_chars", pick_row) < col("n_chars", gold_row)))
-            lost_length = lm_wrong & shorter & items[[f"correct_{s}" for s in norm]].any(axis=1).to_numpy()
-        if "dcpmi" in scorers:
-            higher_prior = col("domain_logprob", pick_row) > col("domain_logprob", gold_row)
-            lost_prior = lm_wrong & items["correct_dcpmi"].to_numpy() & higher_prior
-    items["lost_on_length"] = lost_length
-    items["lost_on_prior"] = lost_prior
-    records = items.to_dict("records")
-    items["why"] = [_why(r, scorers, a, b, t) for r, a, b, t in zip(records, lost_length, lost_prior, gold_tied)]
+    items = items.join(_verdicts(task, scores, mass if mass is not None else {}))
+    lost = (items["why"] != "right").to_numpy()
+    right = {s: items[f"correct_{s}"].to_numpy() for s in scorers if s != "lm"}
+    items["rescued_by"] = [",".join(s for s, ok in right.items() if ok[k]) if lost[k] else "" for k in range(n_items)]
     return items
+
+
+def _verdicts(task: Task, scores: pd.DataFrame, mass: dict[int, dict[str, float]]) -> pd.DataFrame:
+    """The verdict columns of the items frame (see the module docstring)."""
+    prior = ("domain" if scores["domain_logprob"].notna().all() else
+             "null" if scores["null_logprob"].notna().all() else "")
+    pcol = {"domain": "domain_logprob", "null": "null_logprob"}.get(prior)
+    rows = []
+    for i, g in scores.groupby("item", sort=True):
+        it = task.items[int(i)]
+        lp = g["logprob"].to_numpy(dtype=float)
+        pred = int(np.argmax(lp))  # the first best option, as MCResult.winner
+        against = pred if pred != it.gold else int(np.argmax(np.where(np.arange(len(lp)) == it.gold, -np.inf, lp)))
+        n = g["n_tokens"].to_numpy()
+        pr = g[pcol].to_numpy(dtype=float) if pcol else np.full(len(lp), np.nan)
+        d = decompose(lp[it.gold], lp[against], pr[it.gold], pr[against], int(n[it.gold]), int(n[against]))
+        m = mass.get(int(i), {})
+        ratio, gain = m.get("gold_ratio", np.nan), m.get("mass_gain", np.nan)
+        rows.append({"against": against, "gap_lm": d["lm"], "gap_length": d["length"],
+                     "gap_prior_per_token": d["prior_per_token"], "gap_evidence": d["evidence"], "prior": prior,
+                     "mass_ratio": ratio, "mass_gain": gain,
+                     "why": verdict(d["lm"], d["length"], d["prior_per_token"], d["evidence"],
+                                         gold_wins=pred == it.gold, mass_ratio=ratio, mass_gain=gain,
+                                         letters=is_option_ids(it.options))})
+    return pd.DataFrame(rows)
+
+
+def _mass(lm: Any, jobs: list[tuple[int, Task, pd.DataFrame]], batch_size: int | str) -> tuple[dict, dict]:
+    """The split-mass numbers of the items LM gets wrong, with ONE next-token call over all of them.
+
+    Returns ``({job: {item: mass_numbers}}, cost)``; flipped tasks are skipped (one shared continuation).
+    """
+    t0 = time.perf_counter()
+    plans = []
+    for j, task, scores in jobs:
+        if task.template.per_option_premise is not None:
+            continue
+        for i, g in scores.groupby("item", sort=True):
+            it = task.items[int(i)]
+            lp = g["logprob"].to_numpy(dtype=float)
+            pred = int(np.argmax(lp))
+            if pred != it.gold:
+                plan = mass_plan(lm, it.contexts()[it.gold], it.options)
+                if not plan.reason:
+                    plans.append((j, int(i), it.gold, pred, plan))
+    planned = time.perf_counter() - t0
+    ids = sorted({t for *_, p in plans for t in p.token_ids})
+    nexts = engine.next_token_logprobs(lm, [p.prompt for *_, p in plans], token_ids=ids, batch_size=batch_size,
+                                       cache=True) if plans else []
+    column = {t: k for k, t in enumerate(ids)}
+    out: dict[int, dict[int, dict[str, float]]] = {}
+    for (j, i, gold, pred, plan), nt in zip(plans, nexts):
+        lp = {t: float(nt.selected[column[t]]) for t in plan.token_ids}
+        out.setdefault(j, {})[i] = mass_numbers(plan, lp, gold, pred)
+    s = engine.stats
+    cost = {"prompts": len(plans), "token_ids": len(ids), "tokens_forwarded": s.tokens_forwarded if plans else 0,
+            "cached": s.cached if plans else 0, "plan_seconds": planned,
+            "seconds": time.perf_counter() - t0}
+    return out, cost
+
+
+def label_counts(items: pd.DataFrame, scorers: Sequence[str]) -> pd.DataFrame:
+    """Counts of the ``why`` labels and, per scorer, how many of each label's items it gets right.
+
+    Args:
+        items: ``EvalResult.items``.
+        scorers: the scorers evaluated.
+
+    Returns:
+        One row per label present (in ``why.LABELS`` order): ``why``, ``n``, ``share`` of the items and
+        ``rescued_<scorer>`` (for "right" items LM gets them right by definition).
+    """
+    rows = []
+    for label in LABELS:
+        sub = items[items["why"] == label]
+        if len(sub):
+            rows.append({"why": label, "n": len(sub), "share": len(sub) / len(items),
+                         **{f"rescued_{s}": int(sub[f"correct_{s}"].sum()) for s in scorers}})
+    return pd.DataFrame(rows, columns=["why", "n", "share", *[f"rescued_{s}" for s in scorers]])
+
+
+def label_table(results: Sequence[EvalResult]) -> pd.DataFrame:
+    """``EvalResult.labels`` of several runs stacked, with ``task``, ``split`` and ``model`` in front."""
+    frames = []
+    for k, r in enumerate(results):
+        if not isinstance(r, EvalResult):
+            raise TypeError(f"results[{k}]: expected an EvalResult, got {type(r).__name__}")
+        f = r.labels.copy()
+        f.insert(0, "model", r.model)
+        f.insert(0, "split", r.split)
+        f.insert(0, "task", r.task)
+        frames.append(f)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def _accuracy(items: pd.DataFrame, scorers: list[str], n_boot: int, seed: int) -> pd.DataFrame:
@@ -321,24 +377,28 @@ def _paired(items: pd.DataFrame, scorers: list[str]) -> pd.DataFrame:
 
 
 def _evaluate_many(lm: Any, task_list: list[Task], scorers: list[str], *, batch_size: int | str, progress: bool,
-                   n_boot: int, seed: int) -> list[EvalResult]:
-    """Evaluate several tasks with ONE engine call."""
+                   n_boot: int, seed: int, labels: bool = False) -> list[EvalResult]:
+    """Evaluate several tasks with ONE engine call (and, with ``labels``, one next-token call for split mass)."""
     _check_int("n_boot", n_boot, 0)
     _check_int("seed", seed, 0)
     conditions = _conditions(scorers)
     plans = [_requests(t, conditions) for t in task_list]
     scored = engine.logprobs(lm, [r for p in plans for r in p], batch_size=batch_size, progress=progress)
-    out, start = [], 0
+    frames, start = [], 0
     for task, plan in zip(task_list, plans):
-        scores = _scores_frame(task, scored[start:start + len(plan)], conditions, scorers)
+        frames.append(_scores_frame(task, scored[start:start + len(plan)], conditions, scorers))
         start += len(plan)
-        items = _items_frame(task, scores, scorers)
+    mass, cost = _mass(lm, list(zip(range(len(task_list)), task_list, frames)), batch_size) if labels else ({}, {})
+    out = []
+    for j, (task, scores) in enumerate(zip(task_list, frames)):
+        items = _items_frame(task, scores, scorers, mass.get(j))
         out.append(EvalResult(
             task=task.name, split=task.split, model=lm.name, template=task.template.name, scorers=scorers,
             scores=scores, items=items, accuracy=_accuracy(items, scorers, n_boot, seed),
             paired=_paired(items, scorers),
             meta={"source": task.source, "variant": task.variant, "n_shot": task.n_shot, "n_boot": n_boot,
-                  "seed": seed, "flipped": task.template.per_option_premise is not None},
+                  "seed": seed, "flipped": task.template.per_option_premise is not None, "why_cost": cost},
+            labels=label_counts(items, scorers),
         ))
     return out
 
@@ -373,7 +433,7 @@ def evaluate(
     scorers = _check_scorers(scorers)
     task = _limited(_check_task(task), limit)
     return _evaluate_many(lm, [task], scorers, batch_size=batch_size, progress=progress, n_boot=n_boot,
-                          seed=seed)[0]
+                          seed=seed, labels=True)[0]
 
 
 def evaluate_fewshot(
