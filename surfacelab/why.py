@@ -96,6 +96,7 @@ NEUTRAL = "something"
 WORD = re.compile(r"[^\W_]+(?:['’\-.][^\W_]+)*")
 #: A sentence: up to a terminal . ! or ? followed by whitespace, a newline, or the end.
 SENTENCE = re.compile(r"\S[^\n]*?(?:[.!?](?=\s|$)|(?=\n)|$)")
+_FIRST_WORD = re.compile(r"\s*\S*")
 _OPTION_ID = re.compile(r"\(?[A-Za-z0-9]\)?[.:]?")
 #: Kinds of competitor groups (the issue's (a) gold forms, (b) other options' forms, (c) everything else).
 GROUP_KIND = {"gold": "gold", "gold form": "gold", "against": "other options", "against form": "other options",
@@ -214,6 +215,8 @@ def mass_plan(lm: Any, context: str, options: Sequence[str]) -> MassPlan:
     The position is the first token at which the options' tokens (after ``context``) differ; the
     variants of each option (``paraphrase.variants`` of the text after the shared tokens and before a
     shared closing punctuation) are encoded after the same context, and their token there is read.
+    Forms that agree up to the end of their first word and the character after it share that token
+    (tokenizers pre-split at whitespace), so only one of them is encoded.
     """
     encs = [text.encode(lm, context, o) for o in options]
     empty = MassPlan("", 0, [], pd.DataFrame(columns=["option", "form", "rule", "token_id"]), {})
@@ -245,14 +248,18 @@ def mass_plan(lm: Any, context: str, options: Sequence[str]) -> MassPlan:
         core = cont[head:len(cont) - len(suffix)]
         if not core.strip():
             continue
+        read: dict[str, int | None] = {}  # first word (and the character after it) -> token there
         for v in _variants(core).itertuples():
             form = prefix + v.variant + suffix
             if form == cont:
                 continue
-            ids = text.encode(lm, encs[0].context, form).scored_ids
-            if len(ids) > d and ids[:d] == seqs[0][:d]:
-                rows.append({"option": i, "form": form, "rule": v.rule, "token_id": int(ids[d])})
-                owners.setdefault(int(ids[d]), set()).add(i)
+            key = prefix + v.variant[:_FIRST_WORD.match(v.variant).end() + 1]
+            if key not in read:
+                ids = text.encode(lm, encs[0].context, form).scored_ids
+                read[key] = int(ids[d]) if len(ids) > d and ids[:d] == seqs[0][:d] else None
+            if read[key] is not None:
+                rows.append({"option": i, "form": form, "rule": v.rule, "token_id": read[key]})
+                owners.setdefault(read[key], set()).add(i)
     forms = pd.DataFrame(rows, columns=["option", "form", "rule", "token_id"])
     return MassPlan(prompt, d, [int(s[d]) for s in seqs], forms, owners)
 
@@ -461,8 +468,12 @@ def _tokens_frame(result: MCResult, gold: int, against: int, prior_cond: str) ->
         f["gap_evidence"] = sign * f["evidence"]
         frames.append(f)
     out = pd.concat(frames, ignore_index=True)
-    out["rank_cost"] = out["gap_lm"].rank(method="first").astype(np.int64)
-    out["rank_evidence"] = out["gap_evidence"].rank(method="first", na_option="bottom").astype(np.int64)
+    ids = [tuple(out.loc[out["side"] == side, "token_id"]) for side in ("gold", "against")]
+    common = next((k for k, (x, y) in enumerate(zip(*ids)) if x != y), min(map(len, ids)))
+    out["shared"] = out["position"] < common  # a token prefix both options share: its parts cancel
+    for col, rank in (("gap_lm", "rank_cost"), ("gap_evidence", "rank_evidence")):
+        ranked = out.loc[~out["shared"], col].rank(method="first", na_option="bottom")
+        out[rank] = ranked.reindex(out.index).fillna(0).astype(np.int64)
     return out
 
 
@@ -604,7 +615,9 @@ class WhyResult:
             to the last), ``prior``, ``length`` (the LM gap split by tokens and by characters),
             ``scorer`` (gold − against under every scorer), ``mass`` and ``verdict``.
         tokens: both options' tokens (see ``_tokens_frame``: logprob, prior_logprob, evidence,
-            gap_lm / gap_prior / gap_evidence, rank_cost, rank_evidence).
+            gap_lm / gap_prior / gap_evidence, shared (a token prefix both options share, whose
+            parts cancel), rank_cost and rank_evidence (1 = the token that costs the gold most,
+            among the tokens not shared; 0 for shared ones)).
         attribution: one row per (premise unit, method): see the module docstring.
         competitors: see ``competitors_frame``.
         verdict: the label (``LABELS``).
@@ -646,10 +659,11 @@ class WhyResult:
                      + " ".join(t[(t.group == "gap") & (t.term != "LM gap")]["sentence"]))
         norm = t[(t.group == "scorer") & t.term.isin(["avg", "per_char", "per_byte", "dcpmi"])]
         lines.append("Other scorers: " + " ".join(norm["sentence"]))
-        tok = self.tokens.sort_values("rank_cost").head(3)
+        tok = self.tokens[self.tokens["rank_cost"] > 0].sort_values("rank_cost").head(3)
         lines.append("Costliest tokens for the gold: " + ", ".join(
             f"{r.token!r} in {_q(r.option)} ({r.gap_lm:+.2f})" for r in tok.itertuples()) + ".")
-        ev = self.tokens.dropna(subset=["gap_evidence"]).sort_values("rank_evidence").head(2)
+        ev = self.tokens[self.tokens["rank_evidence"] > 0].dropna(subset=["gap_evidence"])
+        ev = ev.sort_values("rank_evidence").head(2)
         if len(ev):
             lines.append("Tokens where the premise helps the gold least: " + ", ".join(
                 f"{r.token!r} in {_q(r.option)} ({r.gap_evidence:+.2f})" for r in ev.itertuples()) + ".")

@@ -317,3 +317,14 @@ def test_bad_input_names_the_argument(tiny_lm):
     r = sl.score(tiny_lm, PREMISE, OPTIONS)
     with pytest.raises(ValueError, match="gold"):
         r.why(tiny_lm)  # the result has no gold
+
+
+def test_a_shared_token_prefix_cancels_and_is_not_ranked(tiny_lm):
+    w = sl.why(tiny_lm, "A cat sat on", [" the mat", " the dog"], gold=0)
+    tok = w.tokens
+    shared = tok[tok["shared"]]
+    assert list(shared["position"]) == [0, 0] and (shared["rank_cost"] == 0).all()
+    assert shared["gap_lm"].sum() == pytest.approx(0.0, abs=1e-6)
+    ranks = tok.loc[~tok["shared"], "rank_cost"]
+    assert sorted(ranks) == list(range(1, len(ranks) + 1))
+    assert w.meta["mass_shared_tokens"] == 1 and w.meta["mass_prompt"] == "A cat sat on the"
