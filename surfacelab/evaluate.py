@@ -5,7 +5,7 @@
 >>> res = sl.evaluate(lm, sl.tasks.load("copa", "val"), scorers="lm,avg,per_char,unc,dcpmi")  # doctest: +SKIP
 >>> res.accuracy          # one row per scorer: accuracy and a 95% bootstrap CI  # doctest: +SKIP
 >>> res.paired            # exact McNemar tests between scorers                  # doctest: +SKIP
->>> res.items[res.items.why == "gold lost on prior"]                             # doctest: +SKIP
+>>> res.labels            # verdict labels (sl.why) and which scorer rescues each   # doctest: +SKIP
 
 Every request of a run (every item, option and condition; every template of an ablation; every
 seed of a few-shot run) goes to :func:`surfacelab.engine.logprobs` in one call, so batching,

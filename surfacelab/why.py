@@ -404,9 +404,11 @@ def _attribution(lm: Any, result: MCResult, gold: int, against: int, prior: np.n
     occluded = [(u.Index, mode, occlude(premise, u.start, u.end, rep)) for u in units.itertuples()
                 for mode, rep in modes]
     requests = [(p, options[i]) for _, _, p in occluded for i in scored_opts]
-    t0 = time.perf_counter()
-    scored = engine.logprobs(lm, requests, batch_size=batch_size, progress=False, cache=cache) if requests else []
-    cost["occlusion"] = _stats(t0)
+    scored = []
+    if requests:
+        t0 = time.perf_counter()
+        scored = engine.logprobs(lm, requests, batch_size=batch_size, progress=False, cache=cache)
+        cost["occlusion"] = _stats(t0)
     base = result.table["logprob"].to_numpy(dtype=float)
     lm_margin0 = base[gold] - base[against]
     cols = ["unit", "index", "text", "start", "end", "method", "occluded", "lm_margin", "dcpmi_margin", "delta_lm",
@@ -659,7 +661,8 @@ class WhyResult:
                      + " ".join(t[(t.group == "gap") & (t.term != "LM gap")]["sentence"]))
         norm = t[(t.group == "scorer") & t.term.isin(["avg", "per_char", "per_byte", "dcpmi"])]
         lines.append("Other scorers: " + " ".join(norm["sentence"]))
-        tok = self.tokens[self.tokens["rank_cost"] > 0].sort_values("rank_cost").head(3)
+        tok = self.tokens[(self.tokens["rank_cost"] > 0) & (self.tokens["side"] == "gold")]
+        tok = tok.sort_values("rank_cost").head(3)
         lines.append("Costliest tokens for the gold: " + ", ".join(
             f"{r.token!r} in {_q(r.option)} ({r.gap_lm:+.2f})" for r in tok.itertuples()) + ".")
         ev = self.tokens[self.tokens["rank_evidence"] > 0].dropna(subset=["gap_evidence"])

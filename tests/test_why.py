@@ -328,3 +328,16 @@ def test_a_shared_token_prefix_cancels_and_is_not_ranked(tiny_lm):
     ranks = tok.loc[~tok["shared"], "rank_cost"]
     assert sorted(ranks) == list(range(1, len(ranks) + 1))
     assert w.meta["mass_shared_tokens"] == 1 and w.meta["mass_prompt"] == "A cat sat on the"
+
+
+def test_edge_items_empty_premise_and_no_distinguishing_token(tiny_lm, tmp_path):
+    w = sl.why(tiny_lm, "", [" cat", " dog"], gold=1)
+    assert w.attribution.empty and "occlusion" not in w.meta["cost"]
+    assert w.term("length", "gap") + w.term("prior per token") + w.term("premise evidence") == pytest.approx(
+        w.term("LM gap"), abs=1e-6)
+    # one option is a token prefix of the other: no position where they differ, said in words
+    w = sl.why(tiny_lm, PREMISE, [" bath", " bathtub"], gold=1, domain_premise=DOMAIN)
+    assert w.competitors.empty and w.meta["mass_unavailable"]
+    assert "not measured" in w.explain()
+    back = WhyResult.load(w.save(tmp_path / "edge.json"))
+    pd.testing.assert_frame_equal(back.competitors, w.competitors)
