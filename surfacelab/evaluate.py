@@ -35,8 +35,9 @@ them are columns: ``against`` (the option compared), ``gap_lm`` = ``gap_length``
 ``gap_prior_per_token`` + ``gap_evidence`` (exact), ``prior`` (which context plays the prior: the
 domain premise if a scorer needed it, else the empty context if PMI-null ran, else none),
 ``mass_ratio`` and ``mass_gain`` (the gold's unlisted-forms ratio at the first token where the
-options differ, from ONE extra batched next-token call over the items LM gets wrong; its cost is in
-``meta["why_cost"]``; NaN on items LM gets right and on flipped tasks), and ``rescued_by`` (the
+options differ, from ONE extra batched next-token call over the items whose label it can decide: LM
+wrong, not a tie, not "premise evidence"; NaN elsewhere and on flipped tasks; its cost is in
+``meta["why_cost"]``), and ``rescued_by`` (the
 scorers that pick the gold on an item LM gets wrong). ``EvalResult.labels`` counts the labels and,
 per scorer, how many of each label's items it gets right; ``label_table`` stacks those of several
 runs (datasets).
@@ -60,7 +61,7 @@ from scipy.stats import binomtest
 from . import engine, tasks
 from .scoring import _REGISTRY, get_scorer, option_table
 from .tasks import Task, Template
-from .why import LABELS, decompose, is_option_ids, mass_numbers, mass_plan, verdict
+from .why import EVIDENCE_SHARE, LABELS, decompose, is_option_ids, mass_numbers, mass_plan, shares, verdict
 
 
 @dataclasses.dataclass
@@ -235,49 +236,56 @@ def _items_frame(task: Task, scores: pd.DataFrame, scorers: list[str],
     return items
 
 
-def _verdicts(task: Task, scores: pd.DataFrame, mass: dict[int, dict[str, float]]) -> pd.DataFrame:
-    """The verdict columns of the items frame (see the module docstring)."""
+def _gaps(task: Task, scores: pd.DataFrame) -> pd.DataFrame:
+    """Per item: LM's pick (``pick``, first on ties), the option compared (``against``: the pick, or LM's
+    runner-up when the pick is the gold), the gap terms of ``why.decompose`` and which context is the prior."""
     prior = ("domain" if scores["domain_logprob"].notna().all() else
              "null" if scores["null_logprob"].notna().all() else "")
     pcol = {"domain": "domain_logprob", "null": "null_logprob"}.get(prior)
     rows = []
     for i, g in scores.groupby("item", sort=True):
-        it = task.items[int(i)]
+        gold = task.items[int(i)].gold
         lp = g["logprob"].to_numpy(dtype=float)
-        pred = int(np.argmax(lp))  # the first best option, as MCResult.winner
-        against = pred if pred != it.gold else int(np.argmax(np.where(np.arange(len(lp)) == it.gold, -np.inf, lp)))
+        pick = int(np.argmax(lp))
+        against = pick if pick != gold else int(np.argmax(np.where(np.arange(len(lp)) == gold, -np.inf, lp)))
         n = g["n_tokens"].to_numpy()
         pr = g[pcol].to_numpy(dtype=float) if pcol else np.full(len(lp), np.nan)
-        d = decompose(lp[it.gold], lp[against], pr[it.gold], pr[against], int(n[it.gold]), int(n[against]))
-        m = mass.get(int(i), {})
-        ratio, gain = m.get("gold_ratio", np.nan), m.get("mass_gain", np.nan)
-        rows.append({"against": against, "gap_lm": d["lm"], "gap_length": d["length"],
-                     "gap_prior_per_token": d["prior_per_token"], "gap_evidence": d["evidence"], "prior": prior,
-                     "mass_ratio": ratio, "mass_gain": gain,
-                     "why": verdict(d["lm"], d["length"], d["prior_per_token"], d["evidence"],
-                                         gold_wins=pred == it.gold, mass_ratio=ratio, mass_gain=gain,
-                                         letters=is_option_ids(it.options))})
+        d = decompose(lp[gold], lp[against], pr[gold], pr[against], int(n[gold]), int(n[against]))
+        rows.append({"pick": pick, "against": against, "gap_lm": d["lm"], "gap_length": d["length"],
+                     "gap_prior_per_token": d["prior_per_token"], "gap_evidence": d["evidence"], "prior": prior})
     return pd.DataFrame(rows)
 
 
-def _mass(lm: Any, jobs: list[tuple[int, Task, pd.DataFrame]], batch_size: int | str) -> tuple[dict, dict]:
-    """The split-mass numbers of the items LM gets wrong, with ONE next-token call over all of them.
+def _verdicts(task: Task, scores: pd.DataFrame, mass: dict[int, dict[str, float]]) -> pd.DataFrame:
+    """The verdict columns of the items frame (see the module docstring)."""
+    gaps = _gaps(task, scores)
+    gaps["mass_ratio"] = [mass.get(i, {}).get("gold_ratio", np.nan) for i in range(len(gaps))]
+    gaps["mass_gain"] = [mass.get(i, {}).get("mass_gain", np.nan) for i in range(len(gaps))]
+    gaps["why"] = [verdict(r.gap_lm, r.gap_length, r.gap_prior_per_token, r.gap_evidence,
+                           gold_wins=r.pick == it.gold, mass_ratio=r.mass_ratio, mass_gain=r.mass_gain,
+                           letters=is_option_ids(it.options)) for r, it in zip(gaps.itertuples(), task.items)]
+    return gaps.drop(columns="pick")
 
-    Returns ``({job: {item: mass_numbers}}, cost)``; flipped tasks are skipped (one shared continuation).
+
+def _mass(lm: Any, jobs: list[tuple[int, Task, pd.DataFrame]], batch_size: int | str) -> tuple[dict, dict]:
+    """The split-mass numbers of the items whose label they can decide, with ONE next-token call over all.
+
+    Those are the items LM gets wrong, not on an exact tie, whose evidence term holds less than
+    ``why.EVIDENCE_SHARE`` of the loss ("premise evidence" comes first in the rules); flipped tasks are
+    skipped (one shared continuation). Returns ``({job: {item: mass_numbers}}, cost)``.
     """
     t0 = time.perf_counter()
     plans = []
     for j, task, scores in jobs:
         if task.template.per_option_premise is not None:
             continue
-        for i, g in scores.groupby("item", sort=True):
-            it = task.items[int(i)]
-            lp = g["logprob"].to_numpy(dtype=float)
-            pred = int(np.argmax(lp))
-            if pred != it.gold:
+        for r, it in zip(_gaps(task, scores).itertuples(), task.items):
+            if (r.pick != it.gold and r.gap_lm != 0
+                    and shares(r.gap_length, r.gap_prior_per_token, r.gap_evidence)["premise evidence"]
+                    < EVIDENCE_SHARE):
                 plan = mass_plan(lm, it.contexts()[it.gold], it.options)
                 if not plan.reason:
-                    plans.append((j, int(i), it.gold, pred, plan))
+                    plans.append((j, r.Index, it.gold, r.pick, plan))
     planned = time.perf_counter() - t0
     ids = sorted({t for *_, p in plans for t in p.token_ids})
     nexts = engine.next_token_logprobs(lm, [p.prompt for *_, p in plans], token_ids=ids, batch_size=batch_size,

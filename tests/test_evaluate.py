@@ -196,6 +196,7 @@ def test_labels_table_and_one_extra_next_token_call(tiny_lm, copa20, monkeypatch
     lost = res.items[~res.items["correct_lm"]]
     assert res.meta["why_cost"]["prompts"] == lost["mass_ratio"].notna().sum() > 0
     assert res.items.loc[res.items["correct_lm"], "mass_ratio"].isna().all()
+    assert res.items.loc[res.items["why"] == "premise evidence", "mass_ratio"].isna().all()  # cannot change them
     labels = res.labels.set_index("why")
     assert labels["n"].sum() == len(res.items)
     for label, row in labels.iterrows():
@@ -206,7 +207,7 @@ def test_labels_table_and_one_extra_next_token_call(tiny_lm, copa20, monkeypatch
     table = label_table([res, res])
     assert len(table) == 2 * len(res.labels) and set(table["task"]) == {res.task}
     # the item numbers agree with sl.why on the same item
-    i = int(lost["item"].iloc[0])
+    i = int(lost.loc[lost["mass_ratio"].notna(), "item"].iloc[0])
     it = copa20[i]
     w = sl.why(tiny_lm, it.premise, it.options, gold=it.gold, domain_premise=it.domain_premise)
     row = res.items.loc[i]
