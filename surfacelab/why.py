@@ -446,7 +446,8 @@ def _stats(t0: float) -> dict[str, float]:
     """Counters of the engine call that just ended (``engine.stats``) and the seconds since ``t0``."""
     s = engine.stats
     return {"seconds": time.perf_counter() - t0, "requests": s.requests, "unique": s.unique, "cached": s.cached,
-            "tokens_forwarded": s.tokens_forwarded, "tokens_needed": s.tokens_needed, "batches": s.batches}
+            "tokens_forwarded": s.tokens_forwarded, "tokens_needed": s.tokens_needed,
+            "tokens_unique": s.tokens_unique, "batches": s.batches}
 
 
 def _tokens_frame(result: MCResult, gold: int, against: int, prior_cond: str) -> pd.DataFrame:
