@@ -597,9 +597,10 @@ def _frame_to_json(frame: pd.DataFrame) -> dict:
 
 
 def _frame_from_json(doc: dict) -> pd.DataFrame:
+    if not doc["data"]:
+        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in doc["dtypes"].items()})
     frame = pd.DataFrame(doc["data"], columns=doc["columns"])
-    return frame.astype({c: t for c, t in doc["dtypes"].items() if t != "object"}) if len(frame) else \
-        pd.DataFrame({c: pd.Series(dtype=t) for c, t in doc["dtypes"].items()})
+    return frame.astype({c: t for c, t in doc["dtypes"].items() if t != "object"})
 
 
 FRAMES = ("table", "terms", "tokens", "attribution", "competitors")
@@ -621,7 +622,12 @@ class WhyResult:
             gap_lm / gap_prior / gap_evidence, shared (a token prefix both options share, whose
             parts cancel), rank_cost and rank_evidence (1 = the token that costs the gold most,
             among the tokens not shared; 0 for shared ones)).
-        attribution: one row per (premise unit, method): see the module docstring.
+        attribution: one row per (premise unit, method): unit ("word"/"sentence"), index, text,
+            start/end (character span in the premise), method ("remove", "replace",
+            "grad_x_input"), occluded (the premise scored), lm_margin / dcpmi_margin (gold − against
+            after occlusion), delta_lm / delta_dcpmi (their change; < 0: the unit supported the gold),
+            lm_winner / dcpmi_winner (option index after occlusion), gold_wins_lm / gold_wins_dcpmi.
+            ``grad_x_input`` rows fill only delta_* (margins NaN, winners −1, gold_wins False).
         competitors: see ``competitors_frame``.
         verdict: the label (``LABELS``).
         meta: prior context, neutral word, top_k, where the mass was read, costs of each engine call.
