@@ -14,6 +14,7 @@ from .models import DEFAULT_LM, DEFAULT_MLM, LM, MLM, list_presets, load_lm, loa
 from .pll import BlimpResult, PLLResult, load_blimp, pll, pll_blimp, pll_metrics
 from .paraphrase import MassResult, load_teaching_set, mass, mass_items
 from .scoring import MCResult, list_scorers, register_scorer, score, score_items
+from .why import WhyResult, why
 
 __version__ = "0.1.0"
 
@@ -27,6 +28,7 @@ __all__ = [
     "MLM",
     "MCResult",
     "MassResult",
+    "WhyResult",
     "Workbench",
     "ablate",
     "alternatives",
@@ -52,6 +54,7 @@ __all__ = [
     "score_items",
     "tasks",
     "viz",
+    "why",
 ]
 
 

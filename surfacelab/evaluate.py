@@ -5,7 +5,7 @@
 >>> res = sl.evaluate(lm, sl.tasks.load("copa", "val"), scorers="lm,avg,per_char,unc,dcpmi")  # doctest: +SKIP
 >>> res.accuracy          # one row per scorer: accuracy and a 95% bootstrap CI  # doctest: +SKIP
 >>> res.paired            # exact McNemar tests between scorers                  # doctest: +SKIP
->>> res.items[res.items.why == "gold lost on prior"]                             # doctest: +SKIP
+>>> res.labels            # verdict labels (sl.why) and which scorer rescues each   # doctest: +SKIP
 
 Every request of a run (every item, option and condition; every template of an ablation; every
 seed of a few-shot run) goes to :func:`surfacelab.engine.logprobs` in one call, so batching,
@@ -26,22 +26,21 @@ scores the shared string under the shared domain premise: every option gets the 
 item is a tie and Unc "predicts" option 0. This is the paper's point: with one shared string there
 is no surface-form competition to correct.
 
-``why`` labels (column ``why`` of ``EvalResult.items``; the first rule that matches wins):
-
-1. ``"all right"``: every scorer picks gold.
-2. ``"tie"``: some scorer that misses gold gives gold exactly its top score (gold lost only on the
-   first-option tie-break).
-3. ``"all wrong"``: no scorer picks gold.
-4. ``"gold lost on length"``: LM misses gold, LM's pick is shorter than gold (fewer tokens or fewer
-   characters), and at least one length-normalised scorer (avg, per_char, per_byte) picks gold.
-   Needs ``lm`` and one of those among the scorers.
-5. ``"gold lost on prior"``: LM misses gold, DC-PMI picks gold, and LM's pick has a higher domain
-   log-prob (Unc score) than gold. Needs ``lm`` and ``dcpmi`` among the scorers.
-6. ``"only <scorer> right"`` / 7. ``"only <scorer> wrong"``: exactly one scorer picks / misses gold.
-8. ``"mixed: <s1>, <s2> right"``: any other split, naming the scorers that pick gold.
-
-The boolean columns ``lost_on_length`` and ``lost_on_prior`` hold rules 4 and 5 independently of
-the order (both can be true on one item).
+``why`` labels (column ``why`` of ``EvalResult.items``): the verdict labels of
+:func:`surfacelab.why.verdict` (rules and thresholds in :mod:`surfacelab.why`), one scheme for
+``sl.why`` and ``evaluate``. They explain the LM comparison of the gold with LM's pick (with the LM
+runner-up when LM is right): ``right``, ``tie``, ``premise evidence``, ``split mass``, ``length``,
+``prior`` / ``letter bias``, ``mixed`` (``lost`` if no prior context was scored). The numbers behind
+them are columns: ``against`` (the option compared), ``gap_lm`` = ``gap_length`` +
+``gap_prior_per_token`` + ``gap_evidence`` (exact), ``prior`` (which context plays the prior: the
+domain premise if a scorer needed it, else the empty context if PMI-null ran, else none),
+``mass_ratio`` and ``mass_gain`` (the gold's unlisted-forms ratio at the first token where the
+options differ, from ONE extra batched next-token call over the items whose label it can decide: LM
+wrong, not a tie, not "premise evidence"; NaN elsewhere and on flipped tasks; its cost is in
+``meta["why_cost"]``), and ``rescued_by`` (the
+scorers that pick the gold on an item LM gets wrong). ``EvalResult.labels`` counts the labels and,
+per scorer, how many of each label's items it gets right; ``label_table`` stacks those of several
+runs (datasets).
 """
 
 from __future__ import annotations
@@ -49,6 +48,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import time
 import warnings
 from pathlib import Path
 from typing import Any, Sequence
@@ -60,8 +60,7 @@ from scipy.stats import binomtest
 from . import engine, tasks, text
 from .scoring import _REGISTRY, check_scorers, get_scorer, option_table
 from .tasks import Task, Template
-
-LENGTH_SCORERS = ("avg", "per_char", "per_byte")
+from .why import EVIDENCE_SHARE, LABELS, decompose, is_option_ids, mass_numbers, mass_plan, shares, verdict
 
 
 @dataclasses.dataclass
@@ -78,16 +77,20 @@ class EvalResult:
             domain premise to fit the model's window (0: nothing cut).
         items: one row per item: ``item``, ``id``, ``gold``, ``gold_option``, ``n_options``,
             ``premise``, then per scorer ``pred_<scorer>`` (predicted option index), ``correct_<scorer>``
-            and ``tie_<scorer>`` (the top score is shared), then ``lost_on_length``, ``lost_on_prior``
-            and ``why`` (see the module docstring), ``truncated`` (most premise tokens cut from any
-            option) and ``truncation_differs`` (its options were cut by different amounts).
+            and ``tie_<scorer>`` (the top score is shared), then the verdict columns (``against``,
+            ``gap_*``, ``prior``, ``mass_ratio``, ``mass_gain``, ``why``, ``rescued_by``; see the module docstring),
+            ``truncated`` (most premise tokens cut from any option) and ``truncation_differs`` (its options
+            were cut by different amounts).
         accuracy: one row per scorer: ``n``, ``correct``, ``accuracy``, ``ci_low``/``ci_high`` (95%
             percentile bootstrap over items, seeded) and ``ties``.
         paired: one row per pair of scorers: ``acc_a``, ``acc_b``, ``only_a`` (items a gets right and
             b wrong), ``only_b`` and ``p_value`` (exact McNemar: two-sided binomial test of
             ``only_a`` out of ``only_a + only_b`` at 1/2; 1.0 when there are no discordant items).
-        meta: source file, variant, n_shot, n_boot, seed, whether the task is flipped, and
-            ``skipped_too_long``: ids of the items left out with ``too_long="skip"``.
+        meta: source file, variant, n_shot, n_boot, seed, whether the task is flipped,
+            ``skipped_too_long`` (ids of the items left out with ``too_long="skip"``) and ``why_cost``
+            (the extra next-token call of the labels: prompts, tokens forwarded, seconds).
+        labels: one row per ``why`` label: ``why``, ``n``, ``share`` and ``rescued_<scorer>`` (items of
+            that label the scorer gets right), see ``label_counts``.
     """
 
     task: str
@@ -100,6 +103,7 @@ class EvalResult:
     accuracy: pd.DataFrame
     paired: pd.DataFrame
     meta: dict[str, Any] = dataclasses.field(default_factory=dict)
+    labels: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
 
     def best(self) -> list[str]:
         """The scorers with the highest accuracy (several on an exact tie)."""
@@ -107,10 +111,10 @@ class EvalResult:
         return list(acc.index[acc == acc.max()])
 
     def save(self, directory: str | Path) -> Path:
-        """Write ``items.csv``, ``scores.csv``, ``accuracy.csv``, ``paired.csv`` and ``meta.json`` into ``directory``."""
+        """Write ``items.csv``, ``scores.csv``, ``accuracy.csv``, ``paired.csv``, ``labels.csv`` and ``meta.json``."""
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
-        for name in ("items", "scores", "accuracy", "paired"):
+        for name in ("items", "scores", "accuracy", "paired", "labels"):
             getattr(self, name).to_csv(d / f"{name}.csv", index=False)
         meta = {"task": self.task, "split": self.split, "model": self.model, "template": self.template,
                 "scorers": self.scorers, **self.meta}
@@ -236,27 +240,10 @@ def _scores_frame(task: Task, scored: list[engine.Scored], conditions: list[str]
     return table
 
 
-def _why(row: dict[str, Any], scorers: list[str], lost_length: bool, lost_prior: bool, gold_tied: bool) -> str:
-    right = [s for s in scorers if row[f"correct_{s}"]]
-    if len(right) == len(scorers):
-        return "all right"
-    if gold_tied:
-        return "tie"
-    if not right:
-        return "all wrong"
-    if lost_length:
-        return "gold lost on length"
-    if lost_prior:
-        return "gold lost on prior"
-    if len(right) == 1:
-        return f"only {right[0]} right"
-    if len(right) == len(scorers) - 1:
-        return f"only {next(s for s in scorers if s not in right)} wrong"
-    return f"mixed: {', '.join(right)} right"
-
-
-def _items_frame(task: Task, scores: pd.DataFrame, scorers: list[str]) -> pd.DataFrame:
-    """One row per item: predictions, correct and tie flags per scorer, and the why label."""
+def _items_frame(task: Task, scores: pd.DataFrame, scorers: list[str],
+                 mass: dict[int, dict[str, float]] | None = None) -> pd.DataFrame:
+    """One row per item: predictions, correct and tie flags per scorer, and the verdict columns
+    (``mass``: item -> ``why.mass_numbers`` of the items whose split mass was measured)."""
     n_items = len(task.items)
     gold = np.array([it.gold for it in task.items])
     items = pd.DataFrame({
@@ -268,9 +255,6 @@ def _items_frame(task: Task, scores: pd.DataFrame, scorers: list[str]) -> pd.Dat
         "premise": [it.premise for it in task.items],
     })
     by_item = scores["item"].to_numpy()
-    first_row = np.concatenate([[0], np.cumsum(items["n_options"].to_numpy())[:-1]])
-    gold_row = first_row + gold
-    gold_tied = np.zeros(n_items, dtype=bool)
     for s in scorers:
         is_top = (scores[f"rank_{s}"] == 1).to_numpy()  # option_table's per-item ranks (ties share 1)
         pred = pd.Series(scores["option_index"].to_numpy()[is_top], index=by_item[is_top]).groupby(level=0).min()
@@ -279,30 +263,111 @@ def _items_frame(task: Task, scores: pd.DataFrame, scorers: list[str]) -> pd.Dat
         items[f"pred_{s}"] = pred
         items[f"correct_{s}"] = pred == gold
         items[f"tie_{s}"] = n_top > 1
-        gold_tied |= is_top[gold_row] & (pred != gold)
-
-    lost_length = np.zeros(n_items, dtype=bool)
-    lost_prior = np.zeros(n_items, dtype=bool)
-    if "lm" in scorers:
-        lm_wrong = items["pred_lm"].to_numpy() != gold
-        pick_row = first_row + np.maximum(items["pred_lm"].to_numpy(), 0)
-
-        def col(name: str, rows: np.ndarray) -> np.ndarray:
-            return scores[name].to_numpy()[rows]
-
-        norm = [s for s in LENGTH_SCORERS if s in scorers]
-        if norm:
-            shorter = ((col("n_tokens", pick_row) < col("n_tokens", gold_row))
-                       | (col("n_chars", pick_row) < col("n_chars", gold_row)))
-            lost_length = lm_wrong & shorter & items[[f"correct_{s}" for s in norm]].any(axis=1).to_numpy()
-        if "dcpmi" in scorers:
-            higher_prior = col("domain_logprob", pick_row) > col("domain_logprob", gold_row)
-            lost_prior = lm_wrong & items["correct_dcpmi"].to_numpy() & higher_prior
-    items["lost_on_length"] = lost_length
-    items["lost_on_prior"] = lost_prior
-    records = items.to_dict("records")
-    items["why"] = [_why(r, scorers, a, b, t) for r, a, b, t in zip(records, lost_length, lost_prior, gold_tied)]
+    items = items.join(_verdicts(task, scores, mass if mass is not None else {}))
+    lost = (items["why"] != "right").to_numpy()
+    right = {s: items[f"correct_{s}"].to_numpy() for s in scorers if s != "lm"}
+    items["rescued_by"] = [",".join(s for s, ok in right.items() if ok[k]) if lost[k] else "" for k in range(n_items)]
     return items
+
+
+def _gaps(task: Task, scores: pd.DataFrame) -> pd.DataFrame:
+    """Per item: LM's pick (``pick``, first on ties), the option compared (``against``: the pick, or LM's
+    runner-up when the pick is the gold), the gap terms of ``why.decompose`` and which context is the prior."""
+    prior = ("domain" if scores["domain_logprob"].notna().all() else
+             "null" if scores["null_logprob"].notna().all() else "")
+    pcol = {"domain": "domain_logprob", "null": "null_logprob"}.get(prior)
+    rows = []
+    for i, g in scores.groupby("item", sort=True):
+        gold = task.items[int(i)].gold
+        lp = g["logprob"].to_numpy(dtype=float)
+        pick = int(np.argmax(lp))
+        against = pick if pick != gold else int(np.argmax(np.where(np.arange(len(lp)) == gold, -np.inf, lp)))
+        n = g["n_tokens"].to_numpy()
+        pr = g[pcol].to_numpy(dtype=float) if pcol else np.full(len(lp), np.nan)
+        d = decompose(lp[gold], lp[against], pr[gold], pr[against], int(n[gold]), int(n[against]))
+        rows.append({"pick": pick, "against": against, "gap_lm": d["lm"], "gap_length": d["length"],
+                     "gap_prior_per_token": d["prior_per_token"], "gap_evidence": d["evidence"], "prior": prior})
+    return pd.DataFrame(rows)
+
+
+def _verdicts(task: Task, scores: pd.DataFrame, mass: dict[int, dict[str, float]]) -> pd.DataFrame:
+    """The verdict columns of the items frame (see the module docstring)."""
+    gaps = _gaps(task, scores)
+    gaps["mass_ratio"] = [mass.get(i, {}).get("gold_ratio", np.nan) for i in range(len(gaps))]
+    gaps["mass_gain"] = [mass.get(i, {}).get("mass_gain", np.nan) for i in range(len(gaps))]
+    gaps["why"] = [verdict(r.gap_lm, r.gap_length, r.gap_prior_per_token, r.gap_evidence,
+                           gold_wins=r.pick == it.gold, mass_ratio=r.mass_ratio, mass_gain=r.mass_gain,
+                           letters=is_option_ids(it.options)) for r, it in zip(gaps.itertuples(), task.items)]
+    return gaps.drop(columns="pick")
+
+
+def _mass(lm: Any, jobs: list[tuple[int, Task, pd.DataFrame]], batch_size: int | str) -> tuple[dict, dict]:
+    """The split-mass numbers of the items whose label they can decide, with ONE next-token call over all.
+
+    Those are the items LM gets wrong, not on an exact tie, whose evidence term holds less than
+    ``why.EVIDENCE_SHARE`` of the loss ("premise evidence" comes first in the rules); flipped tasks are
+    skipped (one shared continuation). Returns ``({job: {item: mass_numbers}}, cost)``.
+    """
+    t0 = time.perf_counter()
+    plans = []
+    for j, task, scores in jobs:
+        if task.template.per_option_premise is not None:
+            continue
+        for r, it in zip(_gaps(task, scores).itertuples(), task.items):
+            if (r.pick != it.gold and r.gap_lm != 0
+                    and shares(r.gap_length, r.gap_prior_per_token, r.gap_evidence)["premise evidence"]
+                    < EVIDENCE_SHARE):
+                plan = mass_plan(lm, it.contexts()[it.gold], it.options)
+                if not plan.reason:
+                    plans.append((j, r.Index, it.gold, r.pick, plan))
+    planned = time.perf_counter() - t0
+    ids = sorted({t for *_, p in plans for t in p.token_ids})
+    nexts = engine.next_token_logprobs(lm, [p.prompt for *_, p in plans], token_ids=ids, batch_size=batch_size,
+                                       cache=True) if plans else []
+    column = {t: k for k, t in enumerate(ids)}
+    out: dict[int, dict[int, dict[str, float]]] = {}
+    for (j, i, gold, pred, plan), nt in zip(plans, nexts):
+        lp = {t: float(nt.selected[column[t]]) for t in plan.token_ids}
+        out.setdefault(j, {})[i] = mass_numbers(plan, lp, gold, pred)
+    s = engine.stats
+    cost = {"prompts": len(plans), "token_ids": len(ids), "tokens_forwarded": s.tokens_forwarded if plans else 0,
+            "cached": s.cached if plans else 0, "plan_seconds": planned,
+            "seconds": time.perf_counter() - t0}
+    return out, cost
+
+
+def label_counts(items: pd.DataFrame, scorers: Sequence[str]) -> pd.DataFrame:
+    """Counts of the ``why`` labels and, per scorer, how many of each label's items it gets right.
+
+    Args:
+        items: ``EvalResult.items``.
+        scorers: the scorers evaluated.
+
+    Returns:
+        One row per label present (in ``why.LABELS`` order): ``why``, ``n``, ``share`` of the items and
+        ``rescued_<scorer>`` (for "right" items LM gets them right by definition).
+    """
+    rows = []
+    for label in LABELS:
+        sub = items[items["why"] == label]
+        if len(sub):
+            rows.append({"why": label, "n": len(sub), "share": len(sub) / len(items),
+                         **{f"rescued_{s}": int(sub[f"correct_{s}"].sum()) for s in scorers}})
+    return pd.DataFrame(rows, columns=["why", "n", "share", *[f"rescued_{s}" for s in scorers]])
+
+
+def label_table(results: Sequence[EvalResult]) -> pd.DataFrame:
+    """``EvalResult.labels`` of several runs stacked, with ``task``, ``split`` and ``model`` in front."""
+    frames = []
+    for k, r in enumerate(results):
+        if not isinstance(r, EvalResult):
+            raise TypeError(f"results[{k}]: expected an EvalResult, got {type(r).__name__}")
+        f = r.labels.copy()
+        f.insert(0, "model", r.model)
+        f.insert(0, "split", r.split)
+        f.insert(0, "task", r.task)
+        frames.append(f)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def _accuracy(items: pd.DataFrame, scorers: list[str], n_boot: int, seed: int) -> pd.DataFrame:
@@ -368,8 +433,8 @@ def _warn_truncation(results: list[EvalResult], window: int) -> None:
 
 
 def _evaluate_many(lm: Any, task_list: list[Task], scorers: list[str], *, batch_size: int | str, progress: bool,
-                   n_boot: int, seed: int, too_long: str) -> list[EvalResult]:
-    """Evaluate several tasks with ONE engine call."""
+                   n_boot: int, seed: int, too_long: str, labels: bool = False) -> list[EvalResult]:
+    """Evaluate several tasks with ONE engine call (and, with ``labels``, one next-token call for split mass)."""
     _check_int("n_boot", n_boot, 0)
     _check_int("seed", seed, 0)
     if too_long not in ("error", "skip"):
@@ -379,11 +444,14 @@ def _evaluate_many(lm: Any, task_list: list[Task], scorers: list[str], *, batch_
     task_list = [t for t, _ in fitted]
     plans = [_requests(t, conditions) for t in task_list]
     scored = engine.logprobs(lm, [r for p in plans for r in p], batch_size=batch_size, progress=progress)
-    out, start = [], 0
-    for task, plan, (_, skipped) in zip(task_list, plans, fitted):
-        scores = _scores_frame(task, scored[start:start + len(plan)], conditions, scorers)
+    frames, start = [], 0
+    for task, plan in zip(task_list, plans):
+        frames.append(_scores_frame(task, scored[start:start + len(plan)], conditions, scorers))
         start += len(plan)
-        items = _items_frame(task, scores, scorers)
+    mass, cost = _mass(lm, list(zip(range(len(task_list)), task_list, frames)), batch_size) if labels else ({}, {})
+    out = []
+    for j, (task, scores, (_, skipped)) in enumerate(zip(task_list, frames, fitted)):
+        items = _items_frame(task, scores, scorers, mass.get(j))
         cut = scores.groupby("item", sort=False)["truncated"]
         items["truncated"] = cut.max().to_numpy()
         items["truncation_differs"] = (cut.max() != cut.min()).to_numpy()
@@ -392,7 +460,9 @@ def _evaluate_many(lm: Any, task_list: list[Task], scorers: list[str], *, batch_
             scores=scores, items=items, accuracy=_accuracy(items, scorers, n_boot, seed),
             paired=_paired(items, scorers),
             meta={"source": task.source, "variant": task.variant, "n_shot": task.n_shot, "n_boot": n_boot,
-                  "seed": seed, "flipped": task.template.per_option_premise is not None, "skipped_too_long": skipped},
+                  "seed": seed, "flipped": task.template.per_option_premise is not None, "skipped_too_long": skipped,
+                  "why_cost": cost},
+            labels=label_counts(items, scorers),
         ))
     _warn_truncation(out, lm.max_length)
     return out
@@ -434,7 +504,7 @@ def evaluate(
     scorers = check_scorers(scorers)
     task = _limited(_check_task(task), limit)
     return _evaluate_many(lm, [task], scorers, batch_size=batch_size, progress=progress, n_boot=n_boot,
-                          seed=seed, too_long=too_long)[0]
+                          seed=seed, too_long=too_long, labels=True)[0]
 
 
 def evaluate_fewshot(

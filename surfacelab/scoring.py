@@ -144,6 +144,13 @@ class MCResult:
         """Plain words on why the LM winner differs from the DC-PMI winner (length, prior, costly tokens)."""
         return explain(self)
 
+    def why(self, lm: Any, **kwargs: Any) -> Any:
+        """Why the gold lost (or won), reusing these scores: ``surfacelab.why.from_result(lm, self, **kwargs)``
+        (``gold`` defaults to ``self.gold``; ``against``, ``scorer``, ... as in ``surfacelab.why.why``)."""
+        from .why import from_result
+
+        return from_result(lm, self, **kwargs)
+
     def save(self, path: str | Path) -> Path:
         """Write ``.table`` as CSV (``*.csv``) or both frames as JSON (``*.json``)."""
         path = Path(path)

@@ -12,7 +12,8 @@ import pytest
 
 import surfacelab as sl
 from surfacelab import engine, tasks
-from surfacelab.evaluate import _items_frame, ablate, evaluate, evaluate_fewshot, mcnemar
+from surfacelab.evaluate import (_items_frame, ablate, evaluate, evaluate_fewshot, label_counts, label_table,
+                                 mcnemar)
 from surfacelab.scoring import option_table
 from surfacelab.tasks import Item, Task
 
@@ -120,37 +121,99 @@ def test_paired_frame_counts_discordant_items(result):
 
 
 # --------------------------------------------------------------------------- why labels on constructed items
-CASES = [  # options, gold, logprob, n_tokens, domain_logprob, expected why
-    ([" a", " a much longer gold answer"], 1, [-2.0, -6.0], [1, 5], [-5.0, -1.0], "gold lost on length"),
-    ([" cat", " dog"], 1, [-1.0, -2.0], [1, 1], [-0.5, -3.0], "gold lost on prior"),
-    ([" x", " y"], 1, [-1.0, -1.0], [1, 1], [-1.0, -1.0], "tie"),
-    ([" sun", " moon"], 0, [-1.0, -3.0], [1, 1], [-1.0, -2.0], "all right"),
-    ([" sun", " moon"], 1, [-1.0, -3.0], [1, 1], [-1.0, -2.0], "all wrong"),
-    ([" p", " q"], 1, [-1.0, -2.0], [1, 1], [-3.0, -1.0], "only unc right"),
-    ([" p", " q"], 0, [-1.0, -2.0], [1, 1], [-0.5, -0.1], "only unc wrong"),
-    ([" a", " bbbbbb"], 0, [-1.0, -1.2], [1, 3], [-0.1, -5.0], "mixed: lm, unc right"),
+# options, gold, logprob, n_tokens, domain_logprob, mass (gold ratio, mass gain) or None, expected why, rescued_by;
+# the gap terms by hand: length = (n_g - n_a)(u_g + u_a)/2, prior per token = (n_g + n_a)/2 (u_g - u_a) with
+# u = domain_logprob / n, evidence = LM gap - prior gap; shares are each term's part of the negative total.
+CASES = [
+    # gap -4 = length -14 + prior per token +9 + evidence +1: all of the loss is length
+    ([" a", " a much longer gold answer"], 1, [-2.0, -6.0], [1, 5], [-5.0, -10.0], None, "length",
+     "avg,per_char,dcpmi"),
+    # gap -1 = 0 + (-2.5) + 1.5: prior
+    ([" cat", " dog"], 1, [-1.0, -2.0], [1, 1], [-0.5, -3.0], None, "prior", "dcpmi"),
+    ([" x", " y"], 1, [-1.0, -1.0], [1, 1], [-1.0, -1.0], None, "tie", ""),
+    ([" sun", " moon"], 0, [-1.0, -3.0], [1, 1], [-1.0, -2.0], None, "right", ""),
+    # gap -2 = 0 + 0.5 + (-2.5): all of the loss is evidence (the prior favours the gold: Unc rescues it)
+    ([" sun", " moon"], 1, [-1.0, -3.0], [1, 1], [-1.5, -1.0], None, "premise evidence", "unc"),
+    # gap -1 = 0 + (-0.8) + (-0.2); unlisted gold forms hold 2x, counting forms adds log 3 - log 1.1 > 1
+    ([" tub", " sink"], 0, [-3.0, -2.0], [1, 1], [-3.0, -2.2], (2.0, math.log(3) - math.log(1.1)), "split mass", ""),
+    ([" tub", " sink"], 0, [-3.0, -2.0], [1, 1], [-3.0, -2.2], (0.4, math.log(1.4) - math.log(1.1)), "prior", ""),
+    ([" A", " B"], 1, [-1.0, -2.0], [1, 1], [-0.5, -2.0], None, "letter bias", "dcpmi"),
+    # gap -1.6 = -0.7 + (-0.3) + (-0.6): no term holds half
+    ([" p", " q r"], 1, [-1.0, -2.6], [1, 2], [-0.6, -1.6], None, "mixed", ""),
 ]
 
 
-def test_why_labels_on_constructed_items():
-    items = [Item(str(i), "premise", opts, gold, " so") for i, (opts, gold, *_rest) in enumerate(CASES)]
+def _constructed(cases, scorers, with_domain=True):
+    items = [Item(str(i), "premise", opts, gold, " so") for i, (opts, gold, *_rest) in enumerate(cases)]
     task = Task("constructed", "test", items, tasks.SPECS["copa"].templates["code"], "memory")
     raw = pd.DataFrame({
-        "item": [i for i, c in enumerate(CASES) for _ in c[0]],
-        "option_index": [j for c in CASES for j in range(len(c[0]))],
-        "is_gold": [j == c[1] for c in CASES for j in range(len(c[0]))],
-        "option": [o for c in CASES for o in c[0]],
-        "logprob": [v for c in CASES for v in c[2]],
-        "n_tokens": [v for c in CASES for v in c[3]],
-        "domain_logprob": [v for c in CASES for v in c[4]],
+        "item": [i for i, c in enumerate(cases) for _ in c[0]],
+        "option_index": [j for c in cases for j in range(len(c[0]))],
+        "is_gold": [j == c[1] for c in cases for j in range(len(c[0]))],
+        "option": [o for c in cases for o in c[0]],
+        "logprob": [v for c in cases for v in c[2]],
+        "n_tokens": [v for c in cases for v in c[3]],
+        "domain_logprob": [v for c in cases for v in c[4]] if with_domain else np.nan,
         "null_logprob": np.nan,
     })
-    frame = _items_frame(task, option_table(raw, by="item"), ["lm", "avg", "per_char", "unc", "dcpmi"])
-    assert list(frame["why"]) == [c[5] for c in CASES]
-    assert list(frame["lost_on_length"]) == [c[5] == "gold lost on length" for c in CASES]
-    assert list(frame["lost_on_prior"]) == [c[5] == "gold lost on prior" for c in CASES]
+    mass = {i: {"gold_ratio": c[5][0], "mass_gain": c[5][1]} for i, c in enumerate(cases) if c[5] is not None}
+    return task, _items_frame(task, option_table(raw, by="item"), scorers, mass)
+
+
+def test_why_labels_on_constructed_items():
+    scorers = ["lm", "avg", "per_char", "unc", "dcpmi"]
+    _, frame = _constructed(CASES, scorers)
+    assert list(frame["why"]) == [c[6] for c in CASES]
+    assert list(frame["rescued_by"]) == [c[7] for c in CASES]
+    assert frame.loc[0, ["gap_lm", "gap_length", "gap_prior_per_token", "gap_evidence"]].tolist() == \
+        pytest.approx([-4.0, -14.0, 9.0, 1.0])
+    parts = frame["gap_length"] + frame["gap_prior_per_token"] + frame["gap_evidence"]
+    np.testing.assert_allclose(parts, frame["gap_lm"], atol=1e-12)
+    assert list(frame["against"]) == [0, 0, 0, 1, 0, 1, 1, 0, 0]  # LM's pick, or LM's runner-up when LM is right
+    assert (frame["prior"] == "domain").all()
     assert frame.loc[2, "tie_lm"] and frame.loc[2, "pred_lm"] == 0  # first option on an exact tie
     assert not frame.loc[0, "tie_lm"]
+    labels = label_counts(frame, scorers).set_index("why")
+    assert labels.loc["prior", "n"] == 2 and labels.loc["right", "n"] == 1 and labels["n"].sum() == len(CASES)
+    assert list(labels.index) == ["right", "tie", "premise evidence", "split mass", "length", "prior",
+                                  "letter bias", "mixed"]
+    assert labels.loc["prior", "rescued_dcpmi"] == 1 and labels.loc["length", "rescued_avg"] == 1
+    assert labels.loc["premise evidence", "rescued_unc"] == 1 and labels.loc["prior", "share"] == 2 / len(CASES)
+    # no prior context scored: the lost items say so
+    _, bare = _constructed(CASES[:2], ["lm", "avg"], with_domain=False)
+    assert list(bare["why"]) == ["lost", "lost"] and (bare["prior"] == "").all()
+
+
+def test_labels_table_and_one_extra_next_token_call(tiny_lm, copa20, monkeypatch):
+    calls = {"logprobs": 0, "next_token_logprobs": 0}
+    for name in calls:
+        real = getattr(engine, name)
+        monkeypatch.setattr(engine, name, lambda *a, _r=real, _n=name, **k: calls.__setitem__(_n, calls[_n] + 1)
+                            or _r(*a, **k))
+    res = evaluate(tiny_lm, copa20, SCORERS, progress=False)
+    assert calls == {"logprobs": 1, "next_token_logprobs": 1}
+    lost = res.items[~res.items["correct_lm"]]
+    assert res.meta["why_cost"]["prompts"] == lost["mass_ratio"].notna().sum() > 0
+    assert res.items.loc[res.items["correct_lm"], "mass_ratio"].isna().all()
+    assert res.items.loc[res.items["why"] == "premise evidence", "mass_ratio"].isna().all()  # cannot change them
+    labels = res.labels.set_index("why")
+    assert labels["n"].sum() == len(res.items)
+    for label, row in labels.iterrows():
+        sub = res.items[res.items["why"] == label]
+        assert row["n"] == len(sub)
+        for s in SCORERS:
+            assert row[f"rescued_{s}"] == sub[f"correct_{s}"].sum()
+    table = label_table([res, res])
+    assert len(table) == 2 * len(res.labels) and set(table["task"]) == {res.task}
+    # the item numbers agree with sl.why on the same item
+    i = int(lost.loc[lost["mass_ratio"].notna(), "item"].iloc[0])
+    it = copa20[i]
+    w = sl.why(tiny_lm, it.premise, it.options, gold=it.gold, domain_premise=it.domain_premise)
+    row = res.items.loc[i]
+    assert w.against == row["against"] and w.verdict == row["why"]
+    assert w.term("LM gap") == pytest.approx(row["gap_lm"], abs=1e-5)
+    assert w.term("length", "gap") == pytest.approx(row["gap_length"], abs=1e-5)
+    assert w.term("gold ratio", "mass") == pytest.approx(row["mass_ratio"], rel=1e-3)
 
 
 def test_copa_flipped_collapses_every_scorer_onto_lm(tiny_lm, data_root):
@@ -203,7 +266,7 @@ def test_fewshot_mean_and_std_over_seeds(tiny_lm, data_root):
 
 def test_save_writes_every_frame(result, tmp_path):
     d = result.save(tmp_path / "run")
-    for name in ("items", "scores", "accuracy", "paired"):
+    for name in ("items", "scores", "accuracy", "paired", "labels"):
         back = pd.read_csv(d / f"{name}.csv")
         assert len(back) == len(getattr(result, name))
     assert (d / "meta.json").is_file()
@@ -268,3 +331,73 @@ def test_real_model_copa_val_20(real_lm, data_root):
     np.testing.assert_allclose(rows["logprob"], direct.table["logprob"], atol=1e-4)
     np.testing.assert_allclose(rows["dcpmi"], direct.table["dcpmi"], atol=1e-4)
     assert res.accuracy["accuracy"].between(0, 1).all()
+
+
+@pytest.mark.slow
+def test_real_model_copa_val_labels_match_an_independent_computation(real_lm, data_root):
+    """Every item's label recomputed with plain forward passes and the rules of surfacelab.why's docstring."""
+    import torch
+
+    from surfacelab import paraphrase, text
+
+    copa = tasks.load("copa", "val", source=data_root)
+    res = evaluate(real_lm, copa, "lm,avg,per_char,unc,dcpmi", progress=False)
+
+    def log_softmax(ids):
+        with torch.no_grad():
+            return torch.log_softmax(real_lm.model(torch.tensor([ids])).logits[0].float(), -1)
+
+    def total(ctx, cont):
+        e = text.encode(real_lm, ctx, cont)
+        lp = log_softmax(e.input_ids)
+        return float(sum(lp[k - 1, t] for k, t in enumerate(e.input_ids) if k >= e.start)), len(e.scored_ids)
+
+    labels = []
+    for it in copa:
+        lp, n = map(list, zip(*(total(it.premise, o) for o in it.options)))
+        pred = lp.index(max(lp))
+        if pred == it.gold:
+            labels.append("right")
+            continue
+        g, a = it.gold, pred
+        dom = [total(it.domain_premise, o)[0] for o in it.options]
+        ug, ua = dom[g] / n[g], dom[a] / n[a]
+        gap = lp[g] - lp[a]
+        terms = {"premise evidence": gap - (dom[g] - dom[a]), "length": (n[g] - n[a]) * (ug + ua) / 2,
+                 "prior": (n[g] + n[a]) / 2 * (ug - ua)}
+        neg = sum(min(v, 0) for v in terms.values())
+        share = {k: min(v, 0) / neg for k, v in terms.items()}
+        # mass at the first token where the options differ, from the variants of each option's text
+        encs = [text.encode(real_lm, it.premise, o) for o in it.options]
+        seqs = [e.scored_ids for e in encs]
+        d = 0
+        while len({s[d] for s in seqs}) == 1:
+            d += 1
+        cut = encs[0].spans[d - 1][1] if d else 0
+        conts = [e.continuation for e in encs]
+        tail = "." if all(c.endswith(".") for c in conts) else ""
+        owners = {}
+        for i, c in enumerate(conts):
+            owners.setdefault(seqs[i][d], set()).add(i)
+            for v in paraphrase.variants(c[cut:len(c) - len(tail)])["variant"]:
+                ids = text.encode(real_lm, it.premise, c[:cut] + v + tail).scored_ids
+                if len(ids) > d and ids[:d] == seqs[0][:d]:
+                    owners.setdefault(ids[d], set()).add(i)
+        nxt = log_softmax(encs[0].input_ids[:encs[0].start + d])[-1].exp()
+        ratio = {i: sum(float(nxt[t]) for t, o in owners.items() if o == {i} and t != seqs[i][d])
+                 / float(nxt[seqs[i][d]]) for i in (g, a)}
+        gain = math.log1p(ratio[g]) - math.log1p(ratio[a])
+        if share["premise evidence"] >= 0.5:
+            labels.append("premise evidence")
+        elif ratio[g] >= 0.5 and gap + gain >= 0:
+            labels.append("split mass")
+        elif share["length"] >= 0.5:
+            labels.append("length")
+        elif share["prior"] >= 0.5:
+            labels.append("prior")
+        else:
+            labels.append("mixed")
+    assert list(res.items["why"]) == labels
+    counts = res.labels.set_index("why")["n"].to_dict()
+    assert counts == {k: labels.count(k) for k in set(labels)}
+    assert counts["right"] == res.items["correct_lm"].sum()

@@ -1,0 +1,897 @@
+"""Why did the gold option lose? A contrastive account of gold vs one other option.
+
+``why(lm, premise, options, gold=...)`` compares the gold option with ``against`` (by default the
+winner under ``scorer``, or the runner-up when the gold wins) and returns a :class:`WhyResult`:
+
+* **The gap, decomposed** (``.terms``, group ``"gap"``). With y_g the gold, y_a the other option,
+  x the premise and x_p the *prior context* (the domain premise, or the empty context — BOS/EOS —
+  when there is none), all log-probs summed over the option's tokens, natural log::
+
+      LM gap        Δ  = log P(y_g|x) − log P(y_a|x)
+      prior gap     Δp = log P(y_g|x_p) − log P(y_a|x_p)
+      evidence gap  Δe = DC-PMI(y_g) − DC-PMI(y_a) = Δ − Δp        (exact)
+      Δp = length + prior per token                                  (exact)
+         length            = (n_g − n_a) · (u_g + u_a) / 2
+         prior per token   = (n_g + n_a) / 2 · (u_g − u_a)
+      with n = the option's token count and u = log P(y|x_p) / n (its prior per token).
+
+  So Δ = length + prior per token + evidence, exactly: what the extra tokens cost at the average
+  prior rate, how much rarer the gold's words are per token, and how much more the premise raises
+  one option than the other. The LM gap's own split into length and per-token (or per-character)
+  quality, and the gap under every other scorer (Avg, per-char, per-byte, Unc, DC-PMI, PMI-null),
+  are rows too.
+* **Token alignment** (``.tokens``): both options' tokens with their log-probs under the premise
+  and the prior context, the per-token evidence, and each token's signed part of the gaps
+  (``gap_lm`` sums to Δ, ``gap_prior`` to Δp and ``gap_evidence`` to Δe where the option is
+  tokenized alike in both contexts).
+* **Premise attribution** (``.attribution``): every premise word (and, with ``sentences=True``,
+  every sentence) is removed, and replaced by a neutral word; all occluded premises go to the
+  engine in one call. ``delta_lm`` / ``delta_dcpmi`` are the change of the gold-vs-against margin
+  (occluded − original): negative means the word supported the gold. The prior context does not
+  contain the premise, so both deltas are equal; the two scorers differ in the margin they start
+  from, so one word can flip one scorer and not the other (``gold_wins_lm`` / ``gold_wins_dcpmi``,
+  over every option when ``all_options``). With ``gradient=True`` (in-process models only) rows of
+  method ``"grad_x_input"`` hold a different method: −Σ gradient·embedding of the word's tokens,
+  the first-order estimate of the margin's change were the word's embeddings zeroed.
+* **Where the gold's mass went** (``.competitors``): at the first token where the options differ
+  (after any tokens all options share, such as an opening quote or article), the model's top-k
+  next tokens and the first tokens of every option's surface variants (``variants.variants``:
+  case, article, number, period, leading space), grouped as the gold's listed token, tokens that
+  start only unlisted forms of the gold, the same for the other options, tokens shared by forms
+  of several options, and everything else. ``ratio`` = P(unlisted gold-only tokens) / P(gold's
+  listed token); counting each option's unlisted forms scales it by (1 + ratio), a first-token
+  approximation of concept mass, so ``mass_gain`` = log(1 + ratio_g) − log(1 + ratio_a).
+
+Verdict labels (``verdict()``; the first rule that holds). Let Δ < 0 (gold loses under LM) and take
+the negative parts of the three gap terms; each term's *share* is its negative part over their sum:
+
+1. ``"right"``: the gold is the LM winner (the first option on a tie); ``"tie"``: it ties the
+   other option exactly and loses the tie-break.
+2. ``"premise evidence"``: the evidence term holds ≥ ``EVIDENCE_SHARE`` (0.5) of the loss: the
+   premise itself raises the other option more (DC-PMI does not rescue the gold against it).
+3. ``"split mass"``: ``ratio_g`` ≥ ``MASS_RATIO`` (0.5: unlisted forms of the gold hold at least
+   half its listed token's probability) and Δ + mass_gain ≥ 0 (counting every option's forms
+   would flip the pair).
+4. ``"length"``: the length term holds ≥ ``LENGTH_SHARE`` (0.5) of the loss.
+5. ``"prior"``: the prior-per-token term holds ≥ ``PRIOR_SHARE`` (0.5) of the loss; ``"letter
+   bias"`` instead when every option is an option ID (" A", "(B)", "3").
+6. ``"mixed"``: no term holds half; ``"lost"``: no prior context was scored (evaluate only).
+
+>>> r = why(lm, " The man took a bath in the", [" bathtub", " sink"], gold=0,
+...         domain_premise=" in the")   # doctest: +SKIP
+>>> print(r.explain())                  # doctest: +SKIP
+>>> r.terms[r.terms.group == "gap"]     # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import engine, text
+from .variants import variants as _variants
+from .scoring import MCResult, get_scorer, score
+
+#: Verdict labels, in the order of the rules (see the module docstring).
+LABELS = ("right", "tie", "premise evidence", "split mass", "length", "prior", "letter bias", "mixed", "lost")
+#: Share of the loss the evidence term must hold for "premise evidence".
+EVIDENCE_SHARE = 0.5
+#: Share of the loss the length term must hold for "length".
+LENGTH_SHARE = 0.5
+#: Share of the loss the prior-per-token term must hold for "prior" / "letter bias".
+PRIOR_SHARE = 0.5
+#: Smallest P(unlisted gold forms) / P(listed gold token) at the first distinguishing token for "split mass".
+MASS_RATIO = 0.5
+#: Default neutral word for occlusion by replacement.
+NEUTRAL = "something"
+#: What one occluded unit is: a word (letters/digits, inner apostrophes, hyphens and points kept).
+WORD = re.compile(r"[^\W_]+(?:['’\-.][^\W_]+)*")
+#: A sentence: up to a terminal . ! or ? followed by whitespace, a newline, or the end.
+SENTENCE = re.compile(r"\S[^\n]*?(?:[.!?](?=\s|$)|(?=\n)|$)")
+_FIRST_WORD = re.compile(r"\s*\S*")
+_OPTION_ID = re.compile(r"\(?[A-Za-z0-9]\)?[.:]?")
+#: Kinds of competitor groups (the issue's (a) gold forms, (b) other options' forms, (c) everything else).
+GROUP_KIND = {"gold": "gold", "gold form": "gold", "against": "other options", "against form": "other options",
+              "other option": "other options", "other option form": "other options", "shared": "shared",
+              "elsewhere": "elsewhere"}
+
+
+# ----------------------------------------------------------------------------- numbers
+def decompose(lp_gold: float, lp_against: float, prior_gold: float, prior_against: float,
+              n_gold: int, n_against: int) -> dict[str, float]:
+    """The exact decomposition of the LM gap (see the module docstring).
+
+    Args:
+        lp_gold, lp_against: Σ log P(y|x) of the two options.
+        prior_gold, prior_against: Σ log P(y|x_p) under the prior context (NaN if none).
+        n_gold, n_against: token counts of the options.
+
+    Returns:
+        ``lm``, ``prior``, ``evidence`` (= lm − prior), ``length`` and ``prior_per_token``
+        (length + prior_per_token = prior), ``rate`` (the mean prior per token).
+    """
+    lm = lp_gold - lp_against
+    prior = prior_gold - prior_against
+    ug, ua = prior_gold / n_gold, prior_against / n_against
+    return {"lm": lm, "prior": prior, "evidence": lm - prior, "length": (n_gold - n_against) * (ug + ua) / 2,
+            "prior_per_token": (n_gold + n_against) / 2 * (ug - ua), "rate": (ug + ua) / 2}
+
+
+def is_option_ids(options: Sequence[str]) -> bool:
+    """True when every option is an option ID such as " A", "(B)" or "3." (letter bias replaces prior)."""
+    return all(_OPTION_ID.fullmatch(o.strip()) for o in options)
+
+
+def shares(length: float, prior_per_token: float, evidence: float) -> dict[str, float]:
+    """Each term's share of the loss: its negative part over the sum of the negative parts (0 if none)."""
+    terms = {"premise evidence": evidence, "length": length, "prior": prior_per_token}
+    neg = sum(min(v, 0.0) for v in terms.values())
+    return {k: min(v, 0.0) / neg if neg < 0 else 0.0 for k, v in terms.items()}
+
+
+def verdict(lm_gap: float, length: float, prior_per_token: float, evidence: float, *, gold_wins: bool,
+            mass_ratio: float = float("nan"), mass_gain: float = float("nan"), letters: bool = False) -> str:
+    """The verdict label of one item from its numbers (rules and thresholds: module docstring).
+
+    Args:
+        lm_gap: Δ, gold − against under LM.
+        length, prior_per_token, evidence: the three terms (they sum to ``lm_gap``; NaN: no prior).
+        gold_wins: the gold is the LM winner.
+        mass_ratio, mass_gain: the gold's ``ratio`` and ``mass_gain`` (NaN: not measured).
+        letters: the options are option IDs.
+    """
+    if gold_wins:
+        return "right"
+    if lm_gap == 0:
+        return "tie"
+    if not all(np.isfinite([length, prior_per_token, evidence])):
+        return "lost"
+    share = shares(length, prior_per_token, evidence)
+    if share["premise evidence"] >= EVIDENCE_SHARE:
+        return "premise evidence"
+    if mass_ratio >= MASS_RATIO and lm_gap + mass_gain >= 0:
+        return "split mass"
+    if share["length"] >= LENGTH_SHARE:
+        return "length"
+    if share["prior"] >= PRIOR_SHARE:
+        return "letter bias" if letters else "prior"
+    return "mixed"
+
+
+# ----------------------------------------------------------------------------- where the mass went
+@dataclass
+class MassPlan:
+    """Where to look for the gold's mass: the first token at which the options differ.
+
+    Attributes:
+        prompt: the text whose next token is that position (premise plus the shared tokens).
+        shared: how many tokens every option shares before it.
+        listed: each option's own token id there.
+        forms: one row per surface form with a token there: ``option`` (index), ``form`` (the
+            option string with the variant in place), ``rule``, ``token_id``.
+        owners: token id -> the option indices whose forms start with it there.
+        reason: why the analysis is not available ("" when it is).
+    """
+
+    prompt: str
+    shared: int
+    listed: list[int]
+    forms: pd.DataFrame
+    owners: dict[int, set[int]]
+    reason: str = ""
+
+    @property
+    def token_ids(self) -> list[int]:
+        """Every token id some form starts with, sorted."""
+        return sorted(self.owners)
+
+    def unlisted(self, option: int) -> list[int]:
+        """Tokens that start only unlisted forms of ``option`` (not its listed token, no other option's)."""
+        return [t for t, o in self.owners.items() if o == {option} and t != self.listed[option]]
+
+
+def _common_suffix(strings: Sequence[str]) -> str:
+    """The longest common suffix of punctuation and quotes (never letters, digits or spaces)."""
+    out = ""
+    for chars in zip(*(s[::-1] for s in strings)):
+        c = chars[0]
+        if any(x != c for x in chars) or c.isalnum() or c.isspace():
+            break
+        out = c + out
+    return out
+
+
+def mass_plan(lm: Any, context: str, options: Sequence[str]) -> MassPlan:
+    """Plan the "where did the gold's mass go" look-up for one item (tokenizer only, no forward).
+
+    The position is the first token at which the options' tokens (after ``context``) differ; the
+    variants of each option (``variants.variants`` of the text after the shared tokens and before a
+    shared closing punctuation) are encoded after the same context, and their token there is read.
+    Forms that agree up to the end of their first word and the character after it share that token
+    (tokenizers pre-split at whitespace), so only one of them is encoded.
+    """
+    encs = [text.encode(lm, context, o) for o in options]
+    empty = MassPlan("", 0, [], pd.DataFrame(columns=["option", "form", "rule", "token_id"]), {})
+    if any(e.merged for e in encs):
+        empty.reason = "an option's first token merges with the premise"
+        return empty
+    if any(e.truncated for e in encs):
+        empty.reason = "the premise was cut to the model's window"
+        return empty
+    seqs = [e.scored_ids for e in encs]
+    d = 0
+    while all(len(s) > d for s in seqs) and len({s[d] for s in seqs}) == 1:
+        d += 1
+    if any(len(s) <= d for s in seqs):
+        empty.reason = "an option's tokens are a prefix of every other option's"
+        return empty
+    head = encs[0].spans[d - 1][1] if d else 0
+    prefix = encs[0].continuation[:head]
+    prompt = encs[0].context + prefix
+    if text.encode_prompt(lm, prompt) != encs[0].input_ids[:encs[0].start + d]:
+        empty.reason = "the shared prefix tokenizes differently on its own"
+        return empty
+    conts = [e.continuation for e in encs]
+    suffix = _common_suffix(conts)
+    rows = []
+    owners: dict[int, set[int]] = {}
+    for i, (cont, seq) in enumerate(zip(conts, seqs)):
+        owners.setdefault(seq[d], set()).add(i)
+        core = cont[head:len(cont) - len(suffix)]
+        if not core.strip():
+            continue
+        read: dict[str, int | None] = {}  # first word (and the character after it) -> token there
+        for v in _variants(core).itertuples():
+            form = prefix + v.variant + suffix
+            if form == cont:
+                continue
+            key = prefix + v.variant[:_FIRST_WORD.match(v.variant).end() + 1]
+            if key not in read:
+                ids = text.encode(lm, encs[0].context, form).scored_ids
+                read[key] = int(ids[d]) if len(ids) > d and ids[:d] == seqs[0][:d] else None
+            if read[key] is not None:
+                rows.append({"option": i, "form": form, "rule": v.rule, "token_id": read[key]})
+                owners.setdefault(read[key], set()).add(i)
+    forms = pd.DataFrame(rows, columns=["option", "form", "rule", "token_id"])
+    return MassPlan(prompt, d, [int(s[d]) for s in seqs], forms, owners)
+
+
+MASS_KEYS = ("gold_listed", "gold_unlisted", "gold_ratio", "against_listed", "against_unlisted", "against_ratio",
+             "shared", "mass_gain")
+
+
+def mass_numbers(plan: MassPlan, logprob: dict[int, float], gold: int, against: int) -> dict[str, float]:
+    """The mass summary of one item from the next-token log-probs of ``plan.token_ids``.
+
+    Returns:
+        ``gold_listed`` / ``against_listed`` (probability of each option's own token),
+        ``gold_unlisted`` / ``against_unlisted`` (tokens that start only unlisted forms of it),
+        ``gold_ratio`` / ``against_ratio`` (unlisted / listed), ``shared`` (tokens of several options'
+        forms), ``mass_gain`` = log(1 + gold_ratio) − log(1 + against_ratio). NaN where unavailable.
+    """
+    if plan.reason:
+        return dict.fromkeys(MASS_KEYS, float("nan"))
+    p = {t: math.exp(lp) for t, lp in logprob.items()}
+    out = {}
+    for side, i in (("gold", gold), ("against", against)):
+        listed = p[plan.listed[i]]
+        out[f"{side}_listed"] = listed
+        out[f"{side}_unlisted"] = sum(p[t] for t in plan.unlisted(i))
+        out[f"{side}_ratio"] = out[f"{side}_unlisted"] / listed if listed > 0 else float("inf")
+    out["shared"] = sum(p[t] for t, o in plan.owners.items() if len(o) > 1)
+    out["mass_gain"] = math.log1p(out["gold_ratio"]) - math.log1p(out["against_ratio"])
+    return {k: float(out[k]) for k in MASS_KEYS}
+
+
+def _group(token: int, plan: MassPlan, gold: int, against: int) -> str:
+    owners = plan.owners.get(token, set())
+    if not owners:
+        return "elsewhere"
+    if len(owners) > 1:
+        return "shared"
+    (i,) = owners
+    name = "gold" if i == gold else "against" if i == against else "other option"
+    return name if plan.listed[i] == token else f"{name} form"
+
+
+COMPETITOR_COLUMNS = ["token", "token_id", "logprob", "prob", "rank", "in_top_k", "group", "kind", "options",
+                      "forms"]
+
+
+def competitors_frame(lm: Any, plan: MassPlan, nt: engine.NextToken, options: Sequence[str], gold: int,
+                      against: int) -> pd.DataFrame:
+    """One row per token that is in the top-k or starts some option's form, most likely first.
+
+    Columns: token, token_id, logprob, prob, rank (1.. in the top-k; 0 outside it), in_top_k,
+    group (gold, gold form, against, against form, other option, other option form, shared,
+    elsewhere), kind (gold / other options / shared / elsewhere), options (indices of the options
+    whose forms start with it, comma-separated), forms (the listed options and the variant forms
+    that start with it, " | "-separated).
+    """
+    lp = dict(zip(plan.token_ids, nt.selected.astype(np.float64).tolist()))
+    rank = {int(t): k + 1 for k, t in enumerate(nt.top_ids)}
+    lp.update({int(t): float(v) for t, v in zip(nt.top_ids, nt.top_logprobs)})
+    forms: dict[int, list[str]] = {}
+    for i, t in enumerate(plan.listed):
+        forms.setdefault(t, []).append(f"{options[i]!r} (listed)")
+    for t, f in zip(plan.forms["token_id"], plan.forms["form"]):
+        forms.setdefault(int(t), []).append(repr(f))
+    rows = []
+    for t, v in lp.items():
+        group = _group(t, plan, gold, against)
+        rows.append({"token": lm.tokenizer.decode([t]), "token_id": t, "logprob": v, "prob": math.exp(v),
+                     "rank": rank.get(t, 0), "in_top_k": t in rank, "group": group, "kind": GROUP_KIND[group],
+                     "options": ",".join(str(i) for i in sorted(plan.owners.get(t, ()))),
+                     "forms": " | ".join(forms.get(t, []))})
+    frame = pd.DataFrame(rows, columns=COMPETITOR_COLUMNS)
+    return frame.sort_values("logprob", ascending=False, kind="stable").reset_index(drop=True)
+
+
+# ----------------------------------------------------------------------------- occlusion
+def premise_units(premise: str, *, sentences: bool = False) -> pd.DataFrame:
+    """The premise's words (and sentences) with their character spans: unit, index, text, start, end."""
+    rows = [{"unit": "word", "index": k, "text": m.group(), "start": m.start(), "end": m.end()}
+            for k, m in enumerate(WORD.finditer(premise))]
+    if sentences:
+        rows += [{"unit": "sentence", "index": k, "text": m.group(), "start": m.start(), "end": m.end()}
+                 for k, m in enumerate(SENTENCE.finditer(premise))]
+    return pd.DataFrame(rows, columns=["unit", "index", "text", "start", "end"])
+
+
+def occlude(premise: str, start: int, end: int, replacement: str | None = None) -> str:
+    """The premise with ``premise[start:end]`` replaced, or removed with one adjacent run of whitespace.
+
+    Removal takes the whitespace after the unit, or before it when punctuation or the end follows
+    ("the door." without "door" is "the.").
+    """
+    if replacement is not None:
+        return premise[:start] + replacement + premise[end:]
+    after = len(premise[end:]) - len(premise[end:].lstrip())
+    if after and end + after < len(premise):
+        return premise[:start] + premise[end + after:]
+    before = len(premise[:start]) - len(premise[:start].rstrip())
+    return premise[:start - before] + premise[end + after:]
+
+
+def _grad_x_input(lm: Any, premise: str, gold: str, against: str, units: pd.DataFrame) -> np.ndarray:
+    """Per unit: −Σ (∂margin/∂embedding · embedding) over the premise tokens inside the unit."""
+    import torch
+
+    model = getattr(lm, "model", None)
+    if not isinstance(model, torch.nn.Module):
+        raise ValueError("gradient: gradient × input needs an in-process model (this LM has no torch module)")
+    per_token = []
+    for option, sign in ((gold, 1.0), (against, -1.0)):
+        e = text.encode(lm, premise, option)
+        ids = torch.tensor([e.input_ids], device=lm.device)
+        emb = model.get_input_embeddings()(ids).detach().requires_grad_(True)
+        with torch.enable_grad():
+            logits = model(inputs_embeds=emb, use_cache=False).logits[0, e.start - 1:-1].float()
+            lp = torch.log_softmax(logits, -1).gather(1, ids[0, e.start:, None]).sum()
+            (grad,) = torch.autograd.grad(lp, emb)
+        per_token.append((sign * (grad * emb).sum(-1)[0].detach().float().cpu().numpy(), e))
+    (a_g, e_g), (a_a, e_a) = per_token
+    n = min(e_g.start, e_a.start)  # context positions the two sequences share
+    while n and e_g.input_ids[:n] != e_a.input_ids[:n]:
+        n -= 1
+    # character spans of the context tokens: text.encode's joint tokenization, offsets included
+    full = lm.tokenizer(e_g.context + e_g.continuation, add_special_tokens=False, return_offsets_mapping=True)
+    first = len(full["input_ids"]) - len(e_g.scored_ids)
+    head = e_g.start - (first - e_g.truncated)  # BOS / prefix tokens before the kept context
+    starts, ends = units["start"].to_numpy(), units["end"].to_numpy()
+    out = np.zeros(len(units))
+    for pos in range(head, n):
+        s, t = full["offset_mapping"][pos - head + e_g.truncated]
+        out[(starts < t) & (ends > s)] += a_g[pos] + a_a[pos]
+    return -out
+
+
+def _attribution(lm: Any, result: MCResult, gold: int, against: int, prior: np.ndarray, *, neutral: str,
+                 sentences: bool, all_options: bool, gradient: bool, batch_size: int | str, cache: bool,
+                 cost: dict) -> pd.DataFrame:
+    premise, options = result.premise, result.options
+    units = premise_units(premise, sentences=sentences)
+    modes = [("remove", None), ("replace", neutral)]
+    scored_opts = list(range(len(options))) if all_options else [gold, against]
+    occluded = [(u.Index, mode, occlude(premise, u.start, u.end, rep)) for u in units.itertuples()
+                for mode, rep in modes]
+    requests = [(p, options[i]) for _, _, p in occluded for i in scored_opts]
+    scored = []
+    if requests:
+        t0 = time.perf_counter()
+        scored = engine.logprobs(lm, requests, batch_size=batch_size, progress=False, cache=cache)
+        cost["occlusion"] = _stats(t0)
+    base = result.table["logprob"].to_numpy(dtype=float)
+    lm_margin0 = base[gold] - base[against]
+    cols = ["unit", "index", "text", "start", "end", "method", "occluded", "lm_margin", "dcpmi_margin", "delta_lm",
+            "delta_dcpmi", "lm_winner", "dcpmi_winner", "gold_wins_lm", "gold_wins_dcpmi"]
+    rows = []
+    k = 0
+    for u, mode, p in occluded:
+        lp = np.full(len(options), -np.inf)
+        for i in scored_opts:
+            lp[i] = scored[k].total
+            k += 1
+        pmi = lp - prior
+        lm_margin, pmi_margin = lp[gold] - lp[against], pmi[gold] - pmi[against]
+        unit = units.loc[u]
+        rows.append({"unit": unit["unit"], "index": int(unit["index"]), "text": unit["text"],
+                     "start": int(unit["start"]), "end": int(unit["end"]), "method": mode, "occluded": p,
+                     "lm_margin": lm_margin, "dcpmi_margin": pmi_margin, "delta_lm": lm_margin - lm_margin0,
+                     "delta_dcpmi": pmi_margin - (lm_margin0 - (prior[gold] - prior[against])),
+                     "lm_winner": int(np.argmax(lp)), "dcpmi_winner": int(np.argmax(pmi)),
+                     "gold_wins_lm": bool(np.argmax(lp) == gold), "gold_wins_dcpmi": bool(np.argmax(pmi) == gold)})
+    if gradient and len(units):
+        t0 = time.perf_counter()
+        g = _grad_x_input(lm, premise, options[gold], options[against], units)
+        cost["gradient"] = {"seconds": time.perf_counter() - t0, "forwards": 2, "backwards": 2}
+        for u, val in zip(units.itertuples(), g):
+            rows.append({"unit": u.unit, "index": int(u.index), "text": u.text, "start": int(u.start),
+                         "end": int(u.end), "method": "grad_x_input", "occluded": "", "lm_margin": np.nan,
+                         "dcpmi_margin": np.nan, "delta_lm": float(val), "delta_dcpmi": float(val),
+                         "lm_winner": -1, "dcpmi_winner": -1, "gold_wins_lm": False, "gold_wins_dcpmi": False})
+    return pd.DataFrame(rows, columns=cols)
+
+
+# ----------------------------------------------------------------------------- frames
+def _stats(t0: float) -> dict[str, float]:
+    """Counters of the engine call that just ended (``engine.stats``) and the seconds since ``t0``."""
+    s = engine.stats
+    return {"seconds": time.perf_counter() - t0, "requests": s.requests, "unique": s.unique, "cached": s.cached,
+            "tokens_forwarded": s.tokens_forwarded, "tokens_needed": s.tokens_needed,
+            "tokens_unique": s.tokens_unique, "batches": s.batches}
+
+
+def _tokens_frame(result: MCResult, gold: int, against: int, prior_cond: str) -> pd.DataFrame:
+    t = result.tokens
+    frames = []
+    for side, i, sign in (("gold", gold, 1.0), ("against", against, -1.0)):
+        opt = result.options[i]
+        p = t[(t["option"] == opt) & (t["condition"] == "premise")].reset_index(drop=True)
+        d = t[(t["option"] == opt) & (t["condition"] == prior_cond)].reset_index(drop=True)
+        aligned = len(p) == len(d) and bool((p["token_id"].to_numpy() == d["token_id"].to_numpy()).all())
+        prior_lp = d["logprob"].to_numpy(dtype=float) if aligned else np.full(len(p), np.nan)
+        f = pd.DataFrame({
+            "side": side, "option_index": i, "option": opt, "position": p["position"].to_numpy(),
+            "token": p["token"], "token_id": p["token_id"].to_numpy(), "char_start": p["char_start"].to_numpy(),
+            "char_end": p["char_end"].to_numpy(), "logprob": p["logprob"].to_numpy(dtype=float),
+            "rank": p["rank"].to_numpy(), "prior_logprob": prior_lp,
+            "prior_rank": d["rank"].to_numpy() if aligned else np.zeros(len(p), dtype=np.int64),
+            "evidence": p["logprob"].to_numpy(dtype=float) - prior_lp, "aligned": aligned})
+        f["gap_lm"] = sign * f["logprob"]
+        f["gap_prior"] = sign * f["prior_logprob"]
+        f["gap_evidence"] = sign * f["evidence"]
+        frames.append(f)
+    out = pd.concat(frames, ignore_index=True)
+    ids = [tuple(out.loc[out["side"] == side, "token_id"]) for side in ("gold", "against")]
+    common = next((k for k, (x, y) in enumerate(zip(*ids)) if x != y), min(map(len, ids)))
+    out["shared"] = out["position"] < common  # a token prefix both options share: its parts cancel
+    for col, rank in (("gap_lm", "rank_cost"), ("gap_evidence", "rank_evidence")):
+        ranked = out.loc[~out["shared"], col].rank(method="first", na_option="bottom")
+        out[rank] = ranked.reindex(out.index).fillna(0).astype(np.int64)
+    return out
+
+
+def _pct(p: float) -> str:
+    return f"{p:.2%}" if p >= 1e-4 or p == 0 else f"{p:.1e}"
+
+
+def _q(option: str) -> str:
+    return repr(option.strip() if option.strip() else option)
+
+
+def _gap_word(x: float) -> str:
+    return "leads" if x > 0 else "trails" if x < 0 else "ties"
+
+
+def _terms_frame(result: MCResult, gold: int, against: int, d: dict[str, float], prior_cond: str, prior_desc: str,
+                 mass: dict[str, float], plan: MassPlan, label: str, label_detail: str) -> pd.DataFrame:
+    t = result.table
+    g, a = t.iloc[gold], t.iloc[against]
+    og, oa = _q(result.options[gold]), _q(result.options[against])
+    pcol = "domain_logprob" if prior_cond == "domain" else "null_logprob"
+    ng, na = int(g["n_tokens"]), int(a["n_tokens"])
+    rows = []
+
+    def add(group: str, term: str, value: float, unit: str, formula: str, sentence: str) -> None:
+        rows.append({"group": group, "term": term, "value": float(value), "unit": unit, "formula": formula,
+                     "sentence": sentence})
+
+    add("gap", "length", d["length"], "nats", "(n_g − n_a)·(u_g + u_a)/2",
+        f"Length: {og} has {ng} token{'s' * (ng != 1)} against {na}; at the prior's mean rate of "
+        f"{d['rate']:.2f} nats per token that is worth {d['length']:+.2f} nats to the gold.")
+    add("gap", "prior per token", d["prior_per_token"], "nats", "(n_g + n_a)/2·(u_g − u_a)",
+        f"Prior per token: {prior_desc} gives {og} {g[pcol] / ng:.2f} and {oa} {a[pcol] / na:.2f} nats per token, "
+        f"worth {d['prior_per_token']:+.2f} nats to the gold.")
+    add("gap", "premise evidence", d["evidence"], "nats", "DC-PMI(g) − DC-PMI(a)",
+        f"Premise evidence: the premise raises {og} by {g['logprob'] - g[pcol]:+.2f} and {oa} by "
+        f"{a['logprob'] - a[pcol]:+.2f} nats over {prior_desc}: {d['evidence']:+.2f} nats to the gold.")
+    add("gap", "LM gap", d["lm"], "nats", "log P(g|x) − log P(a|x)",
+        f"Under LM {og} {_gap_word(d['lm'])} {oa} by {abs(d['lm']):.2f} nats "
+        f"({g['logprob']:.2f} against {a['logprob']:.2f}).")
+    add("prior", "prior gap", d["prior"], "nats", "log P(g|x_p) − log P(a|x_p) = length + prior per token",
+        f"Under {prior_desc} alone {og} {_gap_word(d['prior'])} by {abs(d['prior']):.2f} nats.")
+    # the LM gap split by length at LM level, per token and per character
+    for unit, col, ncol in (("token", "avg_token", "n_tokens"), ("char", "per_char", "n_chars")):
+        rate = (g[col] + a[col]) / 2
+        length = (g[ncol] - a[ncol]) * rate
+        add("length", f"LM length ({unit}s)", length, "nats", f"(n_g − n_a)·mean LM per {unit}",
+            f"At LM's mean of {rate:.3f} nats per {unit}, the {int(g[ncol] - a[ncol]):+d} {unit}s of {og} cost "
+            f"{length:+.2f} nats.")
+        add("length", f"LM per {unit}", d["lm"] - length, "nats", f"mean length·(LM per {unit} gap)",
+            f"Per {unit} {og} {_gap_word(g[col] - a[col])} by {abs(g[col] - a[col]):.3f} nats/{unit}, worth "
+            f"{d['lm'] - length:+.2f} nats over the mean length.")
+    for name, unit in (("lm", "nats"), ("avg", "nats/token"), ("per_char", "nats/char"), ("per_byte", "nats/byte"),
+                       ("unc", "nats"), ("dcpmi", "nats"), ("pmi_null", "nats")):
+        s = get_scorer(name)
+        if not np.isfinite(t[s.column]).all():
+            continue
+        gap = g[s.column] - a[s.column]
+        top = int(np.argmax(t[s.column].to_numpy()))  # the first best option, as MCResult.winner
+        add("scorer", name, gap, unit, s.formula,
+            f"{name}: {og} {_gap_word(gap)} {oa} by {abs(gap):.3g} {unit}; "
+            + ("the gold wins." if top == gold else f"the top option is {_q(result.options[top])}."))
+    if plan.reason:
+        add("mass", "unavailable", float("nan"), "", "", f"Where the gold's mass went: not measured ({plan.reason}).")
+    else:
+        at = (f"after the shared {plan.prompt[len(result.premise.rstrip()):]!r}" if plan.shared
+              else "at the options' first token")
+        for side, name in (("gold", og), ("against", oa)):
+            lead = f"{at[:1].upper() + at[1:]}, the gold's" if side == "gold" else f"{name}'s"
+            add("mass", f"{side} listed", mass[f"{side}_listed"], "prob", f"P({side}'s own token)",
+                f"{lead} own token has P = {_pct(mass[f'{side}_listed'])}.")
+            add("mass", f"{side} unlisted", mass[f"{side}_unlisted"], "prob",
+                f"Σ P(tokens of unlisted {side} forms only)",
+                f"Tokens that start only unlisted forms of {name} hold {_pct(mass[f'{side}_unlisted'])} "
+                f"({mass[f'{side}_ratio']:.2f}× the listed token).")
+            add("mass", f"{side} ratio", mass[f"{side}_ratio"], "ratio", f"{side} unlisted / {side} listed",
+                f"Unlisted forms of {name} hold {mass[f'{side}_ratio']:.2f}× its listed token's probability.")
+        add("mass", "shared", mass["shared"], "prob", "Σ P(tokens that start forms of several options)",
+            f"Tokens that start forms of several options (articles, quotes) hold {_pct(mass['shared'])}.")
+        add("mass", "mass gain", mass["mass_gain"], "nats", "log(1 + ratio_g) − log(1 + ratio_a)",
+            f"Counting every form of each option would move the LM gap by {mass['mass_gain']:+.2f} nats "
+            f"(to {d['lm'] + mass['mass_gain']:+.2f}).")
+    add("verdict", label, 0.0 if label in ("right", "tie") else float("nan"), "", "", label_detail)
+    return pd.DataFrame(rows, columns=["group", "term", "value", "unit", "formula", "sentence"])
+
+
+def _verdict_detail(label: str, d: dict[str, float], og: str, oa: str, mass: dict[str, float]) -> str:
+    share = shares(d["length"], d["prior_per_token"], d["evidence"])
+    share["letter bias"] = share["prior"]
+    if label == "right":
+        return f"Verdict: right — {og} is the LM winner; it leads {oa} by {d['lm']:.2f} nats."
+    if label == "tie":
+        return f"Verdict: tie — {og} ties {oa} exactly under LM and loses the tie-break."
+    what = {"premise evidence": f"the premise itself favours {oa} ({d['evidence']:+.2f} nats of evidence)",
+            "length": f"{og} is longer ({d['length']:+.2f} nats of length)",
+            "prior": f"{og}'s words are rarer a priori ({d['prior_per_token']:+.2f} nats per-token prior)",
+            "letter bias": f"the model prefers {oa}'s letter a priori ({d['prior_per_token']:+.2f} nats)",
+            "split mass": f"{og}'s probability is split over unlisted forms ({mass['gold_ratio']:.2f}× its listed "
+                          f"token; counting them moves the gap by {mass['mass_gain']:+.2f} nats)",
+            "mixed": "no single term holds half of the loss",
+            "lost": "no prior context was scored"}[label]
+    detail = f" ({share[label]:.0%} of the loss)" if label in ("premise evidence", "length", "prior", "letter bias") else ""
+    return f"Verdict: {label} — {what}{detail}."
+
+
+# ----------------------------------------------------------------------------- result
+def _cell(v: Any) -> Any:
+    """A frame cell as exact JSON: native Python scalars (floats by repr), NaN as null, infinities as strings."""
+    v = v.item() if isinstance(v, np.generic) else v
+    if isinstance(v, float) and not math.isfinite(v):
+        return None if math.isnan(v) else str(v)
+    return v
+
+
+def _frame_to_json(frame: pd.DataFrame) -> dict:
+    return {"columns": list(frame.columns), "dtypes": {c: str(t) for c, t in frame.dtypes.items()},
+            "data": [[_cell(v) for v in row] for row in frame.itertuples(index=False, name=None)]}
+
+
+def _frame_from_json(doc: dict) -> pd.DataFrame:
+    if not doc["data"]:
+        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in doc["dtypes"].items()})
+    frame = pd.DataFrame(doc["data"], columns=doc["columns"])
+    return frame.astype({c: t for c, t in doc["dtypes"].items() if t != "object"})
+
+
+FRAMES = ("table", "terms", "tokens", "attribution", "competitors")
+
+
+@dataclass
+class WhyResult:
+    """A contrastive account of why ``options[gold]`` lost to (or beat) ``options[against]``.
+
+    Attributes:
+        premise, options, domain_premise, model: the item and the model's name.
+        gold, against: option indices compared; ``scorer``: the scorer that chose ``against``.
+        table: ``MCResult.table`` (one row per option, every scorer's column and rank).
+        terms: one row per number with its sentence (group, term, value, unit, formula, sentence):
+            group ``gap`` (length, prior per token, premise evidence, LM gap: the first three sum
+            to the last), ``prior``, ``length`` (the LM gap split by tokens and by characters),
+            ``scorer`` (gold − against under every scorer), ``mass`` and ``verdict``.
+        tokens: both options' tokens (see ``_tokens_frame``: logprob, prior_logprob, evidence,
+            gap_lm / gap_prior / gap_evidence, shared (a token prefix both options share, whose
+            parts cancel), rank_cost and rank_evidence (1 = the token that costs the gold most,
+            among the tokens not shared; 0 for shared ones)).
+        attribution: one row per (premise unit, method): unit ("word"/"sentence"), index, text,
+            start/end (character span in the premise), method ("remove", "replace",
+            "grad_x_input"), occluded (the premise scored), lm_margin / dcpmi_margin (gold − against
+            after occlusion), delta_lm / delta_dcpmi (their change; < 0: the unit supported the gold),
+            lm_winner / dcpmi_winner (option index after occlusion), gold_wins_lm / gold_wins_dcpmi.
+            ``grad_x_input`` rows fill only delta_* (margins NaN, winners −1, gold_wins False).
+        competitors: see ``competitors_frame``.
+        verdict: the label (``LABELS``).
+        meta: prior context, neutral word, top_k, where the mass was read, costs of each engine call.
+    """
+
+    premise: str
+    options: list[str]
+    domain_premise: str | None
+    model: str
+    gold: int
+    against: int
+    scorer: str
+    table: pd.DataFrame
+    terms: pd.DataFrame
+    tokens: pd.DataFrame
+    attribution: pd.DataFrame
+    competitors: pd.DataFrame
+    verdict: str
+    meta: dict = field(default_factory=dict)
+
+    def term(self, name: str, group: str | None = None) -> float:
+        """The value of one row of ``.terms`` (by term name, optionally within ``group``)."""
+        rows = self.terms[(self.terms["term"] == name) & ((self.terms["group"] == group) if group else True)]
+        if rows.empty:
+            raise ValueError(f"name: no term {name!r}; known: {sorted(set(self.terms['term']))}")
+        return float(rows["value"].iloc[0])
+
+    def explain(self) -> str:
+        """Plain words: the gap and its parts, the costly tokens, the premise words, the mass, the verdict."""
+        t = self.terms
+        og, oa = _q(self.options[self.gold]), _q(self.options[self.against])
+        lines = []
+        gap = self.term("LM gap", "gap")
+        lead = (f"The gold {og} loses to {oa} under {self.scorer}" if self.meta.get("gold_lost", gap < 0)
+                else f"The gold {og} wins under {self.scorer}; compared with the runner-up {oa}")
+        lines.append(f"{lead}. " + t[(t.group == "gap") & (t.term == "LM gap")]["sentence"].iloc[0])
+        lines.append("That gap is length + prior per token + premise evidence: "
+                     + " ".join(t[(t.group == "gap") & (t.term != "LM gap")]["sentence"]))
+        norm = t[(t.group == "scorer") & t.term.isin(["avg", "per_char", "per_byte", "dcpmi"])]
+        lines.append("Other scorers: " + " ".join(norm["sentence"]))
+        tok = self.tokens[(self.tokens["rank_cost"] > 0) & (self.tokens["side"] == "gold")]
+        tok = tok.sort_values("rank_cost").head(3)
+        lines.append("Costliest tokens for the gold: " + ", ".join(
+            f"{r.token!r} in {_q(r.option)} ({r.gap_lm:+.2f})" for r in tok.itertuples()) + ".")
+        ev = self.tokens[self.tokens["rank_evidence"] > 0].dropna(subset=["gap_evidence"])
+        ev = ev.sort_values("rank_evidence").head(2)
+        if len(ev):
+            lines.append("Tokens where the premise helps the gold least: " + ", ".join(
+                f"{r.token!r} in {_q(r.option)} ({r.gap_evidence:+.2f})" for r in ev.itertuples()) + ".")
+        occ = self.attribution[self.attribution["method"] == "remove"]
+        if len(occ):
+            pro = occ.nsmallest(3, "delta_lm")
+            con = occ.nlargest(2, "delta_lm")
+            lines.append("Premise words that favour the gold most (removing them changes the margin by): "
+                         + ", ".join(f"{r.text!r} {r.delta_lm:+.2f}" for r in pro.itertuples()) + "; "
+                         + "that favour " + oa + " most: "
+                         + ", ".join(f"{r.text!r} {r.delta_lm:+.2f}" for r in con.itertuples()) + ".")
+            lost = not self.meta.get("gold_wins_lm", gap > 0)
+            flips = occ[occ["gold_wins_lm"] == lost]
+            if len(flips):
+                lines.append(f"Removing {', '.join(repr(x) for x in flips['text'])} "
+                             f"{'makes the gold win' if lost else 'makes the gold lose'} under LM.")
+        mass = t[t.group == "mass"].set_index("term")
+        lines += [mass.loc[k, "sentence"] for k in ("unavailable", "gold listed", "gold unlisted", "against listed",
+                                                     "against unlisted", "mass gain") if k in mass.index]
+        if len(self.competitors):
+            top = self.competitors.iloc[0]
+            lines.append(f"The model's top token there is {top['token']!r} (P = {top['prob']:.1%}, {top['group']}).")
+        lines += list(t[t.group == "verdict"]["sentence"])
+        return "\n".join(lines)
+
+    def show(self, view: str | None = None) -> Any:
+        """The figures of this result (``surfacelab.viz_why``): all four as a dict, or one by name
+        ("gap", "tokens", "attribution", "competitors")."""
+        from . import viz_why
+
+        figs = viz_why.why_figures(self)
+        if view is None:
+            return figs
+        if view not in figs:
+            raise ValueError(f"view: expected one of {list(figs)}, got {view!r}")
+        return figs[view]
+
+    def save(self, path: str | Path) -> Path:
+        """Write every frame and field to ``*.json`` (``WhyResult.load`` reads it back exactly)."""
+        path = Path(path)
+        if path.suffix != ".json":
+            raise ValueError(f"path: expected a .json file name, got {path.name!r}")
+        doc = {k: getattr(self, k) for k in ("premise", "options", "domain_premise", "model", "gold", "against",
+                                             "scorer", "verdict", "meta")}
+        doc.update({k: _frame_to_json(getattr(self, k)) for k in FRAMES})
+        path.write_text(json.dumps(doc, indent=1, allow_nan=False))
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> "WhyResult":
+        """Read a result written by ``save``."""
+        path = Path(path)
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ValueError(f"path: no file {str(path)!r}") from None
+        except json.JSONDecodeError as err:
+            raise ValueError(f"path: {path.name} is not valid JSON ({err})") from None
+        missing = [k for k in ("premise", "options", "gold", "against", *FRAMES) if k not in doc]
+        if missing:
+            raise ValueError(f"path: {path.name} is not a saved WhyResult (missing {missing})")
+        return cls(**{k: doc[k] for k in ("premise", "options", "domain_premise", "model", "gold", "against",
+                                          "scorer", "verdict", "meta")},
+                   **{k: _frame_from_json(doc[k]) for k in FRAMES})
+
+    def _repr_html_(self) -> str:
+        t = self.terms[self.terms["group"].isin(["gap", "verdict"])][["term", "value", "sentence"]]
+        return t.to_html(index=False, float_format=lambda v: f"{v:+.3f}")
+
+
+# ----------------------------------------------------------------------------- entry points
+def _index(value: Any, options: list[str], name: str) -> int:
+    if isinstance(value, str):
+        if value not in options:
+            raise ValueError(f"{name}: {value!r} is not one of the options {options}")
+        return options.index(value)
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < len(options):
+        raise ValueError(f"{name}: expected an option index in [0, {len(options)}) or an option string, got {value!r}")
+    return int(value)
+
+
+def from_result(
+    lm: Any,
+    result: MCResult,
+    *,
+    gold: int | str | None = None,
+    against: int | str | None = None,
+    scorer: str = "lm",
+    neutral: str = NEUTRAL,
+    sentences: bool = False,
+    all_options: bool = True,
+    gradient: bool = False,
+    top_k: int = 20,
+    batch_size: int | str = "auto",
+    cache: bool = True,
+) -> WhyResult:
+    """``why`` on an existing ``MCResult`` (its scores are reused; see ``why`` for the arguments)."""
+    if not isinstance(result, MCResult):
+        raise TypeError(f"result: expected an MCResult, got {type(result).__name__}")
+    options = result.options
+    if len(options) < 2:
+        raise ValueError("options: need at least two options to compare")
+    gold = result.gold if gold is None else gold
+    if gold is None:
+        raise ValueError("gold: the result has no gold option; pass gold=")
+    gold = _index(gold, options, "gold")
+    s = get_scorer(scorer)
+    scores = result.table[s.column].to_numpy(dtype=float)
+    if not np.isfinite(scores).all():
+        raise ValueError(f"scorer: {scorer!r} needs a domain premise, and this result has none")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise ValueError(f"top_k: expected an int >= 1, got {top_k!r}")
+    text.check_text(neutral, "neutral", allow_empty=False)
+    if not neutral.strip():
+        raise ValueError("neutral: must contain more than whitespace")
+    ranked = [int(i) for i in np.argsort(-scores, kind="stable")]
+    gold_won = ranked[0] == gold
+    if against is None:
+        against = next(i for i in ranked if i != gold)
+    else:
+        against = _index(against, options, "against")
+        if against == gold:
+            raise ValueError("against: must be another option than the gold")
+    prior_cond = "domain" if result.domain_premise is not None else "null"
+    prior_desc = (f"the domain premise {result.domain_premise!r}" if prior_cond == "domain"
+                  else "the empty context")
+    pcol = "domain_logprob" if prior_cond == "domain" else "null_logprob"
+    prior = result.table[pcol].to_numpy(dtype=float)
+    cost: dict[str, Any] = {}
+    # where the mass went: one prompt, the next-token distribution (top-k and every form's token)
+    plan = mass_plan(lm, result.premise, options)
+    competitors = pd.DataFrame({c: pd.Series(dtype=object) for c in COMPETITOR_COLUMNS})
+    mass = dict.fromkeys(MASS_KEYS, float("nan"))
+    if not plan.reason:
+        t0 = time.perf_counter()
+        nt = engine.next_token_logprobs(lm, [plan.prompt], token_ids=plan.token_ids, top_k=top_k,
+                                        batch_size=batch_size)[0]
+        cost["next_token"] = _stats(t0)
+        competitors = competitors_frame(lm, plan, nt, options, gold, against)
+        mass = mass_numbers(plan, dict(zip(plan.token_ids, nt.selected.astype(np.float64).tolist())), gold, against)
+    attribution = _attribution(lm, result, gold, against, prior, neutral=neutral, sentences=sentences,
+                               all_options=all_options, gradient=gradient, batch_size=batch_size, cache=cache,
+                               cost=cost)
+    t = result.table
+    lm_scores = t["logprob"].to_numpy(dtype=float)
+    d = decompose(lm_scores[gold], lm_scores[against], prior[gold], prior[against], int(t["n_tokens"].iloc[gold]),
+                  int(t["n_tokens"].iloc[against]))
+    label = verdict(d["lm"], d["length"], d["prior_per_token"], d["evidence"],
+                    gold_wins=int(np.argmax(lm_scores)) == gold, mass_ratio=mass["gold_ratio"],
+                    mass_gain=mass["mass_gain"], letters=is_option_ids(options))
+    detail = _verdict_detail(label, d, _q(options[gold]), _q(options[against]), mass)
+    terms = _terms_frame(result, gold, against, d, prior_cond, prior_desc, mass, plan, label, detail)
+    meta = {"prior": prior_cond, "prior_context": result.domain_premise if prior_cond == "domain" else "",
+            "neutral": neutral, "top_k": top_k, "all_options": all_options, "gold_lost": not gold_won,
+            "gold_wins_lm": int(np.argmax(lm_scores)) == gold,
+            "mass_prompt": plan.prompt, "mass_shared_tokens": plan.shared, "mass_unavailable": plan.reason,
+            "cost": cost, "forwarded_tokens": int(sum(c.get("tokens_forwarded", 0) for c in cost.values())),
+            "methods": {"remove": "occlusion: the unit and one adjacent whitespace run deleted",
+                        "replace": f"occlusion: the unit replaced by {neutral!r}",
+                        "grad_x_input": "gradient × input (a different method: first-order, in-process only)"}}
+    return WhyResult(result.premise, list(options), result.domain_premise, result.model, gold, against, scorer,
+                     t.copy(), terms, _tokens_frame(result, gold, against, prior_cond), attribution, competitors,
+                     label, meta)
+
+
+def why(
+    lm: Any,
+    premise: str,
+    options: Sequence[str],
+    *,
+    gold: int | str,
+    domain_premise: str | None = None,
+    against: int | str | None = None,
+    scorer: str = "lm",
+    neutral: str = NEUTRAL,
+    sentences: bool = False,
+    all_options: bool = True,
+    gradient: bool = False,
+    top_k: int = 20,
+    batch_size: int | str = "auto",
+    cache: bool = True,
+) -> WhyResult:
+    """Why the gold option lost (or won): gap decomposition, tokens, premise attribution, competitors.
+
+    Three engine calls: the item's scores (``score``; cached on disk), the next-token distribution at
+    the first token where the options differ (one prompt), and every occluded premise with the
+    options (one call; the occluded premises share prefixes, so the engine's plan forwards them
+    once). Their counters and seconds are in ``meta["cost"]``.
+
+    Args:
+        lm: a loaded ``LM``.
+        premise, options, domain_premise: as in ``score``; without a domain premise the empty
+            context (BOS/EOS) is the prior context.
+        gold: the correct option (index or string).
+        against: the option to compare with; default: the winner under ``scorer``, or its
+            runner-up when the gold wins.
+        scorer: the scorer that picks ``against`` (the decomposition is always of the LM gap).
+        neutral: the word that replaces an occluded unit.
+        sentences: also occlude each sentence of the premise.
+        all_options: score every option under each occluded premise (winner columns), not only the pair.
+        gradient: add gradient × input rows (in-process models only; a different method).
+        top_k: next tokens listed in ``.competitors``.
+        batch_size, cache: as in ``engine.logprobs``.
+
+    Returns:
+        A :class:`WhyResult`.
+
+    Example:
+        >>> r = why(lm, " The man took a bath in the", [" bathtub", " sink"], gold=0)  # doctest: +SKIP
+        >>> r.verdict, r.term("LM gap")                                                 # doctest: +SKIP
+    """
+    opts = list(options) if not isinstance(options, str) else options
+    t0 = time.perf_counter()
+    result = score(lm, premise, opts, domain_premise=domain_premise, batch_size=batch_size, cache=cache)
+    cost = _stats(t0)
+    out = from_result(lm, result, gold=_index(gold, result.options, "gold"), against=against, scorer=scorer,
+                      neutral=neutral, sentences=sentences, all_options=all_options, gradient=gradient, top_k=top_k,
+                      batch_size=batch_size, cache=cache)
+    out.meta["cost"] = {"score": cost, **out.meta["cost"]}
+    out.meta["forwarded_tokens"] += int(cost["tokens_forwarded"])
+    return out
