@@ -1,6 +1,9 @@
 """On-disk result cache: sqlite, keyed by the model fingerprint and the exact token ids.
 
-A corrupt cache file is moved aside and a locked one is skipped; neither ever fails a run.
+Every stored blob carries a checksum over its key and bytes; a blob that fails it (a tampered or
+torn write) is treated as missing and recomputed. Nothing here ever fails a run: a corrupt file is
+moved aside (or, where it cannot be moved, left alone and skipped), a locked one is skipped, a
+read-only one is read but not written; each case warns once with what really happened.
 """
 
 from __future__ import annotations
@@ -8,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import struct
 import threading
 import time
 import warnings
@@ -17,7 +21,8 @@ import numpy as np
 
 from .models import cache_dir
 
-_SCHEMA = "CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, n INTEGER, data BLOB)"
+_SCHEMA = "CREATE TABLE IF NOT EXISTS blobs (key TEXT PRIMARY KEY, data BLOB, digest BLOB)"
+_DTYPES = {"<f4", "<i4", "|u1"}
 
 
 def request_key(fingerprint: str, input_ids: tuple[int, ...], start: int) -> str:
@@ -28,74 +33,141 @@ def request_key(fingerprint: str, input_ids: tuple[int, ...], start: int) -> str
     return h.hexdigest()
 
 
+def _storable(a: np.ndarray) -> np.ndarray:
+    """``a`` as a flat float32 (floats), uint8 (bools) or int32 (integers) array."""
+    a = np.asarray(a)
+    dtype = np.float32 if a.dtype.kind == "f" else np.uint8 if a.dtype.kind == "b" else np.int32
+    return np.ascontiguousarray(a, dtype=dtype).reshape(-1)
+
+
 def pack(arrays: dict[str, np.ndarray]) -> bytes:
-    """Serialise per-token float32 log-probs and entropies, int32 ranks and bool greedy flags."""
-    return (arrays["logprob"].astype(np.float32).tobytes() + arrays["entropy"].astype(np.float32).tobytes()
-            + arrays["rank"].astype(np.int32).tobytes() + arrays["greedy"].astype(np.uint8).tobytes())
+    """Serialise named arrays as float32 / int32 / uint8: a header of names, dtypes and sizes, then the data."""
+    flat = {k: _storable(a) for k, a in arrays.items()}
+    head = ";".join(f"{k}:{a.dtype.str}:{a.size}" for k, a in flat.items()).encode()
+    return struct.pack("<H", len(head)) + head + b"".join(a.tobytes() for a in flat.values())
 
 
-def unpack(n: int, data: bytes) -> dict[str, np.ndarray]:
-    """Inverse of ``pack``."""
-    f = 4 * n
-    return {
-        "logprob": np.frombuffer(data, np.float32, n, 0).copy(),
-        "entropy": np.frombuffer(data, np.float32, n, f).copy(),
-        "rank": np.frombuffer(data, np.int32, n, 2 * f).astype(np.int64),
-        "greedy": np.frombuffer(data, np.uint8, n, 3 * f).astype(bool),
-    }
+def unpack(data: bytes) -> dict[str, np.ndarray]:
+    """Inverse of ``pack``; ValueError on a blob that does not parse."""
+    (n,) = struct.unpack_from("<H", data, 0)
+    at, out = 2 + n, {}
+    for part in data[2:2 + n].decode().split(";"):
+        name, dtype, size = part.split(":")
+        if dtype not in _DTYPES:
+            raise ValueError(f"unknown dtype {dtype}")
+        arr = np.frombuffer(data, np.dtype(dtype), int(size), at).copy()
+        at += arr.nbytes
+        out[name] = arr
+    if at != len(data):
+        raise ValueError("trailing bytes")
+    return out
+
+
+def _digest(key: str, data: bytes) -> bytes:
+    return hashlib.blake2b(key.encode() + b"\0" + data, digest_size=16).digest()
 
 
 class ScoreCache:
-    """A sqlite store of per-request token scores; every failure degrades to "no cache"."""
+    """A sqlite store of per-request results; every failure degrades to "no cache" or "read-only"."""
 
     def __init__(self, path: str | os.PathLike | None = None) -> None:
         self.path = Path(path) if path is not None else cache_dir() / "scores.sqlite"
         self._conn: sqlite3.Connection | None = None
         self._broken = False
+        self.read_only = False
+        self.rejected = 0  # blobs that failed their checksum (treated as missing)
         self._lock = threading.RLock()  # one connection, shared by threads (e.g. a widget's worker)
 
     def _open(self) -> sqlite3.Connection:
         """A connection in write-ahead-log mode, so that readers and one writer in other processes
         (two evaluation runs, a notebook next to a benchmark) do not block each other."""
         conn = sqlite3.connect(self.path, timeout=2.0, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(_SCHEMA)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(_SCHEMA)
+            conn.execute("SELECT key FROM blobs LIMIT 1").fetchall()
+        except sqlite3.DatabaseError:
+            conn.close()
+            raise
         return conn
+
+    def _open_read_only(self) -> sqlite3.Connection | None:
+        """A read-only connection to an existing, valid cache file (None if there is none)."""
+        for query in ("mode=ro", "mode=ro&immutable=1"):  # immutable: a WAL file in a read-only folder
+            try:
+                conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?{query}", uri=True, timeout=2.0,
+                                       check_same_thread=False)
+                conn.execute("SELECT key FROM blobs LIMIT 1").fetchall()
+                return conn
+            except sqlite3.DatabaseError:
+                continue
+        return None
 
     def _connect(self) -> sqlite3.Connection | None:
         if self._conn is not None or self._broken:
             return self._conn
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = self._open()
-            conn.execute("SELECT key FROM scores LIMIT 1").fetchall()
-            self._conn = conn
+        except OSError as err:
+            return self._give_up(f"cannot create its folder ({err})")
+        if self.path.exists() and not os.access(self.path, os.R_OK):
+            return self._give_up("the file is not readable")
+        if not os.access(self.path.parent, os.W_OK) or (self.path.exists() and not os.access(self.path, os.W_OK)):
+            return self._read_only_or_give_up()
+        try:
+            self._conn = self._open()
         except sqlite3.DatabaseError as err:
             self._recover(err)
         except OSError as err:
-            warnings.warn(f"surfacelab cache disabled: cannot open {self.path} ({err})", stacklevel=3)
-            self._broken = True
+            self._give_up(f"cannot open it ({err})")
         return self._conn
 
+    def _give_up(self, why: str) -> None:
+        warnings.warn(f"surfacelab cache {self.path}: {why}; running without a cache", stacklevel=5)
+        self._broken = True
+        return None
+
+    def _read_only_or_give_up(self) -> sqlite3.Connection | None:
+        if not self.path.exists():
+            return self._give_up("no cache file, and its folder is read-only (nothing was created)")
+        conn = self._open_read_only()
+        if conn is None:
+            return self._give_up("read-only and not a readable cache (left as it is)")
+        warnings.warn(f"surfacelab cache {self.path} is read-only: reading it, not storing new results",
+                      stacklevel=5)
+        self._conn, self.read_only = conn, True
+        return conn
+
     def _recover(self, err: Exception) -> None:
-        """Move a corrupt file aside and start a fresh one; give up quietly if that fails too."""
+        """Move a corrupt file aside and start a fresh one; say exactly what happened."""
         if isinstance(err, sqlite3.OperationalError) and "locked" in str(err):
-            warnings.warn(f"surfacelab cache {self.path} is locked; running without it", stacklevel=4)
+            warnings.warn(f"surfacelab cache {self.path} is locked; running without it", stacklevel=5)
             self._broken = True
             return
-        aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
-        warnings.warn(f"surfacelab cache {self.path} is unreadable ({err}); moved it to {aside}", stacklevel=4)
-        try:
-            if self._conn is not None:
-                self._conn.close()
+        if self._conn is not None:
+            self._conn.close()
             self._conn = None
+        if not self.path.exists():
+            self._give_up(f"cannot be created ({err}); nothing was moved")
+            return
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
+        try:
             os.replace(self.path, aside)
+        except OSError as move_err:
+            self._give_up(f"is unreadable ({err}) and could not be moved aside ({move_err}); it was left as it is")
+            return
+        for suffix in ("-wal", "-shm"):  # the old file's journal must not be replayed onto the fresh one
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+        try:
             self._conn = self._open()
-        except (OSError, sqlite3.DatabaseError):
-            self._broken = True
+        except (OSError, sqlite3.DatabaseError) as open_err:
+            self._give_up(f"is unreadable ({err}); moved it to {aside}, but a fresh cache failed too ({open_err})")
+            return
+        warnings.warn(f"surfacelab cache {self.path} was unreadable ({err}); moved it to {aside} and started "
+                      "a fresh one", stacklevel=5)
 
     def get_many(self, keys: list[str]) -> dict[str, dict[str, np.ndarray]]:
-        """Look up many keys at once; missing or unreadable entries are simply absent."""
+        """Look up many keys at once; missing, unreadable or tampered entries are simply absent."""
         with self._lock:
             return self._get_many(keys)
 
@@ -108,36 +180,50 @@ class ScoreCache:
             for i in range(0, len(keys), 500):
                 chunk = keys[i:i + 500]
                 marks = ",".join("?" * len(chunk))
-                for key, n, data in conn.execute(f"SELECT key, n, data FROM scores WHERE key IN ({marks})", chunk):
-                    if isinstance(data, bytes) and len(data) == 13 * n:
-                        found[key] = unpack(n, data)
+                for key, data, digest in conn.execute(
+                        f"SELECT key, data, digest FROM blobs WHERE key IN ({marks})", chunk):
+                    entry = self._check(key, data, digest)
+                    if entry is not None:
+                        found[key] = entry
         except sqlite3.DatabaseError as err:
             self._recover(err)
             return {}
         return found
 
+    def _check(self, key: str, data: object, digest: object) -> dict[str, np.ndarray] | None:
+        """The stored arrays if the blob passes its checksum and parses, else None (counted in ``rejected``)."""
+        if isinstance(data, bytes) and isinstance(digest, bytes) and _digest(key, data) == digest:
+            try:
+                return unpack(data)
+            except (ValueError, struct.error, UnicodeDecodeError):
+                pass
+        self.rejected += 1
+        return None
+
     def put_many(self, rows: dict[str, dict[str, np.ndarray]]) -> None:
-        """Store many results; a locked or broken cache only warns."""
+        """Store many results in one transaction; a locked, read-only or broken cache only warns."""
         with self._lock:
             self._put_many(rows)
 
     def _put_many(self, rows: dict[str, dict[str, np.ndarray]]) -> None:
         conn = self._connect()
-        if conn is None or not rows:
+        if conn is None or not rows or self.read_only:
             return
+        blobs = [(k, pack(v)) for k, v in rows.items()]
         try:
             with conn:
-                conn.executemany("INSERT OR REPLACE INTO scores VALUES (?, ?, ?)",
-                                 [(k, len(v["logprob"]), pack(v)) for k, v in rows.items()])
+                conn.executemany("INSERT OR REPLACE INTO blobs VALUES (?, ?, ?)",
+                                 [(k, data, _digest(k, data)) for k, data in blobs])
         except sqlite3.DatabaseError as err:
             self._recover(err)
 
     def clear(self) -> None:
         """Delete every cached result."""
-        conn = self._connect()
-        if conn is not None:
-            with conn:
-                conn.execute("DELETE FROM scores")
+        with self._lock:
+            conn = self._connect()
+            if conn is not None and not self.read_only:
+                with conn:
+                    conn.execute("DELETE FROM blobs")
 
 
 _default: dict[str, ScoreCache] = {}

@@ -233,6 +233,12 @@ class LM(_Loaded):
 
     add_bos: bool = False
     prefix_id: int = 0
+    backend: Any = None  # where the forward passes run (``backends.base.Backend``)
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of rows of the model's output distribution (valid token ids are below it)."""
+        return self.backend.vocab_size
 
     @property
     def bos_policy(self) -> str:
@@ -376,9 +382,13 @@ def load_lm(
     prefix = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
     if prefix is None:
         raise ValueError(f"name_or_path: {name!r} has neither a BOS nor an EOS token to stand for an empty context")
-    return LM(name=name, model=model, tokenizer=tokenizer, device=dev, dtype=dt,
-              fingerprint=_fingerprint(name, model, tokenizer, dt), max_length=_window(model, tokenizer, max_length),
-              source=source, note=note, add_bos=add_bos, prefix_id=int(prefix))
+    from .backends.transformers import TransformersBackend
+
+    fingerprint = _fingerprint(name, model, tokenizer, dt)
+    backend = TransformersBackend(model, tokenizer, dev, dt, name=name, identity=fingerprint)
+    return LM(name=name, model=model, tokenizer=tokenizer, device=dev, dtype=dt, fingerprint=backend.identity(),
+              max_length=_window(model, tokenizer, max_length), source=source, note=note, add_bos=add_bos,
+              prefix_id=int(prefix), backend=backend)
 
 
 def load_mlm(

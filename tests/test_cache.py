@@ -9,12 +9,13 @@ from surfacelab.cache import ScoreCache, pack, unpack
 
 def _row(n):
     return {"logprob": -np.arange(n, dtype=np.float32), "entropy": np.ones(n, np.float32),
-            "rank": np.arange(1, n + 1), "greedy": np.arange(n) == 0}
+            "rank": np.arange(1, n + 1)}
 
 
 def test_pack_roundtrip():
-    row = _row(5)
-    back = unpack(5, pack(row))
+    row = {**_row(5), "flag": np.arange(5) == 0}
+    back = unpack(pack(row))
+    assert list(back) == list(row)
     for k in row:
         np.testing.assert_array_equal(back[k], row[k])
 
@@ -44,7 +45,7 @@ def test_a_reader_in_another_process_does_not_block_a_writer(tmp_path):
     ScoreCache(path).put_many({"a": _row(3)})
     other = sqlite3.connect(path)  # stands in for another process mid-read
     other.execute("BEGIN")
-    assert other.execute("SELECT count(*) FROM scores").fetchone() == (1,)
+    assert other.execute("SELECT count(*) FROM blobs").fetchone() == (1,)
     writer = ScoreCache(path)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a "locked; running without it" warning fails the test

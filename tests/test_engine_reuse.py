@@ -14,6 +14,8 @@ from transformers import (GPT2Config, GPT2LMHeadModel, Gemma3ForCausalLM, Gemma3
                           LlamaForCausalLM, PreTrainedTokenizerFast)
 
 from surfacelab import engine
+from surfacelab.backends import plan
+from surfacelab.backends import transformers as tb
 from surfacelab.models import load_lm
 
 CORPUS = [
@@ -69,13 +71,13 @@ def lm(request):
 
 
 def _run(lm, requests, *, reuse: bool = True, **kwargs):
-    saved = engine.REUSE_MIN_SAVED
-    engine.REUSE_MIN_SAVED = saved if reuse else 10**9
+    saved = plan.REUSE_MIN_SAVED
+    plan.REUSE_MIN_SAVED = saved if reuse else 10**9
     try:
         out = engine.logprobs(lm, requests, progress=False, cache=False, **kwargs)
     finally:
-        engine.REUSE_MIN_SAVED = saved
-    return out, engine.stats
+        plan.REUSE_MIN_SAVED = saved
+    return out, out.stats
 
 
 def _full_forward(lm, enc) -> tuple[np.ndarray, np.ndarray]:
@@ -171,22 +173,22 @@ def test_oom_backs_off_and_resets(monkeypatch):
     tok = _tokenizer()
     lm = load_lm((_model("llama", len(tok)), tok), device="cpu")
     expected, _ = _run(lm, REQUESTS)
-    real_score, real_take = engine._score_batch, engine._take
+    real_score, real_take = tb.TransformersBackend._batch, plan.take
     budgets, calls = [], {"n": 0}
 
-    def flaky(lm_, encs, groups, pad, head):
+    def flaky(self, *args):
         calls["n"] += 1
         if calls["n"] == 1:
             raise torch.OutOfMemoryError("simulated")
-        return real_score(lm_, encs, groups, pad, head)
+        return real_score(self, *args)
 
     def record(groups, rows, budget):
         budgets.append(budget)
         return real_take(groups, rows, budget)
 
-    monkeypatch.setattr(engine, "_score_batch", flaky)
-    monkeypatch.setattr(engine, "_take", record)
-    monkeypatch.setattr(engine, "TOKEN_BUDGET", {"cpu": 10**6})
+    monkeypatch.setattr(tb.TransformersBackend, "_batch", flaky)
+    monkeypatch.setattr(plan, "take", record)
+    monkeypatch.setattr(tb, "TOKEN_BUDGET", {"cpu": 10**6})
     got, st = _run(lm, REQUESTS)
     assert st.oom_backoffs == 1 and budgets[:2] == [10**6, 10**6 // 2]
     assert _max_diff(got, expected) <= 1e-4

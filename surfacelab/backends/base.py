@@ -2,28 +2,44 @@
 
 The engine (``surfacelab.engine``) owns everything that must be identical whatever runs the model:
 ``text.encode`` (joint encoding, the whitespace rule, BOS policy, truncation), deduplication, the
-disk cache and its keys, and the result objects. A backend only computes.
+disk cache and its keys, the in-memory top-k cache and the result objects. A backend only computes.
 
-* ``score(encodings, top_k=k)``: for each ``text.Encoding``, one ``TokenScores`` with one entry per
-  scored token (``encoding.scored_ids``, the tokens from ``encoding.start`` on): the target's
+* ``score(encodings, top_k=k, ...)``: for each ``text.Encoding``, one ``TokenScores`` with one row
+  per scored token (``encoding.scored_ids``, the tokens from ``encoding.start`` on): the target's
   log-prob, its rank (1 = the model's most likely token; a token outranks the target only if it is
   more likely by more than ``RANK_TOL`` nats, so float noise between batch layouts cannot reorder
   near-ties), the entropy of the next-token distribution (NaN where the backend cannot compute it,
-  e.g. a server that returns only the top-k), and the k most likely tokens with their log-probs.
-* ``next_token(prompts, token_ids=..., top_k=k)``: for each prompt (token ids from
-  ``text.encode_prompt``), the next-token distribution after its last token: the log-probs of the
-  asked ``token_ids`` in their order, the top-k, and the entropy (NaN where unavailable).
+  e.g. a server that returns only the top-k) and the k most likely tokens with their log-probs
+  (k = 0: arrays of shape (n, 0)). A server that reports ranks without ``RANK_TOL`` reports its own.
+* ``next_token(prompts, token_ids=..., top_k=k, ...)``: for each prompt (token ids from
+  ``text.encode_prompt``), the distribution of the token after its last token: the log-probs of
+  the asked ``token_ids`` in their order, the top-k, and the entropy (NaN where unavailable). A
+  server that cannot return arbitrary token log-probs may score each asked id by appending it to
+  the prompt (``score`` on ``prompt + (id,)``); the contract does not care how.
 
-Log-probs are natural logs of a float32 log-softmax. Results come back in the order given. A
-backend reports its work into the ``EngineStats`` it is handed (forwarded tokens, batches, path
-taken) and calls ``on_done(indices, scores)`` as soon as a batch of requests is finished, so that
-the engine can commit finished work to the cache before the call ends (a crash mid-call then
-loses at most the batches in flight).
+Log-probs are natural logs of a float32 log-softmax. Results come back in the order given.
+``batch_size`` is a cap on requests per batch (``None``: the backend plans batches itself); a
+backend may treat it as requests per HTTP call. A backend reports its work into the
+``EngineStats`` it is handed (forwarded tokens, batches, which execution path ran) and calls
+``on_done(indices, results)`` as soon as a batch of requests is finished (``indices``: positions in
+the list given), so that the engine commits finished work to the cache before the call ends: a
+crash or SIGKILL mid-call then loses at most the batches in flight.
+
+Changes to the first draft of this contract (so that both backends fit it):
+
+* ``EngineStats`` and ``RANK_TOL`` live here (the engine re-exports them): a backend fills the
+  stats of the call it serves, and a call's stats come back with its results (``Results.stats``),
+  never through a module global.
+* ``next_token`` takes ``progress`` like ``score``.
+* ``EngineStats.paths`` says how many requests ran on which execution path (``"plain"``: one row
+  per request; ``"packed"``: shared-prefix rows with a block mask; ``"kv"``: a prefix pass with a
+  key/value cache, then the suffixes on it; ``"server"``: a completions server), and
+  ``EngineStats.rule`` why the transformers backend may or may not pack rows on this model.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
@@ -68,7 +84,50 @@ class NextTokenScores:
     top_logprobs: np.ndarray
 
 
-#: ``on_done(indices, scores)``: requests ``indices`` (positions in the list given) are finished.
+@dataclass
+class EngineStats:
+    """Counters of one ``logprobs`` or ``next_token_logprobs`` call.
+
+    Token counts cover the requests computed in this call (not those served by a cache). A request
+    of n tokens needs n - 1 positions forwarded (its last token is only a target; a prompt of n
+    tokens needs n), so: ``tokens_needed`` is what a plan without prefix reuse forwards,
+    ``tokens_unique`` what an ideal plan forwards (every distinct token prefix once), and
+    ``tokens_forwarded`` what was actually forwarded; ``redundancy`` = forwarded / unique (1.0 is
+    ideal). ``prefix_groups`` and ``reused`` count only prefixes that really ran once for several
+    requests.
+    """
+
+    requests: int = 0
+    unique: int = 0
+    cached: int = 0
+    backend: str = ""
+    batches: int = 0
+    tokens_forwarded: int = 0  # non-pad tokens run through the model (prefix and suffix passes)
+    tokens_padded: int = 0  # positions actually computed, padding included
+    tokens_needed: int = 0  # sum of forwarded lengths of the unique requests computed
+    tokens_unique: int = 0  # distinct token prefixes among them (the unique-prefix plan)
+    tokens_scored: int = 0  # positions projected onto the vocabulary
+    prefix_groups: int = 0  # shared prefixes run once and reused
+    reused: int = 0  # requests scored on top of a shared prefix
+    oom_backoffs: int = 0  # times the automatic token budget was halved
+    paths: dict[str, int] = field(default_factory=dict)  # requests per execution path
+    rule: str = ""  # why rows may (not) be packed on this model
+
+    @property
+    def redundancy(self) -> float:
+        """Tokens forwarded per token an ideal unique-prefix plan needs."""
+        return self.tokens_forwarded / self.tokens_unique if self.tokens_unique else 1.0
+
+    def count_path(self, path: str, requests: int) -> None:
+        """Record that ``requests`` requests ran on execution path ``path``."""
+        self.paths[path] = self.paths.get(path, 0) + requests
+
+    def as_dict(self) -> dict[str, Any]:
+        """The counters (and ``redundancy``) as a plain dict."""
+        return {**self.__dict__, "paths": dict(self.paths), "redundancy": self.redundancy}
+
+
+#: ``on_done(indices, results)``: requests ``indices`` (positions in the list given) are finished.
 OnDone = Callable[[list[int], list[Any]], None]
 
 
@@ -86,9 +145,10 @@ class Backend(Protocol):
         """What the model fingerprint must include so that other weights never reuse cached numbers."""
 
     def score(self, encodings: Sequence[Any], *, top_k: int, batch_size: int | None, progress: bool,
-              stats: Any, on_done: OnDone | None = None) -> list[TokenScores]:
+              stats: EngineStats, on_done: OnDone | None = None) -> list[TokenScores]:
         """Per-token scores of every encoded request, in the order given."""
 
     def next_token(self, prompts: Sequence[tuple[int, ...]], *, token_ids: Sequence[int], top_k: int,
-                   batch_size: int | None, stats: Any, on_done: OnDone | None = None) -> list[NextTokenScores]:
+                   batch_size: int | None, progress: bool, stats: EngineStats,
+                   on_done: OnDone | None = None) -> list[NextTokenScores]:
         """The next-token distribution after every prompt, in the order given."""
