@@ -131,8 +131,12 @@ def _child(spec: dict) -> dict:
         lm = load_lm(folder, device=device)
         model = lm.model
 
+        last: dict = {}
+
         def run(rs):
-            return [s.total for s in engine.logprobs(lm, rs, batch_size=bs, progress=False, cache=False)]
+            res = engine.logprobs(lm, rs, batch_size=bs, progress=False, cache=False)
+            last["stats"] = res.stats
+            return [s.total for s in res]
     elif tool == "lm-eval":
         from lm_eval.api.instance import Instance
         from lm_eval.models.huggingface import HFLM
@@ -172,7 +176,7 @@ def _child(spec: dict) -> dict:
         torch.cuda.synchronize()
     seconds = time.perf_counter() - t0
     if tool == "surfacelab":
-        st = engine.stats
+        st = last["stats"]
         info = {"tokens": st.tokens_padded, "tokens_nonpad": st.tokens_forwarded, "tokens_needed": st.tokens_needed,
                 "tokens_unique": st.tokens_unique, "scored": st.tokens_scored, "unique": st.unique,
                 "prefix_groups": st.prefix_groups, "batches": st.batches}
