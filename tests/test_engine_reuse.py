@@ -70,13 +70,17 @@ def lm(request):
     return load_lm((_model(request.param, len(tok)), tok), device="cpu")
 
 
-def _run(lm, requests, *, reuse: bool = True, **kwargs):
-    saved = plan.REUSE_MIN_SAVED
-    plan.REUSE_MIN_SAVED = saved if reuse else 10**9
+def _run(lm, requests, *, paths=None, **kwargs):
+    """``engine.logprobs`` with the shortcut paths limited to ``paths`` ("packed", "kv"; () = plain rows only)."""
+    backend = lm.backend
+    backend.selfcheck()
+    saved = backend.pack, backend.kv
+    if paths is not None:
+        backend.pack, backend.kv = saved[0] and "packed" in paths, saved[1] and "kv" in paths
     try:
         out = engine.logprobs(lm, requests, progress=False, cache=False, **kwargs)
     finally:
-        plan.REUSE_MIN_SAVED = saved
+        backend.pack, backend.kv = saved
     return out, out.stats
 
 
@@ -96,7 +100,7 @@ def _max_diff(a, b) -> float:
 def test_reuse_matches_plain_and_full_forward(lm):
     reused, st = _run(lm, REQUESTS)
     assert st.prefix_groups > 0 and st.reused >= 5
-    plain, st_plain = _run(lm, REQUESTS, reuse=False)
+    plain, st_plain = _run(lm, REQUESTS, paths=())
     assert st_plain.prefix_groups == 0 and st_plain.reused == 0
     assert st.tokens_forwarded < st_plain.tokens_forwarded
     assert _max_diff(reused, plain) <= 1e-4
@@ -114,7 +118,7 @@ def test_truncated_requests_match_full_forward():
     requests = [(QUESTION, f" {o}") for o in ["whale", "shark", "trout", "a bathtub"]]
     reused, _ = _run(lm, requests)
     assert all(s.encoding.truncated for s in reused)
-    plain, _ = _run(lm, requests, reuse=False)
+    plain, _ = _run(lm, requests, paths=())
     assert _max_diff(reused, plain) <= 1e-4
     for s in reused:
         np.testing.assert_allclose(s.logprob, _full_forward(lm, s.encoding)[0], atol=1e-4)
@@ -130,25 +134,26 @@ def test_batch_sizes_agree(lm, batch_size):
         assert st.prefix_groups == 0 and st.batches == st.unique
 
 
-def test_sliding_window_never_shares_past_the_window():
+def test_sliding_window_never_packs_past_the_window():
     tok = _tokenizer()
     lm = load_lm((_model("gemma3", len(tok)), tok), device="cpu")
     long_context = " ".join([QUESTION] * 4)  # longer than the 48-token window
     requests = [(long_context, f" {o}") for o in ["whale", "shark", "trout"]]
     out, st = _run(lm, requests)
     assert all(len(s.encoding.input_ids) > lm.model.config.sliding_window for s in out)
-    assert st.prefix_groups == 0
+    assert "packed" not in st.paths and st.paths["kv"] == 3  # the prefix ran once, on the model's own mask
     for s in out:
         np.testing.assert_allclose(s.logprob, _full_forward(lm, s.encoding)[0], atol=1e-4)
 
 
-def test_cost_model_skips_short_prefixes():
+def test_cost_model_keeps_plain_rows_where_reuse_does_not_pay():
     tok = _tokenizer()
     lm = load_lm((_model("llama", len(tok)), tok), device="cpu")
-    _, st = _run(lm, [("The cat", " sat"), ("The cat", " ate")])
-    assert st.prefix_groups == 0  # a 2-token prefix shared twice saves 2 tokens: not worth a pass
+    out, st = _run(lm, [("The dog ate the bone", " so"), ("It rained so we stayed", " in")])
+    assert len(out[0].encoding.input_ids) == len(out[1].encoding.input_ids)  # no padding to save either
+    assert st.paths == {"plain": 2} and st.prefix_groups == 0  # packing would only add attention
     _, st = _run(lm, [(QUESTION, " whale"), (QUESTION, " shark")])
-    assert st.prefix_groups == 1 and st.reused == 2
+    assert st.prefix_groups == 1 and st.reused == 2 and st.paths == {"packed": 2}
 
 
 def test_counters_by_hand():
@@ -156,38 +161,38 @@ def test_counters_by_hand():
     lm = load_lm((_model("llama", len(tok)), tok), device="cpu")
     requests = [(QUESTION, " whale"), (QUESTION, " shark"), (QUESTION, " whale")]
     out, st = _run(lm, requests)
-    a, b = (s.encoding.input_ids for s in out[:2])
-    common = next(i for i, (x, y) in enumerate(zip(a, b)) if x != y)
+    a, b = (s.encoding for s in out[:2])
+    common = next(i for i, (x, y) in enumerate(zip(a.input_ids, b.input_ids)) if x != y)
     assert st.requests == 3 and st.unique == 2
-    assert st.tokens_needed == len(a) - 1 + len(b) - 1
-    assert st.tokens_unique == (len(a) - 1) + (len(b) - 1) - common
-    assert st.tokens_scored == (len(a) - out[0].encoding.start) + (len(b) - out[1].encoding.start)
-    # the group shares everything before the first scored position; suffixes run the rest
-    prefix = min(out[0].encoding.start, out[1].encoding.start) - 1
-    assert st.tokens_forwarded == prefix + (len(a) - 1 - prefix) + (len(b) - 1 - prefix)
-    assert st.redundancy == st.tokens_forwarded / st.tokens_unique
-    assert st.as_dict()["redundancy"] == st.redundancy
+    assert st.tokens_needed == len(a.input_ids) - 1 + len(b.input_ids) - 1
+    assert st.tokens_unique == (len(a.input_ids) - 1) + (len(b.input_ids) - 1) - common
+    # the prefix runs through every shared token; a scored position inside it is projected once
+    assert st.tokens_forwarded == st.tokens_unique == st.tokens_padded
+    shared_scored = max(0, common - (min(a.start, b.start) - 1))
+    assert st.tokens_scored == (len(a.input_ids) - a.start) + (len(b.input_ids) - b.start) - shared_scored
+    assert st.redundancy == 1.0
+    assert st.as_dict()["redundancy"] == st.redundancy and st.as_dict()["paths"] == {"packed": 2}
 
 
 def test_oom_backs_off_and_resets(monkeypatch):
     tok = _tokenizer()
     lm = load_lm((_model("llama", len(tok)), tok), device="cpu")
     expected, _ = _run(lm, REQUESTS)
-    real_score, real_take = tb.TransformersBackend._batch, plan.take
+    real_rows, real_make = tb.TransformersBackend._rows, plan.make
     budgets, calls = [], {"n": 0}
 
     def flaky(self, *args):
         calls["n"] += 1
         if calls["n"] == 1:
             raise torch.OutOfMemoryError("simulated")
-        return real_score(self, *args)
+        return real_rows(self, *args)
 
-    def record(groups, rows, budget):
-        budgets.append(budget)
-        return real_take(groups, rows, budget)
+    def record(jobs, **kwargs):
+        budgets.append(kwargs["budget"])
+        return real_make(jobs, **kwargs)
 
-    monkeypatch.setattr(tb.TransformersBackend, "_batch", flaky)
-    monkeypatch.setattr(plan, "take", record)
+    monkeypatch.setattr(tb.TransformersBackend, "_rows", flaky)
+    monkeypatch.setattr(plan, "make", record)
     monkeypatch.setattr(tb, "TOKEN_BUDGET", {"cpu": 10**6})
     got, st = _run(lm, REQUESTS)
     assert st.oom_backoffs == 1 and budgets[:2] == [10**6, 10**6 // 2]
@@ -208,11 +213,11 @@ def test_real_model_reuse_matches_plain(real_lm):
     requests += [("The weather today is sunn", "y and warm"), ("Hello", "!! World")]  # boundary merges
     reused, st = _run(lm, requests)
     assert st.prefix_groups >= 1
-    plain, _ = _run(lm, requests, reuse=False)
+    plain, _ = _run(lm, requests, paths=())
     assert _max_diff(reused, plain) <= 1e-4
     assert any(s.encoding.merged for s in reused)
     short = load_lm((lm.model, lm.tokenizer), device="cpu", max_length=16)
     t_reused, _ = _run(short, requests[:4])
-    t_plain, _ = _run(short, requests[:4], reuse=False)
+    t_plain, _ = _run(short, requests[:4], paths=())
     assert all(s.encoding.truncated for s in t_reused)
     assert _max_diff(t_reused, t_plain) <= 1e-4

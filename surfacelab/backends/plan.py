@@ -1,25 +1,41 @@
-"""Planning on token ids, shared by in-process backends: which requests share a prefix, which run together.
+"""Planning on token ids, for in-process backends: which requests share a prefix, how they are laid out.
 
 A *job* is what one request needs forwarded: ``ids`` (every token whose output is needed: a scored
 request's ``input_ids[:-1]``, or a whole prompt) and ``first``, the index in ``ids`` of the first
 position whose next-token distribution is wanted. Planning never looks at text or tensors.
+
+1. **Groups.** Jobs are sorted by their ids; an optimal split of that order into runs (dynamic
+   programming, runs of at most ``GROUP_MAX``) maximises the forwarded tokens saved, (k - 1) x the
+   run's common prefix. The prefix runs through every shared token, the context's last one
+   included, so a first scored position shared by all members is computed once.
+2. **Paths** (see ``arch``): where the model allows packed rows, a group is a *segment* (its prefix,
+   then each member's suffix) and segments are packed first-fit-decreasing into rows of at most the
+   row cap, several per row (a block-diagonal mask keeps them apart). A group that does not fit a
+   row, or whose model forbids packing, takes the *kv* path if it saves at least
+   ``KV_MIN_SAVED`` tokens: its prefix runs once with a key/value cache and the suffixes run on it.
+   Everything else runs as *plain* rows, one job per row, padded to the batch's longest.
+3. **Batches** hold rows of one kind within a token budget (rows x padded length) or a request count.
+4. **Cost model.** Cost = padded tokens x (1 + row length / attention span); a plan is used only if
+   it is cheaper than all-plain rows, so reuse never costs more than it saves.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
 
-#: A shared prefix is reused only if it saves at least this many forwarded tokens...
-REUSE_MIN_SAVED = 8
-#: ... and at least this fraction of the tokens its requests would forward plainly.
-REUSE_MIN_GAIN = 0.1
 #: Most requests in one shared-prefix group (bounds the planning cost; a larger set is split).
 GROUP_MAX = 256
-#: Most tokens in one packed shared-prefix row (the prefix plus its suffixes).
+#: Most tokens in one packed row (further capped by the model's window and position table).
 ROW_MAX = 256
+#: A group takes the kv path only if it saves at least this many forwarded tokens (two passes and a
+#: cache copy cost about this much).
+KV_MIN_SAVED = 48
+#: A group too long for one packed row repeats its prefix in several rows while the prefix is
+#: shorter than this; a longer prefix takes the kv path (cost linear in the prefix).
+KV_PREFIX_MIN = 64
 
 
 @dataclass(frozen=True)
@@ -33,6 +49,39 @@ class Job:
     def n_scored(self) -> int:
         """Positions whose next-token distribution is wanted."""
         return len(self.ids) - self.first
+
+
+@dataclass
+class Segment:
+    """Jobs laid out together: a prefix of ``prefix`` tokens run once, then each member's suffix."""
+
+    prefix: int
+    members: list[int]
+    widths: list[int]  # suffix length of each member (its ids after the prefix; may be 0)
+
+    @property
+    def length(self) -> int:
+        """Tokens this segment forwards."""
+        return self.prefix + sum(self.widths)
+
+
+@dataclass
+class Batch:
+    """One forward pass (two for kv): ``kind`` is "plain", "packed" or "kv"; ``rows`` are lists of segments
+    (plain: one single-job segment per row; kv: one row holding the group's one segment)."""
+
+    kind: str
+    rows: list[list[Segment]] = field(default_factory=list)
+
+    @property
+    def members(self) -> list[int]:
+        """The jobs this batch finishes, in layout order."""
+        return [m for row in self.rows for s in row for m in s.members]
+
+    @property
+    def width(self) -> int:
+        """The longest row."""
+        return max(sum(s.length for s in row) for row in self.rows)
 
 
 def lcp(a: Sequence[int], b: Sequence[int]) -> int:
@@ -50,82 +99,150 @@ def unique_prefix_tokens(seqs: list[tuple[int, ...]]) -> int:
     return sum(len(s) - (lcp(p, s) if k else 0) for k, (p, s) in enumerate(zip([()] + ordered, ordered)))
 
 
-@dataclass
-class Group:
-    """Jobs that run as one row: a shared prefix of ``prefix`` tokens (0 = none) and their suffixes."""
+def groups(jobs: list[Job], max_group: int, min_saved: int) -> list[Segment]:
+    """Split jobs into shared-prefix groups (one ``Segment`` each, singles included) maximising tokens saved.
 
-    prefix: int
-    members: list[int]
-    widths: list[int]  # forwarded suffix length of each member
-
-    @property
-    def length(self) -> int:
-        """Tokens in the packed row: the prefix once, then every suffix."""
-        return self.prefix + sum(self.widths)
-
-
-def groups(jobs: list[Job], max_group: int, window: int | None) -> list[Group]:
-    """Split jobs into shared-prefix groups by a cost model on token counts.
-
-    Jobs are sorted by their reusable prefix (the tokens before the first scored position); an
-    optimal split of that order into runs (dynamic programming over runs of at most ``max_group``)
-    maximises the forwarded tokens saved, (k - 1) x common prefix per run, counting a run only if it
-    saves at least ``REUSE_MIN_SAVED`` tokens and ``REUSE_MIN_GAIN`` of its plain cost. A run longer
-    than ``ROW_MAX`` packed tokens is cut into several rows that each repeat the prefix. Everything
-    else runs plainly. Jobs longer than a sliding attention window never share a prefix.
+    A run of k sorted jobs with common prefix p saves (k - 1) x p; runs saving less than
+    ``min_saved`` are not formed.
     """
-    heads = [j.ids[:j.first] for j in jobs]
-    eligible = [i for i, j in enumerate(jobs) if window is None or len(j.ids) < window]
-    order = sorted(eligible, key=lambda i: (heads[i], jobs[i].ids))
+    order = sorted(range(len(jobs)), key=lambda i: jobs[i].ids)
     n = len(order)
-    adjacent = np.array([lcp(heads[a], heads[b]) for a, b in zip(order, order[1:])], dtype=np.int64)
-    cost = np.concatenate([[0], np.cumsum([len(jobs[i].ids) for i in order])])
+    adjacent = np.array([lcp(jobs[a].ids, jobs[b].ids) for a, b in zip(order, order[1:])], dtype=np.int64)
     best = np.zeros(n + 1)
-    cut = np.zeros(n + 1, dtype=np.int64)
+    cut = np.arange(-1, n, dtype=np.int64)  # cut[j]: start of the last run ending at j (default: a single)
     for j in range(1, n + 1):
+        best[j] = best[j - 1]
         lo = max(0, j - max_group)
+        if j - 1 <= lo:
+            continue
         common = np.minimum.accumulate(adjacent[lo:j - 1][::-1])[::-1]  # common[t]: min lcp of run lo+t..j-1
-        size = j - np.arange(lo, j - 1)
-        saved = (size - 1) * common
-        plain = cost[j] - cost[lo:j - 1]
-        saved = np.where((saved >= REUSE_MIN_SAVED) & (saved >= REUSE_MIN_GAIN * plain), saved, 0)
+        saved = (j - np.arange(lo, j - 1) - 1) * common
+        saved = np.where(saved >= max(min_saved, 1), saved, 0)
         total = best[lo:j - 1] + saved
-        k = int(np.argmax(total)) if len(total) else 0
-        if len(total) and total[k] > best[j - 1]:
+        k = int(np.argmax(total))
+        if total[k] > best[j]:
             best[j], cut[j] = total[k], lo + k
-        else:
-            best[j], cut[j] = best[j - 1], j - 1
-    out: list[Group] = []
-    shared: set[int] = set()
+    out: list[Segment] = []
     j = n
     while j > 0:
         i = int(cut[j])
-        if j - i > 1:
-            p = int(adjacent[i:j - 1].min())
-            row = Group(p, [], [])
-            for m in order[i:j]:
-                w = len(jobs[m].ids) - p
-                if row.members and row.length + w > ROW_MAX:
-                    out.append(row)
-                    row = Group(p, [], [])
-                row.members.append(m)
-                row.widths.append(w)
-            out.append(row)
-            shared.update(order[i:j])
+        run = order[i:j]
+        p = int(adjacent[i:j - 1].min()) if len(run) > 1 else 0
+        out.append(Segment(p, list(run), [len(jobs[m].ids) - p for m in run]))
         j = i
-    out += [Group(0, [i], [len(jb.ids)]) for i, jb in enumerate(jobs) if i not in shared]
+    return out[::-1]
+
+
+def split(seg: Segment, cap: int) -> list[Segment]:
+    """``seg`` as segments of at most ``cap`` tokens, each repeating the prefix (a single member stays whole)."""
+    out = [Segment(seg.prefix, [], [])]
+    for m, w in zip(seg.members, seg.widths):
+        if out[-1].members and out[-1].length + w > cap:
+            out.append(Segment(seg.prefix, [], []))
+        out[-1].members.append(m)
+        out[-1].widths.append(w)
+    return [s if len(s.members) > 1 else Segment(0, s.members, [s.prefix + s.widths[0]]) for s in out]
+
+
+def _fits_row(jobs: list[Job], seg: Segment, cap: int, window: int | None) -> bool:
+    """Whether ``seg``'s members may go into packed rows (each member whole within the cap and window)."""
+    longest = seg.prefix + max(seg.widths)
+    return longest <= cap and (window is None or all(len(jobs[m].ids) <= window for m in seg.members))
+
+
+def _pack_rows(segments: list[Segment], cap: int) -> list[list[Segment]]:
+    """First-fit-decreasing of segments into rows of at most ``cap`` tokens."""
+    rows: list[list[Segment]] = []
+    room: list[int] = []
+    for seg in sorted(segments, key=lambda s: -s.length):
+        k = next((r for r, free in enumerate(room) if free >= seg.length), None)
+        if k is None:
+            rows.append([seg])
+            room.append(cap - seg.length)
+        else:
+            rows[k].append(seg)
+            room[k] -= seg.length
+    return rows
+
+
+def _batches(kind: str, rows: list[list[Segment]], max_requests: int | None, budget: int) -> list[Batch]:
+    """Rows (longest first) cut into batches within ``budget`` padded tokens or ``max_requests`` requests;
+    a row less than half the batch's width starts a new batch (it would be mostly padding)."""
+    rows = sorted(rows, key=lambda r: -sum(s.length for s in r))
+    out: list[Batch] = []
+    n_req = 0
+    for row in rows:
+        length = sum(s.length for s in row)
+        k = sum(len(s.members) for s in row)
+        if out:
+            b = out[-1]
+            width = max(b.width, length)
+            full = n_req + k > max_requests if max_requests is not None else (len(b.rows) + 1) * width > budget
+            if not full and 2 * length >= width:
+                b.rows.append(row)
+                n_req += k
+                continue
+        out.append(Batch(kind, [row]))
+        n_req = k
     return out
 
 
-def take(groups_: list[Group], rows: int | None, budget: int) -> int:
-    """How many of ``groups_`` (sorted) form the next batch: same kind, within the request count or token budget."""
-    n_req = 0
-    for k, g in enumerate(groups_):
-        if k and (g.prefix > 0) != (groups_[0].prefix > 0):
-            return k
-        n_req += len(g.members)
-        width = max(groups_[0].length, g.length)
-        too_short = 2 * g.length < width  # would be mostly padding: start a narrower batch
-        if k and (n_req > rows if rows is not None else (k + 1) * width > budget or too_short):
-            return k
-    return len(groups_)
+def cost(batches: list[Batch], span: int) -> float:
+    """Estimated work: padded tokens x (1 + attended length / ``span``); a kv batch counts its prefix once
+    (causal) and its suffixes against prefix + suffix."""
+    total = 0.0
+    for b in batches:
+        if b.kind == "kv":
+            seg = b.rows[0][0]
+            total += seg.prefix * (1 + seg.prefix / (2 * span))
+            total += sum(w * (1 + (seg.prefix + w) / span) for w in seg.widths)
+        else:
+            total += len(b.rows) * b.width * (1 + b.width / span)
+    return total
+
+
+def plain(jobs: list[Job], max_requests: int | None, budget: int) -> list[Batch]:
+    """Every job in a row of its own."""
+    return _batches("plain", [[Segment(0, [i], [len(j.ids)])] for i, j in enumerate(jobs)], max_requests, budget)
+
+
+def make(jobs: list[Job], *, max_requests: int | None, budget: int, pack: bool, kv: bool, row_cap: int,
+         window: int | None, span: int) -> list[Batch]:
+    """The batches that compute ``jobs`` (see the module docstring); every job appears exactly once."""
+    baseline = plain(jobs, max_requests, budget)
+    if max_requests == 1 or not (pack or kv):
+        return baseline
+    max_group = min(GROUP_MAX, max_requests) if max_requests is not None else GROUP_MAX
+    packed: list[Segment] = []
+    kv_batches: list[Batch] = []
+    singles: list[int] = []
+    for seg in groups(jobs, max_group, 1 if pack else KV_MIN_SAVED):
+        saved = seg.prefix * (len(seg.members) - 1)
+        fits = pack and _fits_row(jobs, seg, row_cap, window)
+        if fits and (seg.length <= row_cap or not kv or seg.prefix < KV_PREFIX_MIN):
+            packed += split(seg, row_cap)
+        elif kv and len(seg.members) > 1 and saved >= KV_MIN_SAVED:
+            kv_batches.append(Batch("kv", [[seg]]))
+        else:
+            singles += seg.members
+    rows = [[Segment(0, [m], [len(jobs[m].ids)])] for m in singles]
+    if pack:
+        fit = [m for m in singles if _fits_row(jobs, Segment(0, [m], [len(jobs[m].ids)]), row_cap, window)]
+        packed += [Segment(0, [m], [len(jobs[m].ids)]) for m in fit]
+        rows = [[Segment(0, [m], [len(jobs[m].ids)])] for m in sorted(set(singles) - set(fit))]
+    batches = _batches("packed", _pack_rows(packed, row_cap), max_requests, budget) + kv_batches
+    batches += _batches("plain", rows, max_requests, budget)
+    return batches if cost(batches, span) < cost(baseline, span) else baseline
+
+
+def kv_chunks(seg: Segment, budget: int) -> list[tuple[list[int], list[int]]]:
+    """The members of a kv segment as (members, widths) chunks of at most ``budget`` cached-plus-suffix
+    tokens each (every member of a chunk holds a copy of the prefix cache)."""
+    out: list[tuple[list[int], list[int]]] = []
+    for m, w in sorted(zip(seg.members, seg.widths), key=lambda x: -x[1]):
+        if out and (len(out[-1][0]) + 1) * (seg.prefix + out[-1][1][0]) <= budget:
+            out[-1][0].append(m)
+            out[-1][1].append(w)
+        else:
+            out.append(([m], [w]))
+    return out

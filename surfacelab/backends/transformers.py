@@ -1,37 +1,43 @@
 """The in-process backend: a transformers causal LM on CPU, CUDA or MPS.
 
-* **Shared-prefix reuse.** Jobs (``plan.Job``) are sorted by token ids and split into groups that
-  share a token prefix (all options of one question, every option under one domain premise). A
-  group runs as one packed row: the prefix once, then every member's suffix, with position ids
-  restarting after the prefix for each suffix and a 4-D attention mask that lets a suffix see the
-  prefix and itself only. Groups are chosen by a cost model on token counts (``plan.groups``).
-* **Batching by token count.** Batches are planned by a token budget (``TOKEN_BUDGET``) or a row
-  count; the automatic budget halves on an out-of-memory error and resets on every call.
-* **Projection only where needed.** The LM head and the float32 log-softmax run only at positions
-  whose next token is scored, in chunks of at most ``PROJECT_ELEMENTS`` logits.
-* **One plan, several heads.** What runs at the scored positions is a *head*: per-token scores
-  (with the top-k alternatives when asked), or a prompt's next-token distribution.
+* **Plan, then run.** ``plan.make`` lays the requests out (plain rows, packed shared-prefix rows,
+  kv prefix passes; see ``plan`` and ``arch`` for which the model allows); ``_run`` runs the batches
+  in order, reports each finished batch to ``on_done`` and halves its token budget on out-of-memory.
+* **Projection only where needed.** The LM head and the float32 log-softmax run only at the
+  distinct positions whose next token is scored (a first scored position shared by all options of
+  a question is projected once), in chunks of at most ``PROJECT_ELEMENTS`` logits.
+* **Heads.** What runs at the scored positions is a *head*: per-token scores (with the top-k
+  alternatives when asked), or a prompt's next-token distribution.
+* **Self-check.** Before the first call, the shortcuts (projection from the base model's hidden
+  states, packed rows, the kv prefix path) are checked against a plain forward of the whole model
+  on a short probe; a shortcut that disagrees is switched off (``EngineStats.rule`` says so).
 """
 
 from __future__ import annotations
 
+import copy
 import functools
+import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
 
-from . import plan
+from . import arch, plan
 from .base import RANK_TOL, EngineStats, NextTokenScores, OnDone, TokenScores
 
-#: ``head(hidden, targets) -> (n, width)`` float tensor: what a run computes at the n scored positions
-#: of a batch from their final hidden states (and target token ids, where the head scores targets).
-Head = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+#: ``head(features, inverse, targets) -> (n, width)`` float tensor for the n scored positions:
+#: ``features`` are the distinct positions' final hidden states (or logits), ``inverse`` maps each
+#: scored position to its row of ``features``, ``targets`` are the scored token ids (if any).
+Head = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
 #: Token budget of one automatic batch, by device type (rows x padded length).
 TOKEN_BUDGET = {"cpu": 4096, "mps": 16384, "cuda": 65536}
 #: Most logits (positions x vocabulary) projected at once.
 PROJECT_ELEMENTS = 1 << 25
+#: Largest |difference| of a probe's log-probs that a shortcut may show against a plain forward.
+SELFCHECK_TOL = {torch.float32: 1e-3, torch.float64: 1e-3}
+SELFCHECK_TOL_HALF = 0.25
 
 
 class TransformersBackend:
@@ -49,6 +55,14 @@ class TransformersBackend:
         self._identity = identity
         self.vocab_size = int(model.get_output_embeddings().weight.shape[0])
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        self.traits = arch.traits(model)
+        self.pack, self.kv, self.rule = self.traits.pack, self.traits.kv, self.traits.why
+        caps = [c for c in (plan.ROW_MAX, self.traits.window, self.traits.table) if c]
+        self.row_cap = min(caps)
+        self.span = 4 * int(getattr(model.config, "hidden_size", 0) or getattr(model.config, "n_embd", 0) or 512)
+        self.features = "hidden"  # or "logits" when the head is not a plain projection (see selfcheck)
+        self._checked = False
+        self._check_lock = threading.Lock()
 
     def identity(self) -> str:
         """The weights' fingerprint (type, config, sampled weights, vocabulary, dtype)."""
@@ -85,148 +99,273 @@ class TransformersBackend:
 
     # ------------------------------------------------------------------ heads
 
-    def _project(self, hidden: torch.Tensor) -> torch.Tensor:
-        """Vocabulary logits for selected hidden states, in float32 (applies final soft-capping)."""
-        logits = self.model.get_output_embeddings()(hidden).float()
-        cap = getattr(self.model.config, "final_logit_softcapping", None)
-        if cap:
-            logits = torch.tanh(logits / cap) * cap
-        return logits
-
-    def _log_softmax_chunks(self, hidden: torch.Tensor):
-        """(start, float32 log-softmax) over chunks of at most ``PROJECT_ELEMENTS`` logits."""
+    def _log_softmax_chunks(self, features: torch.Tensor):
+        """(start, stop, float32 log-softmax) over chunks of at most ``PROJECT_ELEMENTS`` logits."""
         step = max(1, PROJECT_ELEMENTS // self.vocab_size)
-        for a in range(0, len(hidden), step):
-            yield a, step, torch.log_softmax(self._project(hidden[a:a + step]), dim=-1)
+        for a in range(0, len(features), step):
+            logits = features[a:a + step].float()
+            if self.features == "hidden":
+                logits = self.model.get_output_embeddings()(features[a:a + step]).float()
+                cap = getattr(self.model.config, "final_logit_softcapping", None)
+                if cap:
+                    logits = torch.tanh(logits / cap) * cap
+            yield a, a + step, torch.log_softmax(logits, dim=-1)
 
-    def _score_head(self, hidden: torch.Tensor, targets: torch.Tensor, top_k: int = 0) -> torch.Tensor:
-        """(n, 3 + 2 top_k) float32 rows: log-prob, rank and entropy of ``targets`` after each hidden
-        state, then the ids (exact in float32 below 2**24) and log-probs of the top_k tokens."""
-        parts = []
-        for a, step, logp in self._log_softmax_chunks(hidden):
-            lp = logp.gather(1, targets[a:a + step, None])[:, 0]
-            rank = (logp > lp[:, None] + RANK_TOL).sum(1) + 1
-            entropy = -(logp.exp() * logp).sum(1)
-            cols = [torch.stack([lp, rank.float(), entropy], 1)]
+    def _score_head(self, features: torch.Tensor, inverse: torch.Tensor, targets: torch.Tensor,
+                    top_k: int = 0) -> torch.Tensor:
+        """(n, 3 + 2 top_k) float32 rows: log-prob, rank and entropy of each target, then the ids
+        (exact in float32 below 2**24) and log-probs of the top_k tokens at its position."""
+        out = torch.empty((len(inverse), 3 + 2 * top_k), dtype=torch.float32, device=features.device)
+        for a, b, logp in self._log_softmax_chunks(features):
+            pick = ((inverse >= a) & (inverse < b)).nonzero()[:, 0]
+            rows = logp[inverse[pick] - a]
+            lp = rows.gather(1, targets[pick, None])[:, 0]
+            out[pick, 0] = lp
+            out[pick, 1] = ((rows > lp[:, None] + RANK_TOL).sum(1) + 1).float()
+            out[pick, 2] = -(logp.exp() * logp).sum(1)[inverse[pick] - a]
             if top_k:
                 top = logp.topk(min(top_k, self.vocab_size), dim=-1)
-                cols += [top.indices.float(), top.values]
-            parts.append(torch.cat(cols, 1))
-        return torch.cat(parts)
+                out[pick, 3:3 + top_k] = top.indices[inverse[pick] - a].float()
+                out[pick, 3 + top_k:] = top.values[inverse[pick] - a]
+        return out
 
-    def _next_head(self, hidden: torch.Tensor, targets: torch.Tensor, select: Sequence[int] = (),
-                   top_k: int = 0) -> torch.Tensor:
+    def _next_head(self, features: torch.Tensor, inverse: torch.Tensor, targets: torch.Tensor,
+                   select: Sequence[int] = (), top_k: int = 0) -> torch.Tensor:
         """(n, 1 + len(select) + 2 top_k) float32 rows: entropy, the log-probs of the ``select`` ids,
         then the ids and log-probs of the top_k tokens (``targets`` is unused)."""
-        chosen = torch.tensor(list(select), dtype=torch.long, device=hidden.device)
+        chosen = torch.tensor(list(select), dtype=torch.long, device=features.device)
         parts = []
-        for _, _, logp in self._log_softmax_chunks(hidden):
+        for _, _, logp in self._log_softmax_chunks(features):
             cols = [-(logp.exp() * logp).sum(1, keepdim=True), logp[:, chosen]]
             if top_k:
                 top = logp.topk(min(top_k, self.vocab_size), dim=-1)
                 cols += [top.indices.float(), top.values]
             parts.append(torch.cat(cols, 1))
-        return torch.cat(parts)
+        return torch.cat(parts)[inverse]
 
-    # ------------------------------------------------------------------ running
+    # ------------------------------------------------------------------ forward passes
 
-    def _hidden(self, ids: torch.Tensor, mask: torch.Tensor, **kwargs: Any) -> torch.Tensor:
-        """Final hidden states of the base transformer (no LM head, no cache)."""
-        out = self.model.base_model(input_ids=ids, attention_mask=mask, use_cache=False, **kwargs)
-        return out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+    def _forward(self, ids: torch.Tensor, mask: torch.Tensor, **kwargs: Any) -> Any:
+        """The base model (or, in "logits" mode, the whole model); returns (features, output)."""
+        if self.features == "logits":
+            out = self.model(input_ids=ids, attention_mask=mask, **kwargs)
+            return out.logits, out
+        out = self.model.base_model(input_ids=ids, attention_mask=mask, **kwargs)
+        return (out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]), out
 
-    def _batch(self, jobs: list[plan.Job], targets: list[tuple[int, ...]], groups: list[plan.Group],
-               head: Head, stats: EngineStats) -> torch.Tensor:
-        """Run one batch of groups, one row each, and ``head`` at the scored positions; results follow
-        the groups' member order.
-
-        A plain row is the job's ids under the model's own causal mask. A shared-prefix row packs
-        the prefix once and then every member's suffix, with position ids restarting after the
-        prefix for each suffix and a 4-D mask letting each suffix see the prefix and itself only.
-        """
+    def _rows(self, jobs: list[plan.Job], batch: plan.Batch) -> tuple[torch.Tensor, list[list[int]]]:
+        """Run a plain or packed batch; returns its features (rows x width flattened) and, per member
+        in ``batch.members`` order, the flat feature index of each scored position."""
+        width, n = batch.width, len(batch.rows)
+        ids = np.full((n, width), self.pad_id, dtype=np.int64)
+        positions = np.zeros((n, width), dtype=np.int64)
+        block = np.full((n, width), -1, dtype=np.int64)  # per token: its prefix or suffix block (-1: pad)
+        owner = np.full((n, width), -2, dtype=np.int64)  # per token: its segment's prefix block
+        where: list[list[int]] = []
+        blocks = 0
+        for r, row in enumerate(batch.rows):
+            at = 0
+            for seg in row:
+                ids[r, at:at + seg.prefix] = jobs[seg.members[0]].ids[:seg.prefix]
+                positions[r, at:at + seg.prefix] = np.arange(seg.prefix)
+                block[r, at:at + seg.prefix] = owner[r, at:at + seg.length] = blocks
+                s0 = at + seg.prefix
+                for k, (m, w) in enumerate(zip(seg.members, seg.widths)):
+                    job = jobs[m]
+                    ids[r, s0:s0 + w] = job.ids[seg.prefix:]
+                    positions[r, s0:s0 + w] = np.arange(seg.prefix, seg.prefix + w)
+                    block[r, s0:s0 + w] = blocks + 1 + k
+                    where.append([r * width + (at + j if j < seg.prefix else s0 + j - seg.prefix)
+                                  for j in range(job.first, len(job.ids))])
+                    s0 += w
+                blocks += 1 + len(seg.members)
+                at = s0
         dev = self.device
-        width = max(g.length for g in groups)
-        ids = torch.full((len(groups), width), self.pad_id, dtype=torch.long)
-        positions = torch.zeros((len(groups), width), dtype=torch.long)
-        block = torch.full((len(groups), width), -1, dtype=torch.long)  # 0 prefix, i+1 suffix i, -1 pad
-        rows, cols, tgt = [], [], []
-        for r, g in enumerate(groups):
-            first = jobs[g.members[0]].ids
-            ids[r, :g.prefix] = torch.tensor(first[:g.prefix], dtype=torch.long)
-            positions[r, :g.prefix] = torch.arange(g.prefix)
-            block[r, :g.prefix] = 0
-            at = g.prefix
-            for i, (m, w) in enumerate(zip(g.members, g.widths)):
-                j = jobs[m]
-                ids[r, at:at + w] = torch.tensor(j.ids[g.prefix:], dtype=torch.long)
-                positions[r, at:at + w] = torch.arange(g.prefix, g.prefix + w)
-                block[r, at:at + w] = i + 1
-                rows += [r] * j.n_scored
-                cols += range(at + j.first - g.prefix, at + w)
-                tgt += targets[m]
-                at += w
-        if groups[0].prefix:
-            causal = torch.ones(width, width, dtype=torch.bool).tril()
-            seen = causal & ((block[:, None, :] == 0) | (block[:, None, :] == block[:, :, None]))
-            mask = torch.zeros(seen.shape, dtype=self.dtype).masked_fill_(~seen, torch.finfo(self.dtype).min)
-            hidden = self._hidden(ids.to(dev), mask[:, None].to(dev), position_ids=positions.to(dev))
-            stats.prefix_groups += len(groups)
-            stats.reused += sum(len(g.members) for g in groups)
-            stats.count_path("packed", sum(len(g.members) for g in groups))
+        if batch.kind == "plain":
+            feats, _ = self._forward(torch.from_numpy(ids).to(dev), torch.from_numpy(block >= 0).long().to(dev),
+                                     use_cache=False)
         else:
-            hidden = self._hidden(ids.to(dev), (block >= 0).long().to(dev))
-            stats.count_path("plain", len(groups))
-        picked = hidden[torch.tensor(rows, device=dev), torch.tensor(cols, device=dev)]
-        stats.tokens_forwarded += sum(g.length for g in groups)
-        stats.tokens_padded += ids.numel()
-        stats.tokens_scored += len(rows)
-        return head(picked, torch.tensor(tgt, dtype=torch.long, device=dev))
+            feats, _ = self._forward(torch.from_numpy(ids).to(dev), self._block_mask(block, owner).to(dev),
+                                     position_ids=torch.from_numpy(positions).to(dev), use_cache=False)
+        return feats.reshape(n * width, -1), where
+
+    def _block_mask(self, block: np.ndarray, owner: np.ndarray) -> torch.Tensor:
+        """The 4-D additive mask of packed rows: a token sees the earlier tokens of its own block and of
+        its segment's prefix block; padding sees only itself (no all-masked rows)."""
+        b, o = torch.from_numpy(block), torch.from_numpy(owner)
+        width = block.shape[1]
+        causal = torch.ones(width, width, dtype=torch.bool).tril()
+        key = b[:, None, :]
+        seen = causal & ((key == b[:, :, None]) | (key == o[:, :, None])) & (key >= 0)
+        seen |= torch.eye(width, dtype=torch.bool)
+        return torch.zeros(seen.shape, dtype=self.dtype).masked_fill_(~seen, torch.finfo(self.dtype).min)[:, None]
+
+    def _kv(self, jobs: list[plan.Job], batch: plan.Batch, budget: int,
+            done: Callable[[list[int], torch.Tensor, list[list[int]]], None]) -> None:
+        """Run a kv batch: the segment's prefix once with a cache, then its members' suffixes in chunks
+        on copies of that cache (continued positions, the model's own 2-D mask); ``done`` gets each
+        chunk's members, features and scored feature indices."""
+        seg = batch.rows[0][0]
+        dev, p = self.device, seg.prefix
+        prefix_ids = torch.tensor([jobs[seg.members[0]].ids[:p]], device=dev)
+        pre_feats, out = self._forward(prefix_ids, torch.ones_like(prefix_ids), use_cache=True)
+        cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
+        _check_cache(cache)
+        pre_feats = pre_feats[0]
+        for members, widths in plan.kv_chunks(seg, budget):
+            w_max = max(widths)
+            where = [[j if j < p else len(pre_feats) + r * w_max + j - p for j in range(jobs[m].first, len(jobs[m].ids))]
+                     for r, m in enumerate(members)]
+            if w_max == 0:
+                done(members, pre_feats, where)
+                continue
+            ids = np.full((len(members), w_max), self.pad_id, dtype=np.int64)
+            mask = np.zeros((len(members), p + w_max), dtype=np.int64)
+            mask[:, :p] = 1
+            for r, (m, w) in enumerate(zip(members, widths)):
+                ids[r, :w] = jobs[m].ids[p:]
+                mask[r, p:p + w] = 1
+            chunk_cache = copy.deepcopy(cache)
+            chunk_cache.batch_repeat_interleave(len(members))
+            extra = {"position_ids": torch.arange(p, p + w_max, device=dev).expand(len(members), -1)} \
+                if self.traits.positions else {}
+            feats, _ = self._forward(torch.from_numpy(ids).to(dev), torch.from_numpy(mask).to(dev), use_cache=True,
+                                     **{self.traits.cache_arg: chunk_cache}, **extra)
+            done(members, torch.cat([pre_feats, feats.reshape(-1, feats.shape[-1])]), where)
+
+    # ------------------------------------------------------------------ the loop
+
+    def _execute(self, jobs: list[plan.Job], batch: plan.Batch, budget: int, stats: EngineStats,
+                 finish: Callable[[list[int], torch.Tensor, list[list[int]]], None]) -> None:
+        """Run one planned batch, count it in ``stats`` and hand its features to ``finish``."""
+        members = batch.members
+        if batch.kind == "kv":
+            seg = batch.rows[0][0]
+            chunks = plan.kv_chunks(seg, budget)
+            stats.tokens_forwarded += seg.length
+            stats.tokens_padded += seg.prefix + sum(len(m) * max(w) for m, w in chunks)
+            stats.prefix_groups += 1
+            stats.reused += len(members)
+            self._kv(jobs, batch, budget, finish)
+        else:
+            feats, where = self._rows(jobs, batch)
+            stats.tokens_forwarded += sum(s.length for row in batch.rows for s in row)
+            stats.tokens_padded += len(batch.rows) * batch.width
+            shared = [s for row in batch.rows for s in row if s.prefix and len(s.members) > 1]
+            stats.prefix_groups += len(shared)
+            stats.reused += sum(len(s.members) for s in shared)
+            finish(members, feats, where)
+        stats.count_path(batch.kind, len(members))
+        stats.batches += 1
 
     def _run(self, jobs: list[plan.Job], targets: list[tuple[int, ...]], head: Head,
              convert: Callable[[np.ndarray], Any], rows: int | None, progress: bool, stats: EngineStats,
              on_done: OnDone | None) -> list[Any]:
         """``convert``ed head rows of every job, in order; each finished batch is reported to ``on_done``.
-        Automatic batches halve their token budget on out-of-memory."""
+        An out-of-memory error halves the automatic token budget and re-plans the unfinished jobs."""
         from tqdm.auto import tqdm
 
-        stats.backend = self.kind
-        window = getattr(self.model.config, "sliding_window", None)
-        max_group = min(plan.GROUP_MAX, rows) if rows is not None else plan.GROUP_MAX
-        groups = plan.groups(jobs, max_group, window if isinstance(window, int) and window > 0 else None)
-        groups.sort(key=lambda g: (g.prefix == 0, -g.length))
+        self.selfcheck()
+        stats.backend, stats.rule = self.kind, self.rule
         budget = TOKEN_BUDGET.get(self.device.type, 4096)
         results: list[Any] = [None] * len(jobs)
-        done = 0
-        bar = tqdm(total=len(jobs), desc=f"scoring ({self.name})", unit="req",
-                   disable=not progress or len(jobs) < 64)
+        bar = tqdm(total=len(jobs), desc=f"scoring ({self.name})", unit="req", disable=not progress or len(jobs) < 64)
+        todo = list(range(len(jobs)))
+
+        def finish(members: list[int], feats: torch.Tensor, where: list[list[int]]) -> None:
+            index = torch.tensor([i for w in where for i in w], dtype=torch.long, device=feats.device)
+            unique, inverse = torch.unique(index, return_inverse=True)
+            tgt = torch.tensor([t for m in members for t in targets[todo[m]]], dtype=torch.long, device=feats.device)
+            flat = head(feats[unique], inverse, tgt).float().cpu().numpy()
+            stats.tokens_scored += len(unique)
+            at, done = 0, []
+            for m, w in zip(members, where):
+                results[todo[m]] = convert(flat[at:at + len(w)])
+                done.append(todo[m])
+                at += len(w)
+            if on_done is not None:
+                on_done(done, [results[i] for i in done])
+            bar.update(len(done))
+
         with torch.inference_mode():
-            while done < len(groups):
-                k = plan.take(groups[done:], rows, budget)
-                batch = groups[done:done + k]
+            while todo:
+                sub = [jobs[i] for i in todo]
+                batches = plan.make(sub, max_requests=rows, budget=budget, pack=self.pack, kv=self.kv,
+                                    row_cap=self.row_cap, window=self.traits.window, span=self.span)
                 try:
-                    out = self._batch(jobs, targets, batch, head, stats)
+                    for batch in batches:
+                        self._execute(sub, batch, budget, stats, finish)
                 except torch.OutOfMemoryError:
-                    if rows is not None or (k == 1 and len(batch[0].members) == 1):
+                    if rows is not None or len(batch.members) == 1 or budget < 32:
                         raise
-                    if k == 1:  # one shared-prefix group too large: run it as two halves
-                        g, h = batch[0], len(batch[0].members) // 2
-                        groups[done:done + 1] = [plan.Group(g.prefix, g.members[:h], g.widths[:h]),
-                                                 plan.Group(g.prefix, g.members[h:], g.widths[h:])]
                     budget //= 2
                     stats.oom_backoffs += 1
                     if self.device.type == "cuda":
                         torch.cuda.empty_cache()
-                    continue
-                flat = out.float().cpu().numpy()
-                finished, at = [m for g in batch for m in g.members], 0
-                for m in finished:
-                    n = jobs[m].n_scored
-                    results[m] = convert(flat[at:at + n])
-                    at += n
-                if on_done is not None:
-                    on_done(finished, [results[m] for m in finished])
-                done += k
-                stats.batches += 1
-                bar.update(len(finished))
+                todo = [i for i in todo if results[i] is None]
         bar.close()
         return results
+
+    # ------------------------------------------------------------------ self-check
+
+    def selfcheck(self) -> None:
+        """Check the shortcuts against a plain forward of the whole model on a short probe, once."""
+        with self._check_lock:
+            if self._checked:
+                return
+            self._checked = True
+            with torch.inference_mode():
+                self._check_shortcuts()
+
+    def _check_shortcuts(self) -> None:
+        g = torch.Generator().manual_seed(0)
+        ids = [t for t in torch.randint(3, max(4, self.vocab_size), (12,), generator=g).tolist() if t != self.pad_id]
+        ids = (ids * 2)[:8]
+        jobs = [plan.Job(tuple(ids[:6]), 3), plan.Job(tuple(ids[:4] + ids[6:8]), 3), plan.Job(tuple(ids[2:8]), 2)]
+        ref = []
+        for j in jobs:
+            out = self.model(input_ids=torch.tensor([j.ids], device=self.device))
+            ref.append(torch.log_softmax(out.logits[0, j.first:].float(), -1))
+        ref = torch.cat(ref)
+        tol = SELFCHECK_TOL.get(self.dtype, SELFCHECK_TOL_HALF)
+        plain_batch = plan.Batch("plain", [[plan.Segment(0, [i], [len(j.ids)])] for i, j in enumerate(jobs)])
+        if self._probe_error(jobs, plain_batch, ref) > tol:
+            self.features = "logits"  # the head is more than a projection (logit scaling, ...)
+        shared = plan.Segment(4, [0, 1], [2, 2])
+        if self.pack:
+            err = self._probe_error(jobs, plan.Batch("packed", [[shared, plan.Segment(0, [2], [6])]]), ref)
+            if err > tol:
+                self.pack, self.rule = False, f"no packed rows: they disagreed with a plain forward on a probe ({err:.1e})"
+        if self.kv:
+            err = self._probe_error(jobs, plan.Batch("kv", [[shared]]), ref[:6])
+            if err > tol:
+                self.kv = False
+                self.rule += f"; no kv prefix path: it disagreed with a plain forward on a probe ({err:.1e})"
+
+    def _probe_error(self, jobs: list[plan.Job], batch: plan.Batch, ref: torch.Tensor) -> float:
+        """Largest |log-prob difference| of ``batch`` from ``ref`` (inf if the path fails)."""
+        got: dict[int, torch.Tensor] = {}
+
+        def keep(members: list[int], feats: torch.Tensor, where: list[list[int]]) -> None:
+            for m, w in zip(members, where):
+                got[m] = torch.cat([lp for _, _, lp in self._log_softmax_chunks(feats[torch.tensor(w)])])
+
+        try:
+            if batch.kind == "kv":
+                self._kv(jobs, batch, 1 << 20, keep)
+            else:
+                keep(batch.members, *self._rows(jobs, batch))
+            mine = torch.cat([got[m] for m in sorted(got)])
+        except Exception:  # noqa: BLE001 - any failure of a shortcut means: do not use it
+            return float("inf")
+        return float((mine - ref.to(mine.device)).abs().max())
+
+
+def _check_cache(cache: Any) -> None:
+    """The kv path copies and repeats a cache: only a cache of plain (or sliding) attention layers will do."""
+    layers = getattr(cache, "layers", None)
+    if layers is None or not hasattr(cache, "batch_repeat_interleave"):
+        raise TypeError(f"kv prefix path: unsupported cache {type(cache).__name__}")
+    for layer in layers:
+        if type(layer).__name__ not in ("DynamicLayer", "DynamicSlidingWindowLayer"):
+            raise TypeError(f"kv prefix path: unsupported cache layer {type(layer).__name__}")
