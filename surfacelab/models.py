@@ -7,16 +7,19 @@ preset is converted once into a plain safetensors copy under the surfacelab cach
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import fcntl
 import hashlib
 import importlib.util
 import json
 import os
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pandas as pd
 import torch
@@ -55,10 +58,57 @@ def _package_dir(module: str, install: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
+#: A temp folder without a lock file (left by an older version) counts as stale after this many seconds.
+STALE_TEMP_S = 3600
+
+
+@contextlib.contextmanager
+def _temp_folder(target: Path) -> Iterator[Path]:
+    """A fresh ``<target>.tmp-*`` folder beside ``target``, locked (``flock``) while in use and removed after.
+
+    A process killed mid-conversion (even by SIGKILL) releases its lock, so ``clean_stale_temp``
+    can tell its leftovers from a conversion that is still running in another process.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=target.name + ".tmp-"))
+    lock = open(tmp / ".lock", "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        yield tmp
+    finally:
+        lock.close()
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def clean_stale_temp(target: Path) -> list[Path]:
+    """Remove ``<target>.tmp-*`` folders left by killed conversions; a folder whose lock another live
+    process holds is kept. Returns the folders removed."""
+    removed = []
+    for tmp in target.parent.glob(target.name + ".tmp-*"):
+        lock_path = tmp / ".lock"
+        if not tmp.is_dir():
+            continue
+        if not lock_path.exists():
+            if time.time() - tmp.stat().st_mtime < STALE_TEMP_S:
+                continue  # maybe being created right now
+        else:
+            with open(lock_path) as lock:
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue  # a live conversion
+        shutil.rmtree(tmp, ignore_errors=True)
+        removed.append(tmp)
+    return removed
+
+
 def _convert_gguf(folder: Path, gguf_file: str, target: Path) -> Path:
-    """De-quantise a GGUF checkpoint into a plain safetensors folder at ``target`` (atomically)."""
+    """De-quantise a GGUF checkpoint into a plain safetensors folder at ``target`` (atomically), first
+    removing what killed conversions left behind."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
+    clean_stale_temp(target)
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=gguf_file)
     quantised = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf_file, dtype=torch.float32)
     config = AutoConfig.from_pretrained(folder, gguf_file=gguf_file)
@@ -67,15 +117,12 @@ def _convert_gguf(folder: Path, gguf_file: str, target: Path) -> Path:
     plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     plain.load_state_dict(quantised.state_dict(), strict=False)
     plain.tie_weights()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=target.name + ".tmp-"))
-    try:
+    with _temp_folder(target) as tmp:
         plain.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        os.replace(tmp, target) if not target.exists() else shutil.rmtree(tmp)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        (tmp / ".lock").unlink()
+        if not target.exists():
+            os.replace(tmp, target)
     return target
 
 
@@ -341,14 +388,20 @@ def _fingerprint(name: str, model: Any, tokenizer: Any, dtype: torch.dtype) -> s
     return h.hexdigest()[:32]
 
 
-def _window(model: Any, tokenizer: Any, max_length: int | None) -> int:
+def _window(model: Any, max_length: int | None) -> int:
+    """The context window: ``max_length`` if given (never past the model's position table), else the table."""
+    from .backends.arch import TABLE_KEYS, position_table
+
+    table = position_table(model.config)
     if max_length is not None:
-        if not isinstance(max_length, int) or max_length < 2:
+        if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 2:
             raise ValueError(f"max_length: expected an int >= 2, got {max_length!r}")
+        if table is not None and max_length > table:
+            raise ValueError(f"max_length: {max_length} exceeds the model's position table of {table} "
+                             f"(config {', '.join(k for k in TABLE_KEYS if getattr(model.config, k, None) == table)}); "
+                             f"use at most {table}")
         return max_length
-    limits = [getattr(model.config, "max_position_embeddings", None), getattr(model.config, "n_positions", None)]
-    limits = [x for x in limits if isinstance(x, int) and x > 0]
-    return min(limits) if limits else 2048
+    return table if table is not None else 2048
 
 
 def load_lm(
@@ -387,7 +440,7 @@ def load_lm(
     fingerprint = _fingerprint(name, model, tokenizer, dt)
     backend = TransformersBackend(model, tokenizer, dev, dt, name=name, identity=fingerprint)
     return LM(name=name, model=model, tokenizer=tokenizer, device=dev, dtype=dt, fingerprint=backend.identity(),
-              max_length=_window(model, tokenizer, max_length), source=source, note=note, add_bos=add_bos,
+              max_length=_window(model, max_length), source=source, note=note, add_bos=add_bos,
               prefix_id=int(prefix), backend=backend)
 
 
@@ -411,5 +464,5 @@ def load_mlm(
         raise ValueError(f"name_or_path: {name!r} has no mask token")
     model, dev, dt = _finish(model, tokenizer, device, dtype)
     return MLM(name=name, model=model, tokenizer=tokenizer, device=dev, dtype=dt,
-               fingerprint=_fingerprint(name, model, tokenizer, dt), max_length=_window(model, tokenizer, max_length),
+               fingerprint=_fingerprint(name, model, tokenizer, dt), max_length=_window(model, max_length),
                source=source, note=note, mask_id=int(tokenizer.mask_token_id))

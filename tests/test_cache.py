@@ -3,6 +3,7 @@
 import threading
 
 import numpy as np
+import pytest
 
 from surfacelab.cache import ScoreCache, pack, unpack
 
@@ -52,3 +53,93 @@ def test_a_reader_in_another_process_does_not_block_a_writer(tmp_path):
         writer.put_many({"b": _row(2)})
     other.rollback()
     assert set(ScoreCache(path).get_many(["a", "b"])) == {"a", "b"}
+
+
+_READ_AS_UNPRIVILEGED = """
+import sys, warnings
+import numpy as np
+from surfacelab.cache import ScoreCache
+warnings.simplefilter("always")
+with warnings.catch_warnings(record=True) as caught:
+    store = ScoreCache(sys.argv[1])
+    found = store.get_many(["a", "b"])
+    store.put_many({"c": {"logprob": np.zeros(2, np.float32)}})
+    found_c = store.get_many(["c"])
+print(sorted(found), sorted(found_c))
+for w in caught:
+    print("WARNING", w.message)
+"""
+
+
+def _read_only_run(folder, path):
+    """Run the cache in a process for which ``folder`` is read-only: a read-only bind mount in a private mount
+    namespace when running as root (root ignores permission bits), else permission bits."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-c", _READ_AS_UNPRIVILEGED, str(path)]
+    if os.geteuid() == 0:
+        if shutil.which("unshare") is None:
+            pytest.skip("running as root without unshare: cannot make a read-only folder")
+        script = f'mount --bind "{folder}" "{folder}" && mount -o remount,bind,ro "{folder}" && exec "$@"'
+        cmd = ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", *cmd]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        if out.returncode and "mount" in out.stderr:
+            pytest.skip(f"cannot make a read-only folder here: {out.stderr.strip()[:200]}")
+    else:
+        os.chmod(folder, 0o555)
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        finally:
+            os.chmod(folder, 0o755)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout
+
+
+def test_a_valid_read_only_cache_is_read_and_not_written(tmp_path):
+    path = tmp_path / "scores.sqlite"
+    store = ScoreCache(path)
+    store.put_many({"a": _row(3), "b": _row(2)})
+    store._conn.close()
+    out = _read_only_run(tmp_path, path)
+    assert out.splitlines()[0] == "['a', 'b'] []"  # read: both entries; written: nothing
+    assert "is read-only: reading it, not storing new results" in out
+    assert "moved" not in out and not list(tmp_path.glob("*.corrupt-*"))
+
+
+def test_a_missing_cache_in_a_read_only_folder_says_so(tmp_path):
+    out = _read_only_run(tmp_path, tmp_path / "scores.sqlite")
+    assert out.splitlines()[0] == "[] []"
+    assert "no cache file, and its folder is read-only (nothing was created)" in out
+    assert "moved" not in out and not list(tmp_path.iterdir())
+
+
+def test_a_corrupt_file_that_cannot_be_moved_is_left_alone_and_said_so(tmp_path):
+    path = tmp_path / "scores.sqlite"
+    path.write_bytes(b"this is not a sqlite database" * 100)
+    out = _read_only_run(tmp_path, path)
+    assert out.splitlines()[0] == "[] []"
+    assert "moved it" not in out and "left as it is" in out
+    assert path.read_bytes().startswith(b"this is not")
+
+
+def test_a_tampered_blob_is_detected_and_recomputed(tiny_lm, tmp_path):
+    import sqlite3
+
+    from surfacelab import engine
+
+    path = tmp_path / "c.sqlite"
+    pairs = [("The cat", " sat on the mat"), ("A dog", " barked")]
+    first = engine.logprobs(tiny_lm, pairs, cache=ScoreCache(path), progress=False)
+    with sqlite3.connect(path) as conn:
+        key, data = conn.execute("SELECT key, data FROM blobs ORDER BY key LIMIT 1").fetchone()
+        bad = bytearray(data)
+        bad[-5] ^= 0x40  # same length, one bit of one float flipped
+        conn.execute("UPDATE blobs SET data = ? WHERE key = ?", (bytes(bad), key))
+    store = ScoreCache(path)
+    again = engine.logprobs(tiny_lm, pairs, cache=store, progress=False)
+    assert store.rejected == 1 and again.stats.cached == 1  # the tampered one was recomputed
+    for a, b in zip(first, again):
+        np.testing.assert_allclose(a.logprob, b.logprob, atol=1e-5)

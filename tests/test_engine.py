@@ -206,3 +206,54 @@ def test_top_k_keeps_the_stored_scores_and_matches_next_token(tiny_lm, tmp_path)
         np.testing.assert_allclose(nt.top_logprobs, t.top_logprobs[0], atol=1e-4)
     with pytest.raises(ValueError, match="top_k"):
         engine.logprobs(tiny_lm, PAIRS[:1], top_k=-1)
+
+
+_KILLED_MID_CALL = """
+import json, os, signal, sys
+sys.path.insert(0, sys.argv[3])
+from tiny_models import tiny_causal
+from surfacelab import engine, load_lm
+from surfacelab.backends import transformers as tb
+from surfacelab.cache import ScoreCache
+
+tb.TOKEN_BUDGET = {"cpu": 64}  # many small batches
+lm = load_lm(tiny_causal(), device="cpu")
+store = ScoreCache(sys.argv[1])
+commit, seen = store.put_many, []
+
+def put_then_die(rows):
+    commit(rows)
+    seen.append(len(rows))
+    if len(seen) == 3:
+        print(sum(seen), flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+store.put_many = put_then_die
+engine.logprobs(lm, [tuple(p) for p in json.load(open(sys.argv[2]))], cache=store, progress=False)
+"""
+
+
+def test_sigkill_mid_call_then_rerun_resumes_from_the_cache(tiny_lm, tmp_path, monkeypatch):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from surfacelab.backends import transformers as tb
+
+    pairs = PAIRS[::2]
+    (tmp_path / "pairs.json").write_text(json.dumps(pairs))
+    path = tmp_path / "c.sqlite"
+    child = subprocess.run([sys.executable, "-c", _KILLED_MID_CALL, str(path), str(tmp_path / "pairs.json"),
+                            str(Path(__file__).parent)], capture_output=True, text=True, timeout=300)
+    assert child.returncode == -9, child.stderr[-2000:]
+    committed = int(child.stdout.split()[-1])
+    monkeypatch.setattr(tb, "TOKEN_BUDGET", {"cpu": 64})
+    whole = engine.logprobs(tiny_lm, pairs, cache=False, progress=False)
+    assert 0 < committed < whole.stats.unique and whole.stats.batches > 3
+    rerun = engine.logprobs(tiny_lm, pairs, cache=ScoreCache(path), progress=False)
+    assert rerun.stats.cached == committed  # the finished batches survived the kill
+    assert rerun.stats.unique - rerun.stats.cached == sum(rerun.stats.paths.values())  # only the rest ran
+    for a, b in zip(rerun, whole):
+        np.testing.assert_allclose(a.logprob, b.logprob, atol=1e-5)
+        assert (a.rank == b.rank).all()

@@ -221,3 +221,59 @@ def test_real_model_reuse_matches_plain(real_lm):
     t_plain, _ = _run(short, requests[:4], paths=())
     assert all(s.encoding.truncated for s in t_reused)
     assert _max_diff(t_reused, t_plain) <= 1e-4
+
+
+def _long_prefix_lm():
+    tok = _tokenizer()
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=8192,
+                      bos_token_id=0, eos_token_id=1, pad_token_id=2)
+    return load_lm((LlamaForCausalLM(cfg), tok), device="cpu")
+
+
+def _context(lm, n_tokens: int) -> str:
+    """A context of exactly ``n_tokens`` tokens (words of the tokenizer's corpus)."""
+    words = (" ".join(CORPUS)).split()
+    text = ""
+    i = 0
+    while len(lm.tokenizer(text)["input_ids"]) < n_tokens:
+        text += (" " if text else "") + words[i % len(words)]
+        i += 1
+    ids = lm.tokenizer(text)["input_ids"][:n_tokens]
+    return lm.tokenizer.decode(ids)
+
+
+@pytest.mark.parametrize("n_prefix", [300, 1000, 4000])
+def test_long_prefix_costs_the_prefix_once(n_prefix):
+    lm = _long_prefix_lm()
+    context = _context(lm, n_prefix)
+    options = [" whale", " shark", " a bathtub", " trout and eel", " the dog", " Hello there", " no", " mat"]
+    out, st = _run(lm, [(context, o) for o in options])
+    encs = [s.encoding for s in out]
+    common = min(next((i for i, (x, y) in enumerate(zip(a.input_ids, encs[0].input_ids)) if x != y), len(a.input_ids))
+                 for a in encs[1:])
+    suffixes = sum(len(e.input_ids) - 1 - common for e in encs)
+    assert common >= n_prefix - 1
+    assert st.tokens_forwarded == common + suffixes == st.tokens_unique  # linear in the prefix: it ran once
+    assert st.tokens_padded <= common + len(options) * max(len(e.input_ids) - 1 - common for e in encs)
+    assert st.prefix_groups == 1 and st.reused == len(options) and st.paths == {"kv": len(options)}
+    if n_prefix <= 1000:  # the numbers of a plain forward (the 4000-token case is the same path, only longer)
+        for s in out:
+            np.testing.assert_allclose(s.logprob, _full_forward(lm, s.encoding)[0], atol=1e-4)
+
+
+def test_long_prefix_next_token_prompts_share_it():
+    """Option-ID prompts that differ only after a long question (letters with many IDs) run it once."""
+    lm = _long_prefix_lm()
+    context = _context(lm, 600)
+    prompts = [f"{context}\nAnswer {i}:" for i in range(30)]
+    res = engine.next_token_logprobs(lm, prompts, token_ids=[5, 7], top_k=2)
+    st = res.stats
+    # one prefix, then each prompt's own tail (a star: tails that share a token or two repeat it)
+    assert st.tokens_forwarded <= st.tokens_unique + len(prompts) and st.tokens_forwarded < st.tokens_needed / 10
+    with torch.inference_mode():
+        for p, r in zip(prompts[:3], res):
+            ids = torch.tensor([r.input_ids])
+            logp = torch.log_softmax(lm.model(ids).logits[0, -1].float(), -1)
+            np.testing.assert_allclose(r.selected, logp[[5, 7]].numpy(), atol=1e-4)

@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -67,3 +68,53 @@ def test_preset_reload_and_fingerprint_stable_across_processes(real_lm):
 @pytest.mark.slow
 def test_splade_is_labelled(real_mlm):
     assert real_mlm.retrieval_head and "retrieval" in real_mlm.note
+
+
+def test_max_length_past_the_position_table_is_refused(tiny_lm):
+    with pytest.raises(ValueError, match="max_length: 128 exceeds the model's position table of 64 .*n_positions"):
+        sl.load_lm((tiny_lm.model, tiny_lm.tokenizer), max_length=128)
+    assert sl.load_lm((tiny_lm.model, tiny_lm.tokenizer), max_length=64).max_length == 64
+    assert sl.load_lm((tiny_lm.model, tiny_lm.tokenizer)).max_length == 64
+
+
+_HOLD_TEMP = """
+import os, signal, sys, time
+from pathlib import Path
+from surfacelab import models
+with models._temp_folder(Path(sys.argv[1])) as tmp:
+    (tmp / "model.safetensors").write_bytes(b"x" * 1000)
+    print(tmp, flush=True)
+    if sys.argv[2] == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(120)
+"""
+
+
+def test_a_killed_conversion_is_cleaned_up_and_a_live_one_kept(tmp_path):
+    target = tmp_path / "models" / "smollm2-135m"
+    killed = subprocess.run([sys.executable, "-c", _HOLD_TEMP, str(target), "kill"], capture_output=True, text=True)
+    assert killed.returncode == -9  # SIGKILL: no finally block ran
+    left = Path(killed.stdout.strip())
+    assert left.is_dir() and left.name.startswith("smollm2-135m.tmp-")
+    live = subprocess.Popen([sys.executable, "-c", _HOLD_TEMP, str(target), "hold"], stdout=subprocess.PIPE, text=True)
+    try:
+        busy = Path(live.stdout.readline().strip())
+        assert busy.is_dir()
+        assert models.clean_stale_temp(target) == [left]
+        assert not left.exists() and busy.is_dir()  # another process's conversion in progress is left alone
+    finally:
+        live.kill()
+        live.wait()
+    assert models.clean_stale_temp(target) == [busy]  # once that process is gone, its folder goes too
+
+
+@pytest.mark.slow
+def test_conversion_removes_what_a_killed_one_left(tmp_path, monkeypatch):
+    monkeypatch.setenv("SURFACELAB_CACHE", str(tmp_path))
+    target = tmp_path / "models" / "smollm2-135m"
+    killed = subprocess.run([sys.executable, "-c", _HOLD_TEMP, str(target), "kill"], capture_output=True, text=True)
+    left = Path(killed.stdout.strip())
+    assert left.is_dir()
+    folder = models.PRESETS["smollm2-135m"].locate(models.cache_dir())
+    assert folder == target and (target / "config.json").exists()
+    assert not list(target.parent.glob("smollm2-135m.tmp-*"))

@@ -1,0 +1,94 @@
+"""The architecture matrix: on every causal family transformers can build from a tiny config, the engine's
+plans (packed rows, the kv prefix path, plain rows) give the numbers of a plain unbatched forward.
+
+Each family (``arch_zoo``) scores ~40 options under a context longer than its local window, ~40
+under a short one, and a few unrelated requests; the reference is ``model(input_ids).logits`` of
+each whole sequence alone. A plan that ignored a window, built ALiBi over packed coordinates or let a
+row outgrow a mask buffer would be off by 0.05-0.5 nats here (the defects this matrix was written for).
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import torch
+
+import arch_zoo
+from surfacelab import engine, load_lm
+from test_engine_reuse import _tokenizer
+
+WORDS = "the cat sat on the mat and the dog ate the bone while it rained so we stayed in".split()
+ALIBI = {"bloom", "falcon_alibi", "mpt"}
+WINDOWED = {"gpt_neo", "mistral", "qwen2", "gemma2", "gemma3", "phi3", "starcoder2", "cohere2"}
+NOT_ATTENTION = {"mamba"}
+
+
+def _requests() -> list[tuple[str, str]]:
+    rng = random.Random(0)
+    long_context = " ".join(rng.choice(WORDS) for _ in range(40))
+    options: dict[str, None] = {}
+    while len(options) < 40:
+        options.setdefault(" " + " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 4))))
+    return ([(long_context, o) for o in options] + [("Which of these animals is a mammal", o) for o in options]
+            + [("", " hello there"), ("The dog ate the bone", "!! Hello"), (long_context + " and the ma", "t")])
+
+
+REQUESTS = _requests()
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return _tokenizer()
+
+
+def _reference(model, enc) -> np.ndarray:
+    """Log-probs of the scored tokens from one unbatched forward of the whole sequence."""
+    with torch.inference_mode():
+        logits = model(torch.tensor([enc.input_ids])).logits[0].float()
+    logp = torch.log_softmax(logits[enc.start - 1:-1], -1)
+    return logp.gather(1, torch.tensor(enc.scored_ids)[:, None])[:, 0].numpy()
+
+
+def _check(results, reference: dict) -> None:
+    for s in results:
+        ref = reference[s.encoding.key]
+        assert np.abs(s.logprob - ref).max() <= 1e-4, (s.request, s.logprob, ref)
+        assert abs(s.total - float(ref.astype(np.float64).sum())) <= 1e-4
+
+
+@pytest.mark.parametrize("family", list(arch_zoo.FAMILIES))
+def test_every_plan_matches_a_plain_forward(family, tokenizer, monkeypatch):
+    model = arch_zoo.build(family, len(tokenizer))
+    lm = load_lm((model, tokenizer), device="cpu")
+    auto = engine.logprobs(lm, REQUESTS, cache=False, progress=False)
+    reference = {s.encoding.key: _reference(model, s.encoding) for s in auto}
+    long_enc = auto[0].encoding
+    assert len(long_enc.input_ids) > arch_zoo.WINDOW  # the context outgrows every local window
+    _check(auto, reference)
+    paths, rule = auto.stats.paths, auto.stats.rule
+    if family in ALIBI:
+        assert "packed" not in paths and "ALiBi" in rule and paths.get("kv", 0) >= 40
+    elif family in NOT_ATTENTION:
+        assert paths == {"plain": auto.stats.unique}
+    elif family in WINDOWED:
+        assert paths.get("kv", 0) >= 40  # the long-context options: never packed past the window
+    else:
+        assert paths == {"packed": auto.stats.unique} and "packed rows" in rule
+    _check(engine.logprobs(lm, REQUESTS, batch_size=1, cache=False, progress=False), reference)
+    if lm.backend.kv:  # every shared prefix through the kv path, whatever the rule prefers
+        monkeypatch.setattr(lm.backend, "pack", False)
+        only_kv = engine.logprobs(lm, REQUESTS, cache=False, progress=False)
+        assert only_kv.stats.paths.get("kv", 0) >= 80
+        _check(only_kv, reference)
+
+
+def test_alibi_and_windows_are_read_from_the_config():
+    from surfacelab.backends import arch
+
+    tok_vocab = 64
+    for family in arch_zoo.FAMILIES:
+        t = arch.traits(arch_zoo.build(family, tok_vocab))
+        assert t.pack == (family not in ALIBI | NOT_ATTENTION), family
+        assert (t.window == arch_zoo.WINDOW) == (family in WINDOWED), family
