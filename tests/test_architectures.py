@@ -92,3 +92,20 @@ def test_alibi_and_windows_are_read_from_the_config():
         t = arch.traits(arch_zoo.build(family, tok_vocab))
         assert t.pack == (family not in ALIBI | NOT_ATTENTION), family
         assert (t.window == arch_zoo.WINDOW) == (family in WINDOWED), family
+
+
+def test_packed_rows_never_outgrow_a_small_position_table(tokenizer):
+    """GPT-Neo slices a mask buffer of ``max_position_embeddings`` by the row's own coordinates: a packed
+    row longer than that crashed ("size of tensor a (64) must match ... (76)")."""
+    from transformers import GPTNeoConfig, GPTNeoForCausalLM
+
+    torch.manual_seed(0)
+    cfg = GPTNeoConfig(vocab_size=len(tokenizer), hidden_size=32, num_layers=2, num_heads=4,
+                       max_position_embeddings=64, attention_types=[[["global"], 2]], bos_token_id=0,
+                       eos_token_id=1, pad_token_id=2)
+    model = GPTNeoForCausalLM(cfg).eval()
+    lm = load_lm((model, tokenizer), device="cpu")
+    requests = [r for r in REQUESTS if len(r[0]) < 60]  # the short question's 40 options (about 200 tokens)
+    got = engine.logprobs(lm, requests, cache=False, progress=False)
+    assert got.stats.paths.get("packed", 0) >= 40 and lm.backend.row_cap == 64
+    _check(got, {s.encoding.key: _reference(model, s.encoding) for s in got})

@@ -257,3 +257,38 @@ def test_sigkill_mid_call_then_rerun_resumes_from_the_cache(tiny_lm, tmp_path, m
     for a, b in zip(rerun, whole):
         np.testing.assert_allclose(a.logprob, b.logprob, atol=1e-5)
         assert (a.rank == b.rank).all()
+
+
+def test_top_k_memory_cache_honours_cache_false(tiny_lm, monkeypatch):
+    engine.clear_top_cache()
+    engine.logprobs(tiny_lm, PAIRS[:3], cache=False, top_k=2, progress=False)
+    assert len(engine._TOP_CACHE) == 0  # not written
+    engine.logprobs(tiny_lm, PAIRS[:3], top_k=2, progress=False)
+    assert len(engine._TOP_CACHE) == 3
+    again = engine.logprobs(tiny_lm, PAIRS[:3], cache=False, top_k=2, progress=False)
+    assert again.stats.cached == 0 and sum(again.stats.paths.values()) == 3  # not read either
+
+
+def test_threads_share_the_top_k_cache_and_keep_their_own_stats(tiny_lm, monkeypatch):
+    import threading
+
+    monkeypatch.setattr(engine, "_TOP_CACHE", engine._TopCache(4))  # small: constant eviction
+    errors, counts = [], {}
+
+    def work(k):
+        try:
+            for i in range(15):
+                pairs = PAIRS[(k * 7 + i) % 50:(k * 7 + i) % 50 + 1 + k]
+                res = engine.logprobs(tiny_lm, pairs, top_k=2, progress=False)
+                assert res.stats.requests == len(pairs) == len(res)
+                counts[k] = counts.get(k, 0) + res.stats.requests
+        except Exception as err:  # noqa: BLE001 - reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert counts == {k: 15 * (1 + k) for k in range(3)}
