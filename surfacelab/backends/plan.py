@@ -206,33 +206,52 @@ def plain(jobs: list[Job], max_requests: int | None, budget: int) -> list[Batch]
     return _batches("plain", [[Segment(0, [i], [len(j.ids)])] for i, j in enumerate(jobs)], max_requests, budget)
 
 
+#: Packed row lengths tried by ``make`` (each at most the model's row cap); the cheapest plan wins.
+ROW_CAPS = (128, 256)
+
+
 def make(jobs: list[Job], *, max_requests: int | None, budget: int, pack: bool, kv: bool, row_cap: int,
          window: int | None, span: int) -> list[Batch]:
-    """The batches that compute ``jobs`` (see the module docstring); every job appears exactly once."""
-    baseline = plain(jobs, max_requests, budget)
+    """The batches that compute ``jobs`` (see the module docstring); every job appears exactly once.
+
+    Packed layouts are built for each row length in ``ROW_CAPS`` (capped by ``row_cap``) and the
+    cheapest plan by ``cost`` is used, all-plain rows included.
+    """
+    best = plain(jobs, max_requests, budget)
     if max_requests == 1 or not (pack or kv):
-        return baseline
+        return best
     max_group = min(GROUP_MAX, max_requests) if max_requests is not None else GROUP_MAX
+    segments = groups(jobs, max_group, 1 if pack else KV_MIN_SAVED)
+    caps = sorted({min(c, row_cap) for c in ROW_CAPS}) if pack else [row_cap]
+    for cap in caps:
+        batches = _layout(jobs, segments, max_requests=max_requests, budget=budget, pack=pack, kv=kv, cap=cap,
+                          window=window)
+        if cost(batches, span) < cost(best, span):
+            best = batches
+    return best
+
+
+def _layout(jobs: list[Job], segments: list[Segment], *, max_requests: int | None, budget: int, pack: bool,
+            kv: bool, cap: int, window: int | None) -> list[Batch]:
+    """Packed rows of at most ``cap`` tokens where allowed, kv batches for groups that do not fit, plain rows
+    for the rest."""
     packed: list[Segment] = []
     kv_batches: list[Batch] = []
     singles: list[int] = []
-    for seg in groups(jobs, max_group, 1 if pack else KV_MIN_SAVED):
+    for seg in segments:
         saved = seg.prefix * (len(seg.members) - 1)
-        fits = pack and _fits_row(jobs, seg, row_cap, window)
-        if fits and (seg.length <= row_cap or not kv or seg.prefix < KV_PREFIX_MIN):
-            packed += split(seg, row_cap)
+        fits = pack and _fits_row(jobs, seg, cap, window)
+        if fits and (seg.length <= cap or not kv or seg.prefix < KV_PREFIX_MIN):
+            packed += split(seg, cap)
         elif kv and len(seg.members) > 1 and saved >= KV_MIN_SAVED:
             kv_batches.append(Batch("kv", [[seg]]))
         else:
             singles += seg.members
-    rows = [[Segment(0, [m], [len(jobs[m].ids)])] for m in singles]
-    if pack:
-        fit = [m for m in singles if _fits_row(jobs, Segment(0, [m], [len(jobs[m].ids)]), row_cap, window)]
-        packed += [Segment(0, [m], [len(jobs[m].ids)]) for m in fit]
-        rows = [[Segment(0, [m], [len(jobs[m].ids)])] for m in sorted(set(singles) - set(fit))]
-    batches = _batches("packed", _pack_rows(packed, row_cap), max_requests, budget) + kv_batches
-    batches += _batches("plain", rows, max_requests, budget)
-    return batches if cost(batches, span) < cost(baseline, span) else baseline
+    alone = [Segment(0, [m], [len(jobs[m].ids)]) for m in singles]
+    fit = [s for s in alone if pack and _fits_row(jobs, s, cap, window)]
+    rest = [[s] for s in alone if not (pack and _fits_row(jobs, s, cap, window))]
+    return (_batches("packed", _pack_rows(packed + fit, cap), max_requests, budget) + kv_batches
+            + _batches("plain", rest, max_requests, budget))
 
 
 def kv_chunks(seg: Segment, budget: int) -> list[tuple[list[int], list[int]]]:

@@ -33,8 +33,8 @@ Head = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
 #: Token budget of one automatic batch, by device type (rows x padded length).
 TOKEN_BUDGET = {"cpu": 4096, "mps": 16384, "cuda": 65536}
-#: Most logits (positions x vocabulary) projected at once.
-PROJECT_ELEMENTS = 1 << 25
+#: Most logits (positions x vocabulary) projected at once (small chunks keep the log-softmax passes in cache).
+PROJECT_ELEMENTS = 1 << 22
 #: Largest |difference| of a probe's log-probs that a shortcut may show against a plain forward.
 SELFCHECK_TOL = {torch.float32: 1e-3, torch.float64: 1e-3}
 SELFCHECK_TOL_HALF = 0.25
@@ -102,11 +102,12 @@ class TransformersBackend:
     def _log_softmax_chunks(self, features: torch.Tensor):
         """(start, stop, float32 log-softmax) over chunks of at most ``PROJECT_ELEMENTS`` logits."""
         step = max(1, PROJECT_ELEMENTS // self.vocab_size)
+        cap = getattr(self.model.config, "final_logit_softcapping", None)
         for a in range(0, len(features), step):
-            logits = features[a:a + step].float()
-            if self.features == "hidden":
+            if self.features == "logits":
+                logits = features[a:a + step].float()
+            else:
                 logits = self.model.get_output_embeddings()(features[a:a + step]).float()
-                cap = getattr(self.model.config, "final_logit_softcapping", None)
                 if cap:
                     logits = torch.tanh(logits / cap) * cap
             yield a, a + step, torch.log_softmax(logits, dim=-1)
@@ -118,15 +119,16 @@ class TransformersBackend:
         out = torch.empty((len(inverse), 3 + 2 * top_k), dtype=torch.float32, device=features.device)
         for a, b, logp in self._log_softmax_chunks(features):
             pick = ((inverse >= a) & (inverse < b)).nonzero()[:, 0]
-            rows = logp[inverse[pick] - a]
+            at = inverse[pick] - a  # row of ``logp`` of each scored position in this chunk
+            rows = logp if torch.equal(at, torch.arange(len(logp), device=at.device)) else logp[at]
             lp = rows.gather(1, targets[pick, None])[:, 0]
             out[pick, 0] = lp
             out[pick, 1] = ((rows > lp[:, None] + RANK_TOL).sum(1) + 1).float()
-            out[pick, 2] = -(logp.exp() * logp).sum(1)[inverse[pick] - a]
+            out[pick, 2] = -(logp.exp() * logp).sum(1)[at]
             if top_k:
                 top = logp.topk(min(top_k, self.vocab_size), dim=-1)
-                out[pick, 3:3 + top_k] = top.indices[inverse[pick] - a].float()
-                out[pick, 3 + top_k:] = top.values[inverse[pick] - a]
+                out[pick, 3:3 + top_k] = top.indices[at].float()
+                out[pick, 3 + top_k:] = top.values[at]
         return out
 
     def _next_head(self, features: torch.Tensor, inverse: torch.Tensor, targets: torch.Tensor,
