@@ -254,14 +254,18 @@ def _layout(jobs: list[Job], segments: list[Segment], *, max_requests: int | Non
             + _batches("plain", rest, max_requests, budget))
 
 
-def kv_chunks(seg: Segment, budget: int) -> list[tuple[list[int], list[int]]]:
-    """The members of a kv segment as (members, widths) chunks of at most ``budget`` cached-plus-suffix
-    tokens each (every member of a chunk holds a copy of the prefix cache)."""
+def kv_chunks(seg: Segment, budget: int, packed: bool = False) -> list[tuple[list[int], list[int]]]:
+    """The members of a kv segment as (members, widths) chunks, longest suffix first. ``packed``: the
+    suffixes of a chunk share one row, at most ``budget`` tokens; else each member holds a copy of the
+    prefix cache and a chunk holds at most ``budget`` cached-plus-suffix tokens."""
     out: list[tuple[list[int], list[int]]] = []
     for m, w in sorted(zip(seg.members, seg.widths), key=lambda x: -x[1]):
-        if out and (len(out[-1][0]) + 1) * (seg.prefix + out[-1][1][0]) <= budget:
-            out[-1][0].append(m)
-            out[-1][1].append(w)
-        else:
-            out.append(([m], [w]))
+        if out:
+            ms, ws = out[-1]
+            size = sum(ws) + w if packed else (len(ms) + 1) * (seg.prefix + ws[0])
+            if size <= budget:
+                ms.append(m)
+                ws.append(w)
+                continue
+        out.append(([m], [w]))
     return out

@@ -61,6 +61,7 @@ class TransformersBackend:
         self.row_cap = min(caps)
         self.span = 4 * int(getattr(model.config, "hidden_size", 0) or getattr(model.config, "n_embd", 0) or 512)
         self.features = "hidden"  # or "logits" when the head is not a plain projection (see selfcheck)
+        self._failed = ""  # how the last self-check probe failed
         self._checked = False
         self._check_lock = threading.Lock()
 
@@ -203,37 +204,81 @@ class TransformersBackend:
         return torch.zeros(seen.shape, dtype=self.dtype).masked_fill_(~seen, torch.finfo(self.dtype).min)[:, None]
 
     def _kv(self, jobs: list[plan.Job], batch: plan.Batch, budget: int,
-            done: Callable[[list[int], torch.Tensor, list[list[int]]], None]) -> None:
-        """Run a kv batch: the segment's prefix once with a cache, then its members' suffixes in chunks
-        on copies of that cache (continued positions, the model's own 2-D mask); ``done`` gets each
-        chunk's members, features and scored feature indices."""
+            done: Callable[[list[int], torch.Tensor, list[list[int]]], None]) -> int:
+        """Run a kv batch: the segment's prefix once with a cache, then its members' suffixes in chunks on
+        that cache, with continued positions; ``done`` gets each chunk's members, features (the prefix's,
+        then the chunk's) and scored feature indices.
+
+        Where packed rows are exact, a chunk's suffixes share one row (4-D block mask) and the cache is
+        cropped back to the prefix after it; elsewhere every suffix gets its own row on a copy of the cache
+        and the model applies its own 2-D mask (ALiBi, windows). Returns the positions computed.
+        """
         seg = batch.rows[0][0]
-        dev, p = self.device, seg.prefix
-        prefix_ids = torch.tensor([jobs[seg.members[0]].ids[:p]], device=dev)
+        p = seg.prefix
+        prefix_ids = torch.tensor([jobs[seg.members[0]].ids[:p]], device=self.device)
         pre_feats, out = self._forward(prefix_ids, torch.ones_like(prefix_ids), use_cache=True)
         cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
         _check_cache(cache)
         pre_feats = pre_feats[0]
-        for members, widths in plan.kv_chunks(seg, budget):
-            w_max = max(widths)
-            where = [[j if j < p else len(pre_feats) + r * w_max + j - p for j in range(jobs[m].first, len(jobs[m].ids))]
+        room = self._kv_row_room(jobs, seg)
+        packed = self.pack and room > 0
+        padded = p
+        for members, widths in plan.kv_chunks(seg, min(budget, room) if packed else budget, packed=packed):
+            padded += sum(widths) if packed else len(widths) * max(widths)
+            if max(widths) == 0:
+                run = (pre_feats[:0], [])
+            elif packed:
+                run = self._suffix_row(jobs, members, widths, p, cache)
+                cache.crop(-sum(widths))  # back to the prefix (negative: tokens to remove)
+            else:
+                run = self._suffix_rows(jobs, members, widths, p, copy.deepcopy(cache))
+            feats, offsets = run
+            where = [[j if j < p else len(pre_feats) + offsets[r] + j - p for j in range(jobs[m].first, len(jobs[m].ids))]
                      for r, m in enumerate(members)]
-            if w_max == 0:
-                done(members, pre_feats, where)
-                continue
-            ids = np.full((len(members), w_max), self.pad_id, dtype=np.int64)
-            mask = np.zeros((len(members), p + w_max), dtype=np.int64)
-            mask[:, :p] = 1
-            for r, (m, w) in enumerate(zip(members, widths)):
-                ids[r, :w] = jobs[m].ids[p:]
-                mask[r, p:p + w] = 1
-            chunk_cache = copy.deepcopy(cache)
-            chunk_cache.batch_repeat_interleave(len(members))
-            extra = {"position_ids": torch.arange(p, p + w_max, device=dev).expand(len(members), -1)} \
-                if self.traits.positions else {}
-            feats, _ = self._forward(torch.from_numpy(ids).to(dev), torch.from_numpy(mask).to(dev), use_cache=True,
-                                     **{self.traits.cache_arg: chunk_cache}, **extra)
-            done(members, torch.cat([pre_feats, feats.reshape(-1, feats.shape[-1])]), where)
+            done(members, torch.cat([pre_feats, feats]), where)
+        return padded
+
+    def _kv_row_room(self, jobs: list[plan.Job], seg: plan.Segment) -> int:
+        """Suffix tokens one row on the prefix cache may hold: the window and position table minus the prefix
+        (0 if a member is longer than either, or the longest suffix does not fit). A sliding cache keeps
+        window - 1 tokens, so a row stays below the window to be cropped back exactly."""
+        limit = min(c for c in ((self.traits.window or 0) - 1, self.traits.table or 0, 1 << 30) if c > 0)
+        room = limit - seg.prefix
+        fits = all(len(jobs[m].ids) <= limit for m in seg.members) and max(seg.widths) <= room
+        return room if fits else 0
+
+    def _suffix_row(self, jobs: list[plan.Job], members: list[int], widths: list[int], p: int,
+                    cache: Any) -> tuple[torch.Tensor, list[int]]:
+        """All suffixes of a chunk in one row on the prefix cache: each sees the prefix and itself."""
+        ids = np.concatenate([np.asarray(jobs[m].ids[p:], dtype=np.int64) for m in members])
+        positions = np.concatenate([np.arange(p, p + w) for w in widths])
+        block = np.repeat(np.arange(1, len(members) + 1), widths)
+        key = np.concatenate([np.zeros(p, dtype=np.int64), block])  # 0: the prefix in the cache
+        seen = torch.from_numpy((key[None, :] == 0) | (key[None, :] == block[:, None]))
+        seen[:, p:] &= torch.ones(len(block), len(block), dtype=torch.bool).tril()
+        mask = torch.zeros(seen.shape, dtype=self.dtype).masked_fill_(~seen, torch.finfo(self.dtype).min)
+        dev = self.device
+        feats, _ = self._forward(torch.from_numpy(ids)[None].to(dev), mask[None, None].to(dev), use_cache=True,
+                                 position_ids=torch.from_numpy(positions)[None].to(dev),
+                                 **{self.traits.cache_arg: cache})
+        return feats[0], list(np.concatenate([[0], np.cumsum(widths)[:-1]]))
+
+    def _suffix_rows(self, jobs: list[plan.Job], members: list[int], widths: list[int], p: int,
+                     cache: Any) -> tuple[torch.Tensor, list[int]]:
+        """One row per suffix on copies of the prefix cache, right-padded, under the model's own 2-D mask."""
+        n, w_max = len(members), max(widths)
+        ids = np.full((n, w_max), self.pad_id, dtype=np.int64)
+        mask = np.zeros((n, p + w_max), dtype=np.int64)
+        mask[:, :p] = 1
+        for r, (m, w) in enumerate(zip(members, widths)):
+            ids[r, :w] = jobs[m].ids[p:]
+            mask[r, p:p + w] = 1
+        cache.batch_repeat_interleave(n)
+        dev = self.device
+        extra = {"position_ids": torch.arange(p, p + w_max, device=dev).expand(n, -1)} if self.traits.positions else {}
+        feats, _ = self._forward(torch.from_numpy(ids).to(dev), torch.from_numpy(mask).to(dev), use_cache=True,
+                                 **{self.traits.cache_arg: cache}, **extra)
+        return feats.reshape(n * w_max, -1), [r * w_max for r in range(n)]
 
     # ------------------------------------------------------------------ the loop
 
@@ -242,13 +287,10 @@ class TransformersBackend:
         """Run one planned batch, count it in ``stats`` and hand its features to ``finish``."""
         members = batch.members
         if batch.kind == "kv":
-            seg = batch.rows[0][0]
-            chunks = plan.kv_chunks(seg, budget)
-            stats.tokens_forwarded += seg.length
-            stats.tokens_padded += seg.prefix + sum(len(m) * max(w) for m, w in chunks)
+            stats.tokens_forwarded += batch.rows[0][0].length
+            stats.tokens_padded += self._kv(jobs, batch, budget, finish)
             stats.prefix_groups += 1
             stats.reused += len(members)
-            self._kv(jobs, batch, budget, finish)
         else:
             feats, where = self._rows(jobs, batch)
             stats.tokens_forwarded += sum(s.length for row in batch.rows for s in row)
@@ -337,15 +379,15 @@ class TransformersBackend:
         if self.pack:
             err = self._probe_error(jobs, plan.Batch("packed", [[shared, plan.Segment(0, [2], [6])]]), ref)
             if err > tol:
-                self.pack, self.rule = False, f"no packed rows: they disagreed with a plain forward on a probe ({err:.1e})"
+                self.pack, self.rule = False, f"no packed rows: they {self._failed}"
         if self.kv:
             err = self._probe_error(jobs, plan.Batch("kv", [[shared]]), ref[:6])
             if err > tol:
                 self.kv = False
-                self.rule += f"; no kv prefix path: it disagreed with a plain forward on a probe ({err:.1e})"
+                self.rule += f"; no kv prefix path: it {self._failed}"
 
     def _probe_error(self, jobs: list[plan.Job], batch: plan.Batch, ref: torch.Tensor) -> float:
-        """Largest |log-prob difference| of ``batch`` from ``ref`` (inf if the path fails)."""
+        """Largest |log-prob difference| of ``batch`` from ``ref`` (inf if the path fails); ``_failed`` says how."""
         got: dict[int, torch.Tensor] = {}
 
         def keep(members: list[int], feats: torch.Tensor, where: list[list[int]]) -> None:
@@ -358,9 +400,12 @@ class TransformersBackend:
             else:
                 keep(batch.members, *self._rows(jobs, batch))
             mine = torch.cat([got[m] for m in sorted(got)])
-        except Exception:  # noqa: BLE001 - any failure of a shortcut means: do not use it
+        except Exception as err:  # noqa: BLE001 - any failure of a shortcut means: do not use it
+            self._failed = f"failed on a probe ({type(err).__name__}: {str(err)[:120]})"
             return float("inf")
-        return float((mine - ref.to(mine.device)).abs().max())
+        diff = float((mine - ref.to(mine.device)).abs().max())
+        self._failed = f"disagreed with a plain forward on a probe (max |Δ| {diff:.1e})"
+        return diff
 
 
 def _check_cache(cache: Any) -> None:
