@@ -314,12 +314,14 @@ def _summaries(preset: str, w: str, reqs: list, source: str, runs: dict[str, dic
     return out
 
 
-def markdown(rows: list[dict], command: str, started: str, wall: float) -> str:
+def markdown(rows: list[dict], started: str, wall: float) -> str:
     """The results table as markdown."""
     by = {(r["model"], r["workload"], r["tool"]): r for r in rows}
+    commands = list(dict.fromkeys(r["command"] for r in rows))
     lines = [
         "# Engine benchmark: surfacelab vs lm-evaluation-harness vs minicons", "",
-        f"Command (run {started}, {wall / 60:.1f} min in all):", "", "```", command, "```", "",
+        f"Commands (the last run {started}, {wall / 60:.1f} min; each (model, workload) ran all its tools in one "
+        "run):", "", "```", *commands, "```", "",
         "Same local model folder and the same requests for all three tools; fp32 on "
         f"{rows[0]['device'].upper()} ({rows[0]['threads']} threads); times exclude model loading and follow a "
         f"{WARMUP}-request warm-up; surfacelab runs with `cache=False`. lm-eval and minicons: the batch size "
@@ -403,6 +405,9 @@ def main() -> None:
     ap.add_argument("--gemma-minicons-bs", default="8", help="minicons chunk sizes for gemma-3-270m")
     ap.add_argument("--long-bs", default="2,4", help="peer batch sizes on the long-passage workload (d)")
     ap.add_argument("--out", default=None, help="write the markdown table here")
+    ap.add_argument("--append", action="store_true",
+                    help="keep the rows of --out's JSON for the (model, workload) pairs this run does not measure, so "
+                         "that one table can be built by several runs of under ~15 minutes each (the shared lock)")
     args = ap.parse_args()
     if args.child:
         spec = json.loads(Path(args.child[0]).read_text())
@@ -415,9 +420,16 @@ def main() -> None:
     started, t0 = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), time.time()
     command = "SURFACELAB_CACHE=/tmp/slcache flock /tmp/surfacelab-cpu.lock python " + " ".join(
         ["benchmarks/bench_engine.py"] + sys.argv[1:])
+    kept: list[dict] = []
+    if args.append and args.out and Path(args.out).with_suffix(".json").exists():
+        kept = json.loads(Path(args.out).with_suffix(".json").read_text())
+        for r in kept:
+            r.setdefault("command", "(an earlier run)")
 
     def write(rows: list[dict]) -> str:
-        md = markdown(rows, command, started, time.time() - t0) if rows else ""
+        fresh = {(r["model"], r["workload"]) for r in rows}
+        rows = [r for r in kept if (r["model"], r["workload"]) not in fresh] + [{**r, "command": command} for r in rows]
+        md = markdown(rows, started, time.time() - t0) if rows else ""
         if args.out and rows:
             Path(args.out).write_text(md)
             Path(args.out).with_suffix(".json").write_text(json.dumps(rows, indent=1))
