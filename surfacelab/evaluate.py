@@ -329,7 +329,7 @@ def _mass(lm: Any, jobs: list[tuple[int, Task, pd.DataFrame]], batch_size: int |
     for (j, i, gold, pred, plan), nt in zip(plans, nexts):
         lp = {t: float(nt.selected[column[t]]) for t in plan.token_ids}
         out.setdefault(j, {})[i] = mass_numbers(plan, lp, gold, pred)
-    s = engine.stats
+    s = nexts.stats if plans else None
     cost = {"prompts": len(plans), "token_ids": len(ids), "tokens_forwarded": s.tokens_forwarded if plans else 0,
             "cached": s.cached if plans else 0, "plan_seconds": planned,
             "seconds": time.perf_counter() - t0}

@@ -327,7 +327,8 @@ def score_items(
         parsed.append((premise, check_options(options), domain, gold))
     plan = [_item_requests(p, o, d) for p, o, d, _ in parsed]
     flat = [(ctx, opt) for reqs in plan for _, ctx, opt in reqs]
-    scored = iter(engine.logprobs(lm, flat, batch_size=batch_size, progress=progress, cache=cache, top_k=top_k))
+    results = engine.logprobs(lm, flat, batch_size=batch_size, progress=progress, cache=cache, top_k=top_k)
+    scored = iter(results)
     out = []
     for (premise, options, domain, gold), reqs in zip(parsed, plan):
         totals, n_tokens, cut, frames = {}, {}, {}, []
@@ -344,7 +345,8 @@ def score_items(
         table = _table(options, totals, n_tokens, domain is not None)
         table["truncated"] = [cut[("premise", o)] for o in options]
         table["domain_truncated"] = [cut.get(("domain", o), 0) for o in options]
-        out.append(MCResult(premise, options, domain, lm.name, table, pd.concat(frames, ignore_index=True), gold))
+        out.append(MCResult(premise, options, domain, lm.name, table, pd.concat(frames, ignore_index=True), gold,
+                            meta={"engine": results.stats}))  # the counters of the engine call behind it
     _warn_truncation(out, lm.max_length)
     return out
 

@@ -408,7 +408,7 @@ def _attribution(lm: Any, result: MCResult, gold: int, against: int, prior: np.n
     if requests:
         t0 = time.perf_counter()
         scored = engine.logprobs(lm, requests, batch_size=batch_size, progress=False, cache=cache)
-        cost["occlusion"] = _stats(t0)
+        cost["occlusion"] = _stats(t0, scored.stats)
     base = result.table["logprob"].to_numpy(dtype=float)
     lm_margin0 = base[gold] - base[against]
     cols = ["unit", "index", "text", "start", "end", "method", "occluded", "lm_margin", "dcpmi_margin", "delta_lm",
@@ -442,9 +442,8 @@ def _attribution(lm: Any, result: MCResult, gold: int, against: int, prior: np.n
 
 
 # ----------------------------------------------------------------------------- frames
-def _stats(t0: float) -> dict[str, float]:
-    """Counters of the engine call that just ended (``engine.stats``) and the seconds since ``t0``."""
-    s = engine.stats
+def _stats(t0: float, s: engine.EngineStats) -> dict[str, float]:
+    """Counters of an engine call (its ``Results.stats``) and the seconds since ``t0``."""
     return {"seconds": time.perf_counter() - t0, "requests": s.requests, "unique": s.unique, "cached": s.cached,
             "tokens_forwarded": s.tokens_forwarded, "tokens_needed": s.tokens_needed,
             "tokens_unique": s.tokens_unique, "batches": s.batches}
@@ -809,9 +808,10 @@ def from_result(
     mass = dict.fromkeys(MASS_KEYS, float("nan"))
     if not plan.reason:
         t0 = time.perf_counter()
-        nt = engine.next_token_logprobs(lm, [plan.prompt], token_ids=plan.token_ids, top_k=top_k,
-                                        batch_size=batch_size)[0]
-        cost["next_token"] = _stats(t0)
+        nts = engine.next_token_logprobs(lm, [plan.prompt], token_ids=plan.token_ids, top_k=top_k,
+                                         batch_size=batch_size)
+        nt = nts[0]
+        cost["next_token"] = _stats(t0, nts.stats)
         competitors = competitors_frame(lm, plan, nt, options, gold, against)
         mass = mass_numbers(plan, dict(zip(plan.token_ids, nt.selected.astype(np.float64).tolist())), gold, against)
     attribution = _attribution(lm, result, gold, against, prior, neutral=neutral, sentences=sentences,
@@ -888,7 +888,7 @@ def why(
     opts = list(options) if not isinstance(options, str) else options
     t0 = time.perf_counter()
     result = score(lm, premise, opts, domain_premise=domain_premise, batch_size=batch_size, cache=cache)
-    cost = _stats(t0)
+    cost = _stats(t0, result.meta["engine"])
     out = from_result(lm, result, gold=_index(gold, result.options, "gold"), against=against, scorer=scorer,
                       neutral=neutral, sentences=sentences, all_options=all_options, gradient=gradient, top_k=top_k,
                       batch_size=batch_size, cache=cache)
