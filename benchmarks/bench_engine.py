@@ -218,7 +218,8 @@ def _child(spec: dict) -> dict:
         st = last["stats"]
         info = {"tokens": st.tokens_padded, "tokens_nonpad": st.tokens_forwarded, "tokens_needed": st.tokens_needed,
                 "tokens_unique": st.tokens_unique, "scored": st.tokens_scored, "unique": st.unique,
-                "prefix_groups": st.prefix_groups, "batches": st.batches, "paths": st.paths}
+                "prefix_groups": st.prefix_groups, "batches": st.batches, "paths": st.paths,
+                "plan_seconds": st.plan_seconds}
     else:
         info = {"tokens": counter.tokens}
     emb = model.get_input_embeddings().weight
@@ -308,8 +309,9 @@ def _summaries(preset: str, w: str, reqs: list, source: str, runs: dict[str, dic
             "max_abs_delta": max(abs(a - b) for a, b in zip(r["totals"], ref)),
             "flops": _flops(r["body_params"], r["vocab"], r["hidden"], r["tokens"], projected),
             "ideal_flops": _flops(r["body_params"], r["vocab"], r["hidden"], sl["tokens_unique"], sl["scored"]),
-            **({k: sl[k] for k in ("tokens_nonpad", "tokens_needed", "tokens_unique", "scored", "unique",
-                                   "prefix_groups", "batches", "paths")} if tool == "surfacelab" else {}),
+            **({k: sl.get(k) for k in ("tokens_nonpad", "tokens_needed", "tokens_unique", "scored", "unique",
+                                       "prefix_groups", "batches", "paths", "plan_seconds")}
+               if tool == "surfacelab" else {}),
         })
     return out
 
@@ -347,8 +349,8 @@ def markdown(rows: list[dict], started: str, wall: float) -> str:
               "Arithmetic = 2 x non-embedding params x tokens + 2 x vocab x hidden x projected positions "
               "(attention's quadratic term ignored).", "",
               "| model | workload | unique requests | lm-eval tokens | surfacelab tokens (non-pad) | unique-prefix plan | "
-              "lm-eval ÷ unique | shared prefixes | paths | arithmetic lm-eval ÷ surfacelab |",
-              "|---|---|---:|---:|---:|---:|---:|---:|---|---:|"]
+              "lm-eval ÷ unique | shared prefixes | paths | arithmetic lm-eval ÷ surfacelab | planning (share of CPU) |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
     for (m, w, t), sl in by.items():
         if t != "surfacelab":
             continue
@@ -356,8 +358,14 @@ def markdown(rows: list[dict], started: str, wall: float) -> str:
         paths = ", ".join(f"{k} {v}" for k, v in sl["paths"].items())
         lines.append(f"| {m} | {NAMES[w]} | {sl['unique']} | {le['tokens']:,} | {sl['tokens']:,} ({sl['tokens_nonpad']:,}) | "
                      f"{sl['tokens_unique']:,} | {le['tokens'] / sl['tokens_unique']:.2f}x | {sl['prefix_groups']} | "
-                     f"{paths} | {le['flops'] / sl['flops']:.2f}x |")
+                     f"{paths} | {le['flops'] / sl['flops']:.2f}x | {_share(sl)} |")
     return "\n".join(lines + _target_lines(rows, by))
+
+
+def _share(sl: dict) -> str:
+    """Planning seconds and their share of surfacelab's CPU time (blank where not recorded)."""
+    plan_s = sl.get("plan_seconds")
+    return "" if plan_s is None else f"{plan_s:.2f} s ({100 * plan_s / sl['cpu_seconds']:.1f}%)"
 
 
 def _target_lines(rows: list[dict], by: dict) -> list[str]:

@@ -34,7 +34,8 @@ Changes to the first draft of this contract (so that both backends fit it):
 * ``EngineStats.paths`` says how many requests ran on which execution path (``"plain"``: one row
   per request; ``"packed"``: shared-prefix rows with a block mask; ``"kv"``: a prefix pass with a
   key/value cache, then the suffixes on it; ``"server"``: a completions server), and
-  ``EngineStats.rule`` why the transformers backend may or may not pack rows on this model.
+  ``EngineStats.rule`` why the transformers backend may or may not pack rows on this model;
+  ``EngineStats.plan_seconds`` the time a backend spent planning (0 where it plans nothing).
 """
 
 from __future__ import annotations
@@ -110,6 +111,7 @@ class EngineStats:
     prefix_groups: int = 0  # shared prefixes run once and reused
     reused: int = 0  # requests scored on top of a shared prefix
     oom_backoffs: int = 0  # times the automatic token budget was halved
+    plan_seconds: float = 0.0  # time spent planning batches (not running them)
     paths: dict[str, int] = field(default_factory=dict)  # requests per execution path
     rule: str = ""  # why rows may (not) be packed on this model
 

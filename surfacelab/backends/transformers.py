@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import functools
 import threading
+import time
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -334,8 +335,10 @@ class TransformersBackend:
         with torch.inference_mode():
             while todo:
                 sub = [jobs[i] for i in todo]
+                t0 = time.perf_counter()
                 batches = plan.make(sub, max_requests=rows, budget=budget, pack=self.pack, kv=self.kv,
                                     row_cap=self.row_cap, window=self.traits.window, span=self.span)
+                stats.plan_seconds += time.perf_counter() - t0
                 try:
                     for batch in batches:
                         self._execute(sub, batch, budget, stats, finish)
