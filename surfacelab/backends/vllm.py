@@ -1,0 +1,690 @@
+"""A backend that scores through a running vLLM server (its OpenAI-compatible completions API).
+
+``load_lm("smollm2-135m", server="http://host:8000/v1")`` keeps the tokenizer local (so
+``text.encode``'s boundary handling, BOS policy and truncation stay those of the in-process
+backend) and sends the resulting token ids to the server:
+
+* **Scoring** (``score``): token-id prompts to ``/v1/completions`` with ``max_tokens=1``,
+  ``temperature=0`` and vLLM's ``prompt_logprobs=k``, which answers per prompt position *by token
+  id*: the target's log-prob and rank, and the k most likely tokens. (The OpenAI-style
+  ``echo``/``logprobs`` answer keys its alternatives by token *string*, ambiguous when two ids
+  decode alike, and carries no rank; it is not used.) vLLM counts ties into its rank; the
+  backend recomputes the rank with ``RANK_TOL`` from the returned top-k, so the greedy flag agrees
+  with the in-process backend on near-ties. vLLM does not read its prefix cache for requests with
+  prompt log-probs, so every prompt is forwarded whole.
+* **Next-token distributions** (``next_token``): the asked token ids go in vLLM's
+  ``logprob_token_ids`` field of a one-token generation (log-probs of the generated position, raw
+  by default, keyed by id through ``return_tokens_as_token_ids``); the top-k come from
+  ``logprobs=k`` of the same position. Those requests do use vLLM's prefix cache, so many option
+  orders of one question cost little more than one. A server without ``logprob_token_ids`` gets
+  each asked id appended to the prompt and scored like a continuation ("append" mode, one prompt
+  per asked id).
+* **Entropy** is not available (the server returns only the top-k): NaN, ``has_entropy=False``.
+
+Requests go in batches of prompts per HTTP call, a few calls in flight at once; connection errors
+and 429/500/502/503/504 answers are retried with exponential back-off; a refused request (4xx), a malformed
+answer, a timeout or a server that stays unreachable raises ``ServerError`` naming the server and
+what went wrong.
+
+Loading checks that the server serves the model the local tokenizer belongs to: the vocabulary
+size (the largest token id the server accepts) and the server's own tokenization of a fixed probe
+text must match; otherwise loading fails and says what differs. ``identity()`` (the cache-key
+fingerprint) combines the served model name, the tokenizer, the vocabulary size and the log-prob
+of the probe text, so a server restarted with other weights never reuses cached numbers.
+
+An API key (argument, or ``SURFACELAB_API_KEY``) is sent only as the ``Authorization`` header; it
+is never part of a repr, an error message, a log line, the fingerprint, a result or a pickle.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any, Callable, Sequence
+from urllib.parse import urlsplit, urlunsplit
+
+import numpy as np
+
+from .base import RANK_TOL, NextTokenScores, OnDone, TokenScores
+
+#: Environment variable read when no ``api_key`` is given.
+API_KEY_ENV = "SURFACELAB_API_KEY"
+#: Text whose server-side tokenization and log-prob identify the served model.
+PROBE = "The quick brown fox jumps over the lazy dog. Naïve café, 東京 2+2=4\n(probe)"
+#: Prompts per HTTP call and prompt tokens per call, unless ``batch_size`` says otherwise.
+BATCH_PROMPTS = 32
+BATCH_TOKENS = 8192
+#: HTTP calls in flight at once.
+CONCURRENCY = 4
+#: vLLM's default ``--max-logprobs`` (most alternatives or asked ids per position).
+MAX_LOGPROBS = 20
+#: Answers worth another try: overloaded, restarting or behind a proxy whose upstream is down.
+_RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+#: vLLM sends -inf log-probs as this value (JSON has no infinity).
+_JSON_NEG_INF = -9999.0
+
+
+class ServerError(RuntimeError):
+    """The server is unreachable, refused a request, timed out or answered something malformed."""
+
+
+class _Secret:
+    """Holds the API key; its repr never shows it."""
+
+    def __init__(self, value: str | None) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "<hidden>" if self.value else "None"
+
+
+def normalize_url(server: Any) -> str:
+    """The completions API root of ``server``: ``http(s)://host:port/v1`` (``/v1`` added to a bare host).
+
+    Raises:
+        ValueError: ``server`` is not an http(s) URL.
+    """
+    if not isinstance(server, str) or not server.strip():
+        raise ValueError(f"server: expected an http(s) URL such as 'http://127.0.0.1:8000/v1', got {server!r}")
+    parts = urlsplit(server.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"server: expected an http(s) URL such as 'http://127.0.0.1:8000/v1', got {server!r}")
+    if parts.username or parts.password:
+        raise ValueError("server: put credentials in api_key= (or $SURFACELAB_API_KEY), not in the URL")
+    path = parts.path.rstrip("/")
+    for tail in ("/completions", "/models"):
+        if path.endswith(tail):
+            path = path[: -len(tail)]
+    return urlunsplit((parts.scheme, parts.netloc, path or "/v1", "", ""))
+
+
+def _token_key(key: str) -> int:
+    """The token id of a ``return_tokens_as_token_ids`` key ("token_id:123")."""
+    if not key.startswith("token_id:"):
+        raise ValueError(key)
+    return int(key[len("token_id:"):])
+
+
+def _lp(value: Any) -> float:
+    """A log-prob from JSON (vLLM's -9999 stands for -inf)."""
+    v = float(value)
+    if math.isnan(v):
+        raise ValueError("NaN log-prob")
+    return -math.inf if v <= _JSON_NEG_INF else v
+
+
+class VLLMBackend:
+    """Scores through a vLLM (OpenAI-compatible completions) server; see the module docstring.
+
+    Build one with ``connect`` (or ``load_lm(..., server=URL)``), which checks the server.
+    """
+
+    kind = "vllm"
+    has_entropy = False
+
+    def __init__(self, url: str, served_model: str, *, api_key: str | None = None, timeout: float = 120.0,
+                 retries: int = 4, concurrency: int = CONCURRENCY, batch_prompts: int = BATCH_PROMPTS,
+                 batch_tokens: int = BATCH_TOKENS, max_logprobs: int = MAX_LOGPROBS) -> None:
+        self.url = normalize_url(url)
+        self.served_model = served_model
+        self.timeout, self.retries, self.concurrency = float(timeout), int(retries), int(concurrency)
+        self.batch_prompts, self.batch_tokens, self.max_logprobs = int(batch_prompts), int(batch_tokens), int(max_logprobs)
+        self.vocab_size = 0
+        self.max_model_len: int | None = None
+        self.next_token_mode = "generate"
+        self._identity = ""
+        self._key = _Secret(api_key)
+        self._client = self._make_client()
+
+    def __repr__(self) -> str:
+        return f"VLLMBackend(url={self.url!r}, served_model={self.served_model!r})"
+
+    def __getstate__(self) -> dict:
+        """Everything but the connection and the API key (an unpickled copy reads ``$SURFACELAB_API_KEY``)."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("_client", "_key")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._key = _Secret(api_key_from(None))
+        self._client = self._make_client()
+
+    def _make_client(self) -> Any:
+        import httpx
+
+        headers = {"Authorization": f"Bearer {self._key.value}"} if self._key.value else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=httpx.Timeout(self.timeout, connect=10.0),
+                            limits=httpx.Limits(max_connections=max(1, self.concurrency)))
+
+    def close(self) -> None:
+        """Close the HTTP connections."""
+        self._client.close()
+
+    # ------------------------------------------------------------------------------------- HTTP
+
+    def _request(self, method: str, path: str, body: dict | None = None) -> Any:
+        """One HTTP call with retries on connection errors, 5xx and 429; the decoded JSON answer."""
+        import httpx
+
+        where = f"server {self.url}"
+        last = ""
+        for attempt in range(self.retries + 1):
+            if attempt:
+                time.sleep(min(8.0, 0.5 * 2 ** (attempt - 1)))
+            try:
+                resp = self._client.request(method, path, json=body)
+            except httpx.TimeoutException as err:
+                raise ServerError(f"{where}: no answer to {method} {path} within {self.timeout:g} s "
+                                  f"({type(err).__name__}); raise timeout= or check the server") from None
+            except httpx.TransportError as err:  # refused, reset, dropped: the server may be restarting
+                last = f"{type(err).__name__}: {err}"
+                continue
+            if resp.status_code in _RETRY_STATUS:
+                last = f"HTTP {resp.status_code}: {_error_message(resp)}"
+                continue
+            if resp.status_code in (401, 403):
+                raise ServerError(f"{where} refused the API key (HTTP {resp.status_code}): pass api_key= or set "
+                                  f"${API_KEY_ENV}" + (" (a key was sent)" if self._key.value else " (none was sent)"))
+            if resp.status_code >= 400:
+                raise ServerError(f"{where} refused {method} {path} (HTTP {resp.status_code}): {_error_message(resp)}"
+                                  + _hint(_error_message(resp)))
+            try:
+                return resp.json()
+            except ValueError:
+                raise ServerError(f"{where}: malformed answer to {method} {path} (not JSON): "
+                                  f"{resp.text[:200]!r}") from None
+        raise ServerError(f"{where}: unreachable after {self.retries + 1} tries ({last}); is it running?")
+
+    def _complete(self, prompts: list[Any], **fields: Any) -> list[dict]:
+        """POST /completions for ``prompts``; the choices in prompt order (checked for count and shape)."""
+        body = {"model": self.served_model, "prompt": prompts, "max_tokens": 1, "temperature": 0.0, **fields}
+        answer = self._request("POST", "/completions", body)
+        choices = answer.get("choices") if isinstance(answer, dict) else None
+        if not isinstance(choices, list) or len(choices) != len(prompts):
+            got = len(choices) if isinstance(choices, list) else type(choices).__name__
+            raise ServerError(f"server {self.url}: malformed answer: {got} choices for {len(prompts)} prompts")
+        try:
+            return sorted(choices, key=lambda c: int(c["index"]))
+        except (KeyError, TypeError, ValueError):
+            raise ServerError(f"server {self.url}: malformed answer: choices without an index") from None
+
+    def _fan_out(self, batches: list[list[int]], run: Callable[[list[int]], list[Any]], *, progress: bool,
+                 stats: Any, desc: str, on_done: OnDone | None, total: int) -> dict[int, Any]:
+        """Run ``run(batch)`` for every batch with at most ``concurrency`` in flight; results by index.
+
+        ``on_done`` is called from this thread as each batch finishes; the first error cancels the rest.
+        """
+        from tqdm.auto import tqdm
+
+        out: dict[int, Any] = {}
+        bar = tqdm(total=total, desc=desc, unit="req", disable=not progress or total < 64)
+        pool = ThreadPoolExecutor(max_workers=max(1, self.concurrency), thread_name_prefix="surfacelab-vllm")
+        pending: dict[Future, list[int]] = {}
+        todo = iter(batches)
+        try:
+            while True:
+                while len(pending) < max(1, self.concurrency):
+                    batch = next(todo, None)
+                    if batch is None:
+                        break
+                    pending[pool.submit(run, batch)] = batch
+                if not pending:
+                    break
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    batch = pending.pop(fut)
+                    results = fut.result()
+                    out.update(zip(batch, results))
+                    stats.batches += 1
+                    if on_done is not None:
+                        on_done(batch, results)
+                    bar.update(len(batch))
+        finally:
+            for fut in pending:
+                fut.cancel()
+            pool.shutdown(wait=False, cancel_futures=True)
+            bar.close()
+        return out
+
+    def _batches(self, lengths: list[int], batch_size: int | None) -> list[list[int]]:
+        """Indices split into HTTP calls: at most ``batch_size`` (or ``batch_prompts``) prompts and
+        ``batch_tokens`` prompt tokens each (a longer prompt goes alone)."""
+        cap = batch_size or self.batch_prompts
+        out: list[list[int]] = []
+        cur: list[int] = []
+        tokens = 0
+        for i, n in enumerate(lengths):
+            if cur and (len(cur) >= cap or tokens + n > self.batch_tokens):
+                out.append(cur)
+                cur, tokens = [], 0
+            cur.append(i)
+            tokens += n
+        return out + ([cur] if cur else [])
+
+    # ------------------------------------------------------------------------------------- scoring
+
+    def _check_k(self, k: int, what: str) -> None:
+        if k > self.max_logprobs:
+            raise ValueError(f"{what}: {k} exceeds the {self.max_logprobs} log-probs per position this server "
+                             f"returns; start vLLM with --max-logprobs {k} (and pass max_logprobs={k})")
+
+    def _parse_prompt_logprobs(self, choice: dict, ids: Sequence[int], start: int, top_k: int) -> TokenScores:
+        """One request's ``TokenScores`` from vLLM's per-position ``prompt_logprobs``."""
+        plp = choice.get("prompt_logprobs")
+        if not isinstance(plp, list) or len(plp) != len(ids):
+            got = len(plp) if isinstance(plp, list) else repr(plp)[:40]
+            raise ValueError(f"prompt_logprobs: {got} positions for a prompt of {len(ids)} tokens")
+        n = len(ids) - start
+        logprob = np.empty(n, np.float32)
+        rank = np.empty(n, np.int64)
+        top_ids = np.zeros((n, top_k), np.int64)
+        top_lps = np.zeros((n, top_k), np.float32)
+        for j, pos in enumerate(range(start, len(ids))):
+            entry = plp[pos]
+            target = str(ids[pos])
+            if not isinstance(entry, dict) or target not in entry:
+                raise ValueError(f"prompt_logprobs[{pos}] lacks the prompt's token {target}")
+            t = _lp(entry[target]["logprob"])
+            r_server = int(entry[target]["rank"])
+            tops = sorted(((int(v["rank"]), _lp(v["logprob"]), int(tid)) for tid, v in entry.items()
+                           if int(v["rank"]) <= max(top_k, 1)), key=lambda x: x[0])
+            near = sum(1 for _, lp, tid in tops if tid != ids[pos] and t <= lp <= t + RANK_TOL)
+            logprob[j] = t
+            rank[j] = max(1, r_server - near)  # ties within RANK_TOL do not outrank (vLLM counts them)
+            if top_k:
+                if len(tops) < top_k:
+                    raise ValueError(f"prompt_logprobs[{pos}] has {len(tops)} alternatives, {top_k} asked")
+                top_ids[j] = [tid for _, _, tid in tops[:top_k]]
+                top_lps[j] = [lp for _, lp, _ in tops[:top_k]]
+        return TokenScores(logprob, rank, np.full(n, np.nan, np.float32), top_ids, top_lps)
+
+    def _score_ids(self, items: list[tuple[tuple[int, ...], int]], *, top_k: int, batch_size: int | None,
+                   progress: bool, stats: Any, on_done: OnDone | None, desc: str) -> list[TokenScores]:
+        """``TokenScores`` of (token ids, first scored index) pairs."""
+        self._check_k(top_k, "top_k")
+
+        def run(batch: list[int]) -> list[TokenScores]:
+            prompts = [list(items[i][0]) for i in batch]
+            choices = self._complete(prompts, prompt_logprobs=max(top_k, 1))
+            try:
+                return [self._parse_prompt_logprobs(c, items[i][0], items[i][1], top_k) for c, i in zip(choices, batch)]
+            except (ValueError, KeyError, TypeError, AttributeError) as err:
+                raise ServerError(f"server {self.url}: malformed answer: {err}") from None
+
+        batches = self._batches([len(ids) for ids, _ in items], batch_size)
+        got = self._fan_out(batches, run, progress=progress, stats=stats, desc=desc, on_done=on_done, total=len(items))
+        stats.tokens_forwarded += sum(len(ids) for ids, _ in items)
+        stats.tokens_padded += sum(len(ids) for ids, _ in items)
+        stats.tokens_scored += sum(len(ids) - s for ids, s in items)
+        stats.count_path("server", len(items))
+        return [got[i] for i in range(len(items))]
+
+    def score(self, encodings: Sequence[Any], *, top_k: int, batch_size: int | None, progress: bool, stats: Any,
+              on_done: OnDone | None = None) -> list[TokenScores]:
+        """Per-token scores of every encoded request, in the order given (see the module docstring)."""
+        items = [(tuple(e.input_ids), e.start) for e in encodings]
+        return self._score_ids(items, top_k=top_k, batch_size=batch_size, progress=progress, stats=stats,
+                               on_done=on_done, desc=f"scoring via {self.served_model}")
+
+    def next_token(self, prompts: Sequence[tuple[int, ...]], *, token_ids: Sequence[int], top_k: int,
+                   batch_size: int | None, progress: bool = False, stats: Any,
+                   on_done: OnDone | None = None) -> list[NextTokenScores]:
+        """The next-token distribution after every prompt, in the order given (see the module docstring)."""
+        self._check_k(top_k, "top_k")
+        sel = [int(t) for t in token_ids]
+        if self.next_token_mode == "append":
+            return self._next_token_appended(prompts, sel, top_k, batch_size, progress, stats, on_done)
+        chunks = [sel[i:i + self.max_logprobs] for i in range(0, len(sel), self.max_logprobs)]
+
+        def run(batch: list[int]) -> list[NextTokenScores]:
+            ps = [list(prompts[i]) for i in batch]
+            selected = np.zeros((len(batch), len(sel)), np.float32)
+            at = 0
+            for chunk in chunks:
+                choices = self._complete(ps, logprobs=1, logprob_token_ids=chunk, return_tokens_as_token_ids=True)
+                for r, c in enumerate(choices):
+                    got = self._generated_logprobs(c)
+                    missing = [t for t in chunk if t not in got]
+                    if missing:
+                        raise ServerError(f"server {self.url}: malformed answer: asked token ids {missing[:5]} "
+                                          "missing from logprob_token_ids' answer")
+                    selected[r, at:at + len(chunk)] = [got[t] for t in chunk]
+                at += len(chunk)
+            tops = [(np.zeros(0, np.int64), np.zeros(0, np.float32))] * len(batch)
+            if top_k:
+                choices = self._complete(ps, logprobs=top_k, return_tokens_as_token_ids=True)
+                tops = []
+                for c in choices:
+                    ranked = sorted(self._generated_logprobs(c).items(), key=lambda kv: -kv[1])[:top_k]
+                    if len(ranked) < top_k:
+                        raise ServerError(f"server {self.url}: malformed answer: {len(ranked)} alternatives, "
+                                          f"{top_k} asked")
+                    tops.append((np.array([t for t, _ in ranked], np.int64), np.array([v for _, v in ranked], np.float32)))
+            return [NextTokenScores(selected[r], math.nan, tids, tlps) for r, (tids, tlps) in enumerate(tops)]
+
+        batches = self._batches([len(p) for p in prompts], batch_size)
+        got = self._fan_out(batches, run, progress=progress, stats=stats, desc=f"next token via {self.served_model}",
+                            on_done=on_done, total=len(prompts))
+        stats.tokens_forwarded += sum(len(p) for p in prompts)
+        stats.tokens_padded += sum(len(p) for p in prompts)
+        stats.tokens_scored += len(prompts)
+        stats.count_path("server", len(prompts))
+        return [got[i] for i in range(len(prompts))]
+
+    def _generated_logprobs(self, choice: dict) -> dict[int, float]:
+        """Token id -> log-prob at the generated position of a one-token completion."""
+        try:
+            top = choice["logprobs"]["top_logprobs"][0]
+            return {_token_key(k): _lp(v) for k, v in top.items()}
+        except (KeyError, IndexError, TypeError, ValueError) as err:
+            raise ServerError(f"server {self.url}: malformed answer: no per-id log-probs of the generated "
+                              f"token ({type(err).__name__}: {err})") from None
+
+    def _next_token_appended(self, prompts: Sequence[tuple[int, ...]], sel: list[int], top_k: int,
+                             batch_size: int | None, progress: bool, stats: Any,
+                             on_done: OnDone | None) -> list[NextTokenScores]:
+        """"append" mode: each asked id (or, for the top-k alone, any id) appended to the prompt and scored."""
+        asked = sel or [0]
+        items = [(tuple(p) + (t,), len(p)) for p in prompts for t in asked]
+        per = len(asked)
+        scores = self._score_ids(items, top_k=top_k, batch_size=batch_size, progress=progress, stats=stats,
+                                 on_done=None, desc=f"next token via {self.served_model}")
+        out = []
+        for i in range(len(prompts)):
+            rows = scores[i * per:(i + 1) * per]
+            selected = np.array([s.logprob[0] for s in rows], np.float32)[:len(sel)]
+            out.append(NextTokenScores(selected, math.nan, rows[0].top_ids[0], rows[0].top_logprobs[0]))
+        if on_done is not None:
+            on_done(list(range(len(prompts))), out)
+        return out
+
+    # ------------------------------------------------------------------------------------- loading checks
+
+    def identity(self) -> str:
+        """Served model, tokenizer, vocabulary and the probe's log-prob (never the URL or the key)."""
+        return self._identity
+
+    def check(self, tokenizer: Any, vocab_size: int) -> None:
+        """Find the served model and check that it is the one ``tokenizer`` belongs to; set ``identity``.
+
+        Raises:
+            ServerError: the server is unreachable, serves several models and none was named, or
+                serves a model whose vocabulary or tokenization differs from the local tokenizer's.
+        """
+        listing = self._request("GET", "/models")
+        try:
+            cards = {str(c["id"]): c for c in listing["data"]}
+        except (KeyError, TypeError):
+            raise ServerError(f"server {self.url}: malformed answer to GET /models: {str(listing)[:200]}") from None
+        if not self.served_model:
+            if len(cards) != 1:
+                raise ServerError(f"server {self.url} serves {len(cards)} models ({', '.join(cards) or 'none'}); "
+                                  "name one with served_model=")
+            self.served_model = next(iter(cards))
+        elif self.served_model not in cards:
+            raise ServerError(f"served_model: {self.served_model!r} is not served by {self.url}; it serves: "
+                              f"{', '.join(cards) or 'nothing'}")
+        card_len = cards[self.served_model].get("max_model_len")
+        self.max_model_len = int(card_len) if isinstance(card_len, int) and card_len > 1 else None
+        self._check_vocab(vocab_size)
+        self.vocab_size = vocab_size
+        local = list(tokenizer(PROBE, add_special_tokens=True)["input_ids"])
+        choice = self._complete([PROBE], prompt_logprobs=1, return_token_ids=True)[0]
+        remote = choice.get("prompt_token_ids")
+        if not isinstance(remote, list):
+            raise ServerError(f"server {self.url} does not return prompt_token_ids; surfacelab needs vLLM >= 0.11 "
+                              "(return_token_ids and prompt_logprobs)")
+        if remote != local:
+            diff = next((i for i, (a, b) in enumerate(zip(local, remote)) if a != b), min(len(local), len(remote)))
+            raise ServerError(f"server {self.url} serves {self.served_model!r}, whose tokenizer differs from the local "
+                              f"one: the probe text {PROBE!r} becomes {len(remote)} tokens there and {len(local)} "
+                              f"here, first difference at token {diff} ({remote[diff:diff + 3]} vs "
+                              f"{local[diff:diff + 3]}); load the matching model or tokenizer")
+        try:
+            probe = self._parse_prompt_logprobs(choice, local, 1, 0)
+        except (ValueError, KeyError, TypeError, AttributeError) as err:
+            raise ServerError(f"server {self.url} does not return vLLM's prompt_logprobs by token id ({err}); "
+                              "surfacelab's server backend needs vLLM") from None
+        self.next_token_mode = self._probe_next_token_mode(local)
+        vocab_hash = hashlib.sha256(json.dumps(sorted(tokenizer.get_vocab().items())).encode()).hexdigest()
+        total = float(probe.logprob.astype(np.float64).sum())
+        self._identity = hashlib.sha256(
+            f"vllm|{self.served_model}|{vocab_hash}|{vocab_size}|{total:.2f}".encode()).hexdigest()[:32]
+
+    def _check_vocab(self, vocab_size: int) -> None:
+        """The server must accept token id ``vocab_size - 1`` and refuse ``vocab_size``."""
+        try:
+            self._complete([[vocab_size - 1]])
+        except ServerError as err:
+            if "vocabulary" not in str(err):
+                raise
+            raise ServerError(f"server {self.url} serves {self.served_model!r}, whose vocabulary is smaller than the "
+                              f"local tokenizer's ({vocab_size} ids): it refuses token id {vocab_size - 1}; "
+                              "load the matching model or tokenizer") from None
+        try:
+            self._complete([[vocab_size]])
+        except ServerError as err:
+            if "vocabulary" in str(err):
+                return
+            raise
+        raise ServerError(f"server {self.url} serves {self.served_model!r}, whose vocabulary is larger than the "
+                          f"local tokenizer's ({vocab_size} ids): it accepts token id {vocab_size}; "
+                          "load the matching model or tokenizer")
+
+    def _probe_next_token_mode(self, ids: list[int]) -> str:
+        """"generate" where the server honours ``logprob_token_ids`` by id, else "append"."""
+        asked = ids[1]
+        choice = self._complete([ids[:1]], logprobs=1, logprob_token_ids=[asked], return_tokens_as_token_ids=True)[0]
+        try:
+            return "generate" if asked in self._generated_logprobs(choice) else "append"
+        except ServerError:
+            return "append"
+
+
+def _error_message(resp: Any) -> str:
+    """The server's own error text (vLLM: ``{"error": {"message": ...}}``), shortened."""
+    try:
+        body = resp.json()
+        msg = body.get("error", {}).get("message") if isinstance(body.get("error"), dict) else body.get("detail")
+        if msg is None:
+            msg = body.get("message", body)
+    except ValueError:
+        msg = resp.text
+    return str(msg)[:500]
+
+
+def _hint(message: str) -> str:
+    """What to do about a refusal vLLM explains in ``message``."""
+    if "max allowed" in message or "max_logprobs" in message:
+        return " (start vLLM with a larger --max-logprobs)"
+    if "maximum context length" in message or "max_tokens must be at least 1" in message:
+        return " (a prompt does not fit the server's --max-model-len; load_lm(..., max_length=) can shorten it)"
+    return ""
+
+
+def api_key_from(api_key: str | None) -> str | None:
+    """``api_key`` if given, else ``$SURFACELAB_API_KEY``, else None.
+
+    Raises:
+        ValueError: ``api_key`` is not a non-empty string.
+    """
+    if api_key is None:
+        return os.environ.get(API_KEY_ENV) or None
+    if not isinstance(api_key, str) or not api_key.strip():
+        raise ValueError("api_key: expected a non-empty string")
+    return api_key
+
+
+def connect(server: str, tokenizer: Any, vocab_size: int, *, served_model: str | None = None,
+            api_key: str | None = None, timeout: float = 120.0, **options: Any) -> VLLMBackend:
+    """A checked ``VLLMBackend`` for the model ``tokenizer`` belongs to (see ``VLLMBackend.check``).
+
+    Args:
+        server: the API root, e.g. ``http://127.0.0.1:8000/v1`` (a bare ``http://host:port`` gets ``/v1``).
+        tokenizer: the local (fast) tokenizer of the served model.
+        vocab_size: rows of the model's output distribution (the config's ``vocab_size``).
+        served_model: the model name on the server; None when it serves exactly one.
+        api_key: sent as ``Authorization: Bearer ...``; default ``$SURFACELAB_API_KEY``.
+        timeout: seconds to wait for one HTTP answer.
+        **options: ``retries``, ``concurrency``, ``batch_prompts``, ``batch_tokens``, ``max_logprobs``.
+    """
+    if served_model is not None and (not isinstance(served_model, str) or not served_model):
+        raise ValueError(f"served_model: expected a model name served by the server, got {served_model!r}")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ValueError(f"timeout: expected a positive number of seconds, got {timeout!r}")
+    backend = VLLMBackend(normalize_url(server), served_model or "", api_key=api_key_from(api_key), timeout=timeout,
+                          **options)
+    try:
+        backend.check(tokenizer, vocab_size)
+    except BaseException:
+        backend.close()
+        raise
+    return backend
+
+
+
+class LocalServer:
+    """A vLLM OpenAI-compatible server run by this process (tests, benchmarks, a local workbench).
+
+    It runs ``python -m vllm.entrypoints.openai.api_server`` (the ``vllm serve`` script fails on the
+    CPU build) in its own process group, which ``stop`` ends whole; the server also gets SIGTERM if
+    the process that started it dies. Use it as a context manager.
+
+    Args:
+        model_dir: a plain (safetensors) model folder, e.g. a preset's converted copy.
+        python: the interpreter of the virtual environment vLLM is installed in.
+        port: the port on 127.0.0.1 (default: a free one).
+        api_key: start the server with ``--api-key`` (clients must send it).
+        served_model_name: the name clients use (default: ``model_dir``).
+        args: more command-line arguments for the server.
+        log_path: where the server's output goes (default: a temporary file).
+    """
+
+    def __init__(self, model_dir: str | os.PathLike, *, python: str | os.PathLike, port: int | None = None,
+                 api_key: str | None = None, served_model_name: str | None = None, max_model_len: int = 2048,
+                 dtype: str = "float32", args: Sequence[str] = (), log_path: str | os.PathLike | None = None) -> None:
+        import tempfile
+
+        self.port = port or _free_port()
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self._key = _Secret(api_key)
+        self.cmd = [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
+                    "--dtype", dtype, "--max-model-len", str(max_model_len), "--enforce-eager",
+                    "--host", "127.0.0.1", "--port", str(self.port),
+                    *(["--served-model-name", served_model_name] if served_model_name else []), *args]
+        self.log_path = str(log_path) if log_path else tempfile.mkstemp(prefix="vllm-server-", suffix=".log")[1]
+        self.proc: Any = None
+
+    def __repr__(self) -> str:
+        state = "running" if self.proc is not None and self.proc.poll() is None else "stopped"
+        return f"LocalServer(url={self.url!r}, {state}, log={self.log_path!r})"
+
+    def start(self) -> "LocalServer":
+        """Launch the server (returns at once; ``wait`` for it)."""
+        import atexit
+        import subprocess
+
+        env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "2")}
+        if self._key.value:
+            env["VLLM_API_KEY"] = self._key.value  # not on the command line, where `ps` would show it
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         env=env, start_new_session=True, preexec_fn=_die_with_parent)
+        atexit.register(self.stop)
+        return self
+
+    def wait(self, timeout: float = 600.0) -> None:
+        """Block until the server answers ``/health``.
+
+        Raises:
+            RuntimeError: the server exited, or was not ready within ``timeout`` seconds (it is then stopped).
+        """
+        import httpx
+
+        health = self.url[: -len("/v1")] + "/health"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"vLLM server exited with code {self.proc.returncode}:\n{self.log_tail()}")
+            try:
+                if httpx.get(health, timeout=5.0).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        self.stop()
+        raise RuntimeError(f"vLLM server not ready after {timeout:g} s:\n{self.log_tail()}")
+
+    def log_tail(self, n: int = 30) -> str:
+        """The last ``n`` lines of the server's output."""
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return "".join(f.readlines()[-n:])
+        except OSError:
+            return ""
+
+    def _signal(self, sig: int) -> None:
+        try:
+            os.killpg(self.proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def kill(self) -> None:
+        """SIGKILL the server and every process it started, at once."""
+        import signal
+
+        if self.proc is not None:
+            self._signal(signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self, grace: float = 20.0) -> None:
+        """SIGTERM the server's process group; SIGKILL what is left after ``grace`` seconds."""
+        import signal
+        import subprocess
+
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self._signal(signal.SIGTERM)
+            try:
+                self.proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                pass
+        self._signal(signal.SIGKILL)  # engine and worker processes that outlived the server
+        self.proc.wait()
+
+    def __enter__(self) -> "LocalServer":
+        if self.proc is None:
+            self.start()
+        try:
+            self.wait()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: get SIGTERM when the parent dies (Linux), so no server is orphaned."""
+    import signal
+
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_DEATHSIG
+    except (OSError, AttributeError):
+        pass

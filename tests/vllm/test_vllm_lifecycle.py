@@ -1,0 +1,87 @@
+"""A second real vLLM server: other weights under the same name get their own cache entries, and a
+server killed mid-run ends the call with a clear error while the finished batches stay cached."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import surfacelab as sl
+from surfacelab import engine, text
+from surfacelab.backends.vllm import LocalServer, ServerError
+from surfacelab.cache import ScoreCache, request_key
+
+from conftest import SERVED, model_dir, vllm_python
+from test_engine import PAIRS
+
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def other_weights_server(tmp_path_factory):
+    """The default model with its final norm scaled by 1.1 (sharper next-token distributions), served
+    under the same name as the session's server; no API key."""
+    from safetensors.torch import load_file, save_file
+
+    src, dst = model_dir(), tmp_path_factory.mktemp("other-weights")
+    for f in src.iterdir():
+        if f.suffix != ".safetensors":
+            shutil.copy(f, dst / f.name)
+    weights = load_file(src / "model.safetensors")
+    weights["model.norm.weight"] = weights["model.norm.weight"] * 1.1
+    save_file(weights, dst / "model.safetensors", metadata={"format": "pt"})
+    del weights
+    with LocalServer(dst, python=vllm_python(), served_model_name=SERVED, log_path=dst / "server.log") as server:
+        yield server
+
+
+def test_a_server_restarted_with_other_weights_does_not_get_stale_numbers(other_weights_server, remote_lm, tmp_path):
+    other = sl.load_lm(SERVED, server=other_weights_server.url)
+    assert other.backend.served_model == remote_lm.backend.served_model == SERVED
+    assert other.fingerprint != remote_lm.fingerprint
+    store = ScoreCache(tmp_path / "scores.sqlite")
+    reqs = PAIRS[:12]
+    first = engine.logprobs(remote_lm, reqs, cache=store, progress=False)
+    second = engine.logprobs(other, reqs, cache=store, progress=False)
+    assert second.stats.cached == 0
+    assert max(abs(a.total - b.total) for a, b in zip(first, second)) > 0.01
+
+
+def test_a_server_killed_mid_run_is_a_clear_error_and_finished_batches_stay_cached(other_weights_server, tmp_path):
+    lm = sl.load_lm(SERVED, server=other_weights_server.url, timeout=60)
+    committed = threading.Event()
+
+    class Watched(ScoreCache):
+        """A real cache that says when the first finished batch was written."""
+
+        def put_many(self, rows):
+            super().put_many(rows)
+            committed.set()
+
+    store = Watched(tmp_path / "scores.sqlite")
+    reqs = [(f"Item {i}: {c}", x) for i in range(2) for c, x in PAIRS]
+    killed_at: list[float] = []
+
+    def kill_after_first_batch():
+        if committed.wait(300):
+            other_weights_server.kill()
+            killed_at.append(time.monotonic())
+
+    killer = threading.Thread(target=kill_after_first_batch, daemon=True)
+    killer.start()
+    with pytest.raises(ServerError, match=r"server http://127\.0\.0\.1:\d+/v1: unreachable after 5 tries .*is it running"):
+        engine.logprobs(lm, reqs, cache=store, progress=False, batch_size=8)
+    ended = time.monotonic()
+    killer.join(5)
+    assert killed_at, "the server was never killed: no batch finished"
+    assert ended - killed_at[0] < 60  # the back-off (7.5 s) plus the requests in flight, well within the timeout
+    encs = [text.encode(lm, c, x) for c, x in reqs]
+    kept = store.get_many([request_key(lm.fingerprint, e.input_ids, e.start) for e in encs])
+    assert 8 <= len(kept) < len(reqs)
+    for e in encs[:3]:
+        entry = kept.get(request_key(lm.fingerprint, e.input_ids, e.start))
+        assert entry is None or np.isfinite(entry["logprob"]).all()
