@@ -119,6 +119,26 @@ def test_paraphrase_mass_matches(remote_lm, real_lm):
     assert a.winner("mass") == b.winner("mass")
 
 
+def test_every_workbench_view_works_on_a_server_lm(remote_lm, real_lm, tiny_mlm):
+    from surfacelab.widgets import Workbench
+
+    frames = []
+    for lm in (remote_lm, real_lm):
+        bench = Workbench(lm=lm, mlm=tiny_mlm, live=False)
+        bench.premise_box.value = "The man took a bath in the"
+        bench.domain_box.value = " the"
+        bench.set_options([" bathtub", " soap", " milk"], ["tub, bath tub", "", ""], gold=0)
+        bench.update()
+        assert bench.message.value == ""
+        assert set(bench.figures()) >= {"scores", "tokens", "paraphrase", "letters"}
+        frames.append(bench.frames())
+    remote, local = frames
+    assert set(remote) == set(local) == {"scores", "tokens", "paraphrase", "letters", "pll"}
+    np.testing.assert_allclose(remote["scores"]["dcpmi"], local["scores"]["dcpmi"], atol=1e-3)
+    np.testing.assert_allclose(remote["tokens"]["contribution"], local["tokens"]["contribution"], atol=1e-3)
+    np.testing.assert_allclose(remote["letters"]["observed"], local["letters"]["observed"], atol=1e-4)
+
+
 # ----------------------------------------------------------------------------- refusals
 
 
