@@ -498,8 +498,8 @@ def _server_lm(name_or_path: Any, server: str, served_model: str | None, api_key
     add_bos, prefix = _start_tokens(name, tokenizer)
     text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
     vocab = getattr(text_config, "vocab_size", None) or len(tokenizer)
+    window = _window(SimpleNamespace(config=text_config), max_length)
     backend = connect(server, tokenizer, int(vocab), served_model=served_model, api_key=api_key, timeout=timeout)
-    window = _window(SimpleNamespace(config=text_config), tokenizer, max_length)
     if backend.max_model_len is not None:  # the server also needs room for the one token it generates
         if max_length is not None and max_length > backend.max_model_len - 1:
             backend.close()
