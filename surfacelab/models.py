@@ -308,18 +308,20 @@ class MLM(_Loaded):
         return bool(self.note)
 
 
-def _source_model(name_or_path: Any, kind: str, *, weights: bool = True) -> tuple[str, str, Any, Any, str]:
+def _source_model(name_or_path: Any, kind: str, *, weights: bool = True,
+                  **placement: Any) -> tuple[str, str, Any, Any, str]:
     """Resolve to (display name, source description, model, tokenizer, note).
 
     With ``weights=False`` only the tokenizer and the config are loaded: the model slot holds the
-    config (for a server that runs the model elsewhere).
+    config (for a server that runs the model elsewhere). ``placement`` (``device_map``, ``dtype``)
+    goes to ``from_pretrained``.
     """
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
 
     auto = AutoModelForCausalLM if kind == "causal" else AutoModelForMaskedLM
 
     def load(where: Any, **kwargs: Any) -> Any:
-        return auto.from_pretrained(where, **kwargs) if weights else AutoConfig.from_pretrained(where)
+        return auto.from_pretrained(where, **{**kwargs, **placement}) if weights else AutoConfig.from_pretrained(where)
 
     if isinstance(name_or_path, tuple):
         if len(name_or_path) != 2:
@@ -379,11 +381,16 @@ def _check_fast(tokenizer: Any) -> None:
         raise ValueError("name_or_path: surfacelab needs a fast tokenizer (character offsets)")
 
 
-def _finish(model: Any, tokenizer: Any, device: Any, dtype: Any) -> tuple[Any, torch.device, torch.dtype]:
+def _finish(model: Any, tokenizer: Any, device: Any, dtype: Any,
+            placed: bool = False) -> tuple[Any, torch.device, torch.dtype]:
     dev = torch.device(device) if device is not None else auto_device()
     dt = _resolve_dtype(dtype, dev)
     _check_fast(tokenizer)
-    model = model.to(device=dev, dtype=dt).eval()
+    if placed:  # by from_pretrained(device_map=...): inputs go where the embeddings are
+        dev = model.get_input_embeddings().weight.device
+    else:
+        model = model.to(device=dev, dtype=dt)
+    model = model.eval()
     model.requires_grad_(False)
     return model, dev, dt
 
@@ -429,6 +436,7 @@ def load_lm(
     served_model: str | None = None,
     api_key: str | None = None,
     timeout: float = 120.0,
+    device_map: str | dict | None = None,
 ) -> LM:
     """Load a causal LM from a preset name, hub id, local folder or a (model, tokenizer) pair.
 
@@ -445,6 +453,8 @@ def load_lm(
         api_key: the server's API key (default ``$SURFACELAB_API_KEY``), sent only as the
             ``Authorization`` header.
         timeout: seconds to wait for one answer from the server.
+        device_map: accelerate's placement of the layers ("auto", "balanced", {module: device}) for a
+            model larger than one device; inputs go to the device of the input embeddings.
 
     Example:
         >>> lm = load_lm("smollm2-135m")  # doctest: +SKIP
@@ -452,6 +462,9 @@ def load_lm(
     """
     if isinstance(name_or_path, LM):
         return name_or_path
+    if device_map is not None and (device is not None or server is not None or isinstance(name_or_path, tuple)):
+        raise ValueError("device_map: places a model loaded here by name or folder; not with device=, server= "
+                         "or a loaded (model, tokenizer) pair")
     if server is not None:
         if device is not None or dtype is not None:
             raise ValueError("device/dtype: the server decides where and in which precision the model runs; "
@@ -460,11 +473,12 @@ def load_lm(
                           timeout, max_length)
     if served_model is not None or api_key is not None:
         raise ValueError("served_model/api_key: only meaningful with server=")
+    placement = {} if device_map is None else {"device_map": device_map, "dtype": _resolve_dtype(dtype, auto_device())}
     name, source, model, tokenizer, note = _source_model(DEFAULT_LM if name_or_path is None else name_or_path,
-                                                         "causal")
+                                                         "causal", **placement)
     if not getattr(model.config, "is_decoder", True) and "ForCausalLM" not in type(model).__name__:
         raise ValueError(f"name_or_path: {name!r} is not a causal LM")
-    model, dev, dt = _finish(model, tokenizer, device, dtype)
+    model, dev, dt = _finish(model, tokenizer, device, dtype, placed=device_map is not None)
     add_bos, prefix = _start_tokens(name, tokenizer)
     from .backends.transformers import TransformersBackend
 
