@@ -592,7 +592,7 @@ class LocalServer:
             env["VLLM_API_KEY"] = self._key.value  # not on the command line, where `ps` would show it
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         env=env, start_new_session=True, preexec_fn=_die_with_parent)
+                                         env=env, start_new_session=True, preexec_fn=_death_signal())
         atexit.register(self.stop)
         return self
 
@@ -678,13 +678,15 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: get SIGTERM when the parent dies (Linux), so no server is orphaned."""
+def _death_signal() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that makes the child get SIGTERM when its parent dies (Linux ``PR_SET_PDEATHSIG``),
+    so no server is orphaned; None where that is not available. Resolved here, in the parent: the
+    function the child runs between fork and exec imports nothing."""
+    import ctypes
     import signal
 
     try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_DEATHSIG
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
-        pass
+        return None
+    return lambda: prctl(1, signal.SIGTERM)

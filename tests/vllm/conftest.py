@@ -1,8 +1,12 @@
-"""A real vLLM server for the ``vllm`` tests, started once per session and always stopped.
+"""Real vLLM servers for the ``vllm`` tests, started once per session and always stopped.
 
-The server runs from the vLLM environment (``make vllm`` creates ``.vllm-venv``; ``VLLM_PYTHON``
+The servers run from the vLLM environment (``make vllm`` creates ``.vllm-venv``; ``VLLM_PYTHON``
 points at another interpreter). Without it the tests are skipped, unless ``SURFACELAB_REQUIRE_VLLM``
 is set (``make test`` sets it), which turns the skip into a failure.
+
+Two servers: the default model behind an API key (``vllm_server``), and the same model with other
+weights under the same name (``other_weights_server``). Starting one takes tens of seconds (mostly
+imports), so when the selected tests need both, both start together.
 """
 
 from __future__ import annotations
@@ -37,16 +41,61 @@ def model_dir() -> Path:
     return PRESETS[SERVED].locate(cache_dir())
 
 
+def _other_weights(folder: Path) -> Path:
+    """The default model with its final norm scaled by 1.1 (sharper next-token distributions) in ``folder``."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    src = model_dir()
+    for f in src.iterdir():
+        if f.suffix != ".safetensors":
+            shutil.copy(f, folder / f.name)
+    weights = load_file(src / "model.safetensors")
+    weights["model.norm.weight"] = weights["model.norm.weight"] * 1.1
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+    return folder
+
+
 @pytest.fixture(scope="session")
-def vllm_server(tmp_path_factory):
-    """The default model served by vLLM (fp32, CPU) behind a random API key, for the whole session."""
+def _servers(request, tmp_path_factory):
+    """Launch (without waiting) every server the selected tests use; stop them all at the end."""
     from surfacelab.backends.vllm import LocalServer
 
-    log = tmp_path_factory.mktemp("vllm") / "server.log"
-    server = LocalServer(model_dir(), python=vllm_python(), api_key=secrets.token_hex(16), served_model_name=SERVED,
-                         log_path=log)
-    with server:
-        yield server
+    python, wanted = vllm_python(), {"vllm_server", "other_weights_server"}
+    used = {name for item in request.session.items for name in getattr(item, "fixturenames", ()) if name in wanted}
+    root = tmp_path_factory.mktemp("vllm")
+    servers = {}
+    if "vllm_server" in used:
+        servers["vllm_server"] = LocalServer(model_dir(), python=python, api_key=secrets.token_hex(16),
+                                             served_model_name=SERVED, log_path=root / "server.log").start()
+    if "other_weights_server" in used:
+        folder = _other_weights(tmp_path_factory.mktemp("other-weights"))
+        servers["other_weights_server"] = LocalServer(folder, python=python, served_model_name=SERVED,
+                                                      log_path=folder / "server.log").start()
+    try:
+        yield servers
+    finally:
+        for server in servers.values():
+            server.stop()
+
+
+def _ready(servers: dict, name: str):
+    server = servers[name]
+    server.wait()
+    return server
+
+
+@pytest.fixture(scope="session")
+def vllm_server(_servers):
+    """The default model served by vLLM (fp32, CPU) behind a random API key."""
+    return _ready(_servers, "vllm_server")
+
+
+@pytest.fixture(scope="session")
+def other_weights_server(_servers):
+    """The same model with other weights (final norm x 1.1) under the same served name; no API key."""
+    return _ready(_servers, "other_weights_server")
 
 
 @pytest.fixture(scope="session")
@@ -61,4 +110,3 @@ def remote_lm(vllm_server, api_key):
     import surfacelab as sl
 
     return sl.load_lm(SERVED, server=vllm_server.url, api_key=api_key)
-

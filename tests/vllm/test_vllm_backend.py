@@ -25,12 +25,14 @@ from tiny_models import tiny_causal
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
 
-def test_parity_with_the_in_process_backend(remote_lm, real_lm):
+def test_parity_with_the_in_process_backend(remote_lm, real_lm, capsys):
     """Summed log-probs of the engine's parity set agree to 1e-3 nats; ranks and top-k agree where the
     numbers are not near-ties."""
-    got = engine.logprobs(remote_lm, PAIRS, cache=False, progress=False, top_k=5)
+    got = engine.logprobs(remote_lm, PAIRS, cache=False, progress=True, top_k=5)
     ref = engine.logprobs(real_lm, PAIRS, cache=False, progress=False, top_k=5)
     assert got.stats.backend == "vllm" and got.stats.paths == {"server": got.stats.unique}
+    assert got.stats.unique < got.stats.requests == len(PAIRS)  # duplicates went to the server once
+    assert "scoring via smollm2-135m: 100%|" in capsys.readouterr().err  # the progress bar counts unique requests
     worst = max(abs(g.total - r.total) for g, r in zip(got, ref))
     print(f"\nmax |Δ| of summed log-probs, server vs in-process, {len(PAIRS)} requests: {worst:.2e}")
     assert worst <= 1e-3
@@ -79,6 +81,9 @@ def test_evaluate_predictions_match(remote_lm, real_lm, data_root):
     pred = [c for c in b.items.columns if c.startswith("pred")]
     assert pred and a.items[pred].equals(b.items[pred])
     np.testing.assert_allclose(a.scores["dcpmi"], b.scores["dcpmi"], atol=1e-3)
+    grid = [sl.ablate(lm, copa, domain_premises=[None, " so"], scorers="lm,dcpmi", progress=False, n_boot=0)
+            for lm in (remote_lm, real_lm)]
+    assert grid[0][["domain_premise", "scorer", "accuracy"]].equals(grid[1][["domain_premise", "scorer", "accuracy"]])
 
 
 def test_letter_distributions_match(remote_lm, real_lm):

@@ -3,7 +3,8 @@ server killed mid-run ends the call with a clear error while the finished batche
 
 from __future__ import annotations
 
-import shutil
+import os
+import signal
 import threading
 import time
 
@@ -12,31 +13,13 @@ import pytest
 
 import surfacelab as sl
 from surfacelab import engine, text
-from surfacelab.backends.vllm import LocalServer, ServerError
+from surfacelab.backends.vllm import ServerError
 from surfacelab.cache import ScoreCache, request_key
 
 from conftest import SERVED, model_dir, vllm_python
 from test_engine import PAIRS
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def other_weights_server(tmp_path_factory):
-    """The default model with its final norm scaled by 1.1 (sharper next-token distributions), served
-    under the same name as the session's server; no API key."""
-    from safetensors.torch import load_file, save_file
-
-    src, dst = model_dir(), tmp_path_factory.mktemp("other-weights")
-    for f in src.iterdir():
-        if f.suffix != ".safetensors":
-            shutil.copy(f, dst / f.name)
-    weights = load_file(src / "model.safetensors")
-    weights["model.norm.weight"] = weights["model.norm.weight"] * 1.1
-    save_file(weights, dst / "model.safetensors", metadata={"format": "pt"})
-    del weights
-    with LocalServer(dst, python=vllm_python(), served_model_name=SERVED, log_path=dst / "server.log") as server:
-        yield server
 
 
 def test_a_server_restarted_with_other_weights_does_not_get_stale_numbers(other_weights_server, remote_lm, tmp_path):
@@ -49,6 +32,19 @@ def test_a_server_restarted_with_other_weights_does_not_get_stale_numbers(other_
     second = engine.logprobs(other, reqs, cache=store, progress=False)
     assert second.stats.cached == 0
     assert max(abs(a.total - b.total) for a, b in zip(first, second)) > 0.01
+
+
+def test_a_server_that_stops_answering_is_a_timeout_not_a_hang(other_weights_server):
+    lm = sl.load_lm(SERVED, server=other_weights_server.url, timeout=5)
+    os.killpg(other_weights_server.proc.pid, signal.SIGSTOP)
+    try:
+        start = time.monotonic()
+        with pytest.raises(ServerError, match=r"no answer to POST /completions within 5 s .*raise timeout="):
+            engine.logprobs(lm, PAIRS[:40], cache=False, progress=False)
+        assert time.monotonic() - start < 15
+    finally:
+        os.killpg(other_weights_server.proc.pid, signal.SIGCONT)
+    assert engine.logprobs(lm, PAIRS[:2], cache=False, progress=False)[0].n_tokens >= 1  # it answers again
 
 
 def test_a_server_killed_mid_run_is_a_clear_error_and_finished_batches_stay_cached(other_weights_server, tmp_path):
@@ -85,3 +81,36 @@ def test_a_server_killed_mid_run_is_a_clear_error_and_finished_batches_stay_cach
     for e in encs[:3]:
         entry = kept.get(request_key(lm.fingerprint, e.input_ids, e.start))
         assert entry is None or np.isfinite(entry["logprob"]).all()
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie waiting to be reaped counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return not any(line.startswith("State:") and "Z" in line.split()[1] for line in f)
+    except FileNotFoundError:
+        return False
+
+
+def test_the_server_dies_with_the_process_that_started_it():
+    """Even a SIGKILLed test run leaves no server behind (the server gets SIGTERM when its parent dies)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, time; from surfacelab.backends.vllm import LocalServer; "
+            "s = LocalServer(sys.argv[1], python=sys.argv[2]).start(); print(s.proc.pid, flush=True); time.sleep(600)")
+    parent = subprocess.Popen([sys.executable, "-c", code, str(model_dir()), vllm_python()], stdout=subprocess.PIPE,
+                              text=True)
+    pid = int(parent.stdout.readline())
+    try:
+        time.sleep(2)
+        assert _alive(pid)
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 30
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _alive(pid)
+    finally:
+        if _alive(pid):
+            os.killpg(pid, signal.SIGKILL)
