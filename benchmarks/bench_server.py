@@ -21,8 +21,8 @@ Run from the repository root (needs the ``bench`` extra and the vLLM environment
     VLLM_PYTHON=.vllm-venv/bin/python SURFACELAB_CACHE=/tmp/slcache flock /tmp/surfacelab-cpu.lock \\
         python benchmarks/bench_server.py --out benchmarks/results_server.md
 
-Options: ``--items`` (ARC questions), ``--model`` (a causal preset), ``--lm-eval`` (comma list of
-``BATCHxCONCURRENCY``), ``--batch-size`` / ``--concurrency`` (surfacelab's server backend).
+Options: ``--items`` (ARC questions), ``--model`` (a causal preset), ``--lm-eval`` and
+``--surfacelab`` (comma lists of ``BATCHxCONCURRENCY``: prompts per HTTP call x calls in flight).
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def _child_process(spec: dict) -> dict:
         return json.loads(dst.read_text())
 
 
-def bench(model: str, items: int, lm_eval_configs: list[tuple[int, int]], batch_size: int, concurrency: int,
+def bench(model: str, items: int, lm_eval_configs: list[tuple[int, int]], configs: list[tuple[int, int]],
           python: str, log=print) -> tuple[list[dict], dict]:
     """Start a server, run every tool once (lm-eval once per configuration); rows and run facts."""
     from surfacelab.backends.vllm import LocalServer
@@ -96,7 +96,7 @@ def bench(model: str, items: int, lm_eval_configs: list[tuple[int, int]], batch_
     with LocalServer(folder, python=python, served_model_name=model) as server:
         log(f"server ready at {server.url} (log {server.log_path})")
         base = {"url": server.url, "served": model, "model": model, "folder": folder, "requests": reqs}
-        specs = [{"tool": "surfacelab-server", "batch_size": batch_size, "concurrency": concurrency}]
+        specs = [{"tool": "surfacelab-server", "batch_size": b, "concurrency": c} for b, c in configs]
         specs += [{"tool": "lm-eval-server", "batch_size": b, "concurrency": c} for b, c in lm_eval_configs]
         for spec in specs:
             t = time.time()
@@ -116,7 +116,7 @@ def bench(model: str, items: int, lm_eval_configs: list[tuple[int, int]], batch_
 
 def markdown(rows: list[dict], facts: dict, command: str, started: str, wall: float) -> str:
     """The results as a markdown section of their own."""
-    sl = next(r for r in rows if r["tool"] == "surfacelab-server")
+    sl = next(r for r in rows if r["tool"] == "surfacelab-server")  # the first configuration: the default
     local = next(r for r in rows if r["tool"] == "surfacelab-in-process")
     le = max((r for r in rows if r["tool"] == "lm-eval-server"), key=lambda r: r["options_per_s"])
 
@@ -132,8 +132,9 @@ def markdown(rows: list[dict], facts: dict, command: str, started: str, wall: fl
         "server (fp32, `--enforce-eager`, `--max-model-len 2048`; its compute is bound to one core) serves both "
         "clients in turn; each client runs in a fresh process, is timed over one call after a "
         f"{WARMUP}-request warm-up, with surfacelab's cache off. lm-eval: `local-completions` with token-id "
-        "prompts, best of the batch size x concurrency configurations listed. In-process: surfacelab's "
-        "transformers backend, one torch thread.", "",
+        "prompts; the ratio below is against its best configuration. surfacelab's server backend: ratios "
+        "are of its first configuration (its defaults). In-process: surfacelab's transformers backend, one "
+        "torch thread.", "",
         "| tool | batch x concurrency | options/s | surfacelab server ÷ tool |",
         "|---|---|---:|---:|",
     ]
@@ -157,8 +158,9 @@ def main() -> None:
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--items", type=int, default=100, help="ARC-Challenge questions (x options x 2 requests)")
     ap.add_argument("--lm-eval", default="32x1,8x4", help="lm-eval configurations BATCHxCONCURRENCY (best is quoted)")
-    ap.add_argument("--batch-size", type=int, default=32, help="surfacelab: prompts per HTTP call")
-    ap.add_argument("--concurrency", type=int, default=4, help="surfacelab: HTTP calls in flight")
+    ap.add_argument("--surfacelab", default="32x4,32x1",
+                    help="surfacelab configurations BATCHxCONCURRENCY (prompts per HTTP call x calls in flight); "
+                         "the first is quoted in the ratios")
     ap.add_argument("--out", default=None, help="write the markdown section here (and the rows as .json)")
     args = ap.parse_args()
     if args.child:
@@ -166,11 +168,11 @@ def main() -> None:
         Path(args.child[1]).write_text(json.dumps(_server_child(spec)))
         return
     python = os.environ.get("VLLM_PYTHON") or str(ROOT / ".vllm-venv" / "bin" / "python")
-    configs = [tuple(int(x) for x in c.split("x")) for c in args.lm_eval.split(",") if c]
+    parse = lambda s: [tuple(int(x) for x in c.split("x")) for c in s.split(",") if c]  # noqa: E731
     started, t0 = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), time.time()
     command = ("VLLM_PYTHON=.vllm-venv/bin/python SURFACELAB_CACHE=/tmp/slcache flock /tmp/surfacelab-cpu.lock "
                "python " + " ".join(["benchmarks/bench_server.py"] + sys.argv[1:]))
-    rows, facts = bench(args.model, args.items, configs, args.batch_size, args.concurrency, python,
+    rows, facts = bench(args.model, args.items, parse(args.lm_eval), parse(args.surfacelab), python,
                         log=lambda m: print(m, flush=True))
     md = markdown(rows, facts, command, started, time.time() - t0)
     if args.out:

@@ -435,7 +435,7 @@ class VLLMBackend:
         choice = self._complete([PROBE], prompt_logprobs=1, return_token_ids=True)[0]
         remote = choice.get("prompt_token_ids")
         if not isinstance(remote, list):
-            raise ServerError(f"server {self.url} does not return prompt_token_ids; surfacelab needs vLLM >= 0.11 "
+            raise ServerError(f"server {self.url} does not return prompt_token_ids; surfacelab needs vLLM >= 0.10.2 "
                               "(return_token_ids and prompt_logprobs)")
         if remote != local:
             diff = next((i for i, (a, b) in enumerate(zip(local, remote)) if a != b), min(len(local), len(remote)))
