@@ -166,7 +166,7 @@ class VLLMBackend:
     # ------------------------------------------------------------------------------------- HTTP
 
     def _request(self, method: str, path: str, body: dict | None = None) -> Any:
-        """One HTTP call with retries on connection errors, 5xx and 429; the decoded JSON answer."""
+        """One HTTP call, retried with back-off on connection errors and ``_RETRY_STATUS``; the decoded JSON answer."""
         import httpx
 
         where = f"server {self.url}"
