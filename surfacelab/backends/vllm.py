@@ -68,8 +68,12 @@ _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 _JSON_NEG_INF = -9999.0
 
 
-class ServerError(RuntimeError):
-    """The server is unreachable, refused a request, timed out or answered something malformed."""
+class ServerError(ConnectionError):
+    """The server is unreachable, refused a request, timed out or answered something malformed.
+
+    A ``ConnectionError`` (an ``OSError``), so that code handling I/O failures (the CLI's one-line
+    errors) handles it too.
+    """
 
 
 class _Secret:

@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     if out is None:
         model = (args.model or DEFAULT_LM).replace("/", "_")
         out = _checks.output_file(f"eval-{task.name}-{task.split}-{model}.csv", "--out", ".csv")
-    lm = load_lm(args.model, device=args.device)
+    lm = load_lm(args.model, device=args.device, server=args.server, served_model=args.served_model)
     with warnings.catch_warnings():  # truncation is reported below, as a note
         warnings.filterwarnings("ignore", message="Truncated to fit")
         res = evaluate(lm, task, scorers, batch_size=batch, progress=not args.no_progress, too_long=args.too_long)
@@ -98,6 +98,10 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
                    help="an item with an option longer than the model's window: stop and name it (default), or "
                         "skip it and report the count")
     p.add_argument("--device", default=None, help="cuda, cuda:N, mps or cpu (default: auto)")
+    p.add_argument("--server", default=None,
+                   help="score on a vLLM server that serves --model, e.g. http://127.0.0.1:8000/v1 (its API key, if "
+                        "any, from $SURFACELAB_API_KEY)")
+    p.add_argument("--served-model", default=None, help="the model's name on --server, if it serves several")
     p.add_argument("--batch-size", default="auto", help="rows per batch or 'auto'")
     p.add_argument("--out", default=None, help="per-item .csv (default: eval-<task>-<split>-<model>.csv)")
     p.add_argument("--save-dir", default=None, help="also write every frame (items, scores, accuracy, paired)")

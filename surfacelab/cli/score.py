@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     from ..models import load_lm
     from ..scoring import score
 
-    lm = load_lm(args.model, device=args.device)
+    lm = load_lm(args.model, device=args.device, server=args.server, served_model=args.served_model)
     with warnings.catch_warnings():  # truncation is reported below, in the explanation's first sentence
         warnings.filterwarnings("ignore", message="Truncated to fit")
         result = score(lm, args.premise, args.option, domain_premise=args.domain)
@@ -92,6 +92,10 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
                    help=f"comma-separated scorers to show (default: {DEFAULT_SCORERS}; --wide shows all)")
     p.add_argument("--model", default=None, help="preset, hub id or folder (default: smollm2-135m)")
     p.add_argument("--device", default=None, help="cuda, cuda:N, mps or cpu (default: auto)")
+    p.add_argument("--server", default=None,
+                   help="score on a vLLM server that serves --model, e.g. http://127.0.0.1:8000/v1 (its API key, if "
+                        "any, from $SURFACELAB_API_KEY)")
+    p.add_argument("--served-model", default=None, help="the model's name on --server, if it serves several")
     p.add_argument("--csv", default=None, help="write the option table to this .csv file")
     p.add_argument("--json", default=None, help="write both frames (options and tokens) to this .json file")
     _output.add_arguments(p)
