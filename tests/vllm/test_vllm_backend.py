@@ -124,6 +124,18 @@ def test_paraphrase_mass_matches(remote_lm, real_lm):
     assert a.winner("mass") == b.winner("mass")
 
 
+def test_why_on_a_server_lm(remote_lm, real_lm):
+    args = dict(gold=" bathtub", domain_premise=" the", cache=False)
+    a = sl.why(remote_lm, "The man took a bath in the", [" bathtub", " xylophone", " tub"], **args)
+    b = sl.why(real_lm, "The man took a bath in the", [" bathtub", " xylophone", " tub"], **args)
+    assert a.verdict == b.verdict and a.against == b.against
+    np.testing.assert_allclose(a.terms["value"], b.terms["value"], atol=1e-3)
+    np.testing.assert_allclose(a.attribution["delta_dcpmi"], b.attribution["delta_dcpmi"], atol=1e-3)
+    assert list(a.competitors["token_id"]) == list(b.competitors["token_id"])
+    with pytest.raises(ValueError, match="gradient: gradient × input needs an in-process model"):
+        sl.why(remote_lm, "The man took a bath in the", [" bathtub", " tub"], gradient=True, **args)
+
+
 def test_every_workbench_view_works_on_a_server_lm(remote_lm, real_lm, tiny_mlm):
     from surfacelab.widgets import Workbench
 
