@@ -6,24 +6,27 @@ Each template renders the prompt the harness builds for the task (its YAML's ``d
 with :func:`surfacelab.evaluate`, the harness's per-item metrics are surfacelab scorers
 (:data:`METRIC_SCORERS`, the one place this mapping lives):
 
-=================  ==============  =================================================================
-lm-eval metric     surfacelab      rule (both sides)
-=================  ==============  =================================================================
-``acc``            ``lm``          argmax of Σ log P(delimiter + choice | prompt)
-``acc_norm``       ``per_char``    argmax of that sum / ``len(choice)`` in characters, the delimiter
-                                   *not* counted (``Template.target_delimiter``)
-``acc_bytes``      ``per_byte``    the same per UTF-8 byte of the choice
-``acc_mutual_info`` ``pmi_null``   argmax of the sum minus Σ log P(delimiter + choice | empty
+===================  ============  ===============================================================
+lm-eval metric       surfacelab    rule (both sides)
+===================  ============  ===============================================================
+``acc``              ``lm``        argmax of Σ log P(delimiter + choice | prompt)
+``acc_norm``         ``per_char``  argmax of that sum / ``len(choice)`` in characters, the
+                                   delimiter *not* counted (``Template.target_delimiter``)
+``acc_bytes``        ``per_byte``  the same per UTF-8 byte of the choice
+``acc_mutual_info``  ``pmi_null``  argmax of the sum minus Σ log P(delimiter + choice | empty
                                    context); both score the empty context as BOS (EOS where the
                                    tokenizer has no BOS) followed by the choice's tokens
-=================  ==============  =================================================================
+===================  ============  ===============================================================
 
-Ties go to the first option on both sides (``np.argmax``).  Two places where the tokens can differ
-(neither occurs with these prompts, which never end in whitespace and join the choice with a
-space): where the tokenizer merges the last prompt character with the first choice character,
-the harness splits the joint encoding at the prompt's own token count while surfacelab charges
-the merged token to the choice (``surfacelab.text``); and where a choice's first token *is* the
-BOS/EOS token, the harness uses it as the empty context of ``acc_mutual_info``.
+Ties go to the first option on both sides (``np.argmax``).  Both move a prompt's trailing whitespace
+onto the choice.  Two places where the scored tokens could still differ: where the tokenizer merges
+the prompt's last character with the choice's first (the harness splits the joint encoding at the
+prompt's own token count; surfacelab charges the merged token to the choice, ``surfacelab.text``) --
+these prompts end in a non-space character and every choice starts with the space delimiter, which
+byte-level BPE tokenizers do not merge across; and where a choice's first token *is* the BOS/EOS
+token (the harness then uses it as the empty context of ``acc_mutual_info``).  The parity test
+(``tests/tasks/test_lm_eval_parity.py``) checks prompts, log-probs and per-item metrics against the
+harness's own run on ARC-Challenge and COPA.
 
 The harness has no domain premise; the ``domain_premise`` of these templates is surfacelab's
 choice (marked in :data:`DOMAIN_NOTE`): the task's fixed wording at the end of the prompt, so
