@@ -38,7 +38,8 @@ def harness_task(yaml: str, data: Path, *, extra_metrics: tuple[str, ...] = ()):
     for key in ("tag", "group"):
         cfg.pop(key, None)
     splits = {cfg.get(k) for k in ("training_split", "validation_split", "test_split", "fewshot_split")} - {None}
-    cfg.update(dataset_path="json", dataset_name=None, dataset_kwargs={"data_files": {s: str(data) for s in splits}})
+    cfg.update(dataset_path="json", dataset_name=None,  # datasets' cache beside the file, not in the home dir
+               dataset_kwargs={"data_files": {s: str(data) for s in splits}, "cache_dir": str(data.parent / "hf")})
     listed = {m["metric"] for m in cfg["metric_list"]}
     cfg["metric_list"] = list(cfg["metric_list"]) + [{"metric": m} for m in extra_metrics if m not in listed]
     return ConfigurableTask(config=cfg)
