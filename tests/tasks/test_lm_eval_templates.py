@@ -24,8 +24,9 @@ def _one(tmp_path, name, split, record):
 
 
 # --------------------------------------------------------------------------- rendering, task by task
-def test_arc(tmp_path):
-    it = _one(tmp_path, "arc-challenge", "test", {
+@pytest.mark.parametrize("name", ["arc-challenge", "arc-easy"])
+def test_arc(tmp_path, name):
+    it = _one(tmp_path, name, "test", {
         "id": "x1", "question": "Which gas do plants take in?",
         "choices": {"text": ["oxygen", "carbon dioxide"], "label": ["A", "B"]}, "answerKey": "B"})
     assert it.premise == "Question: Which gas do plants take in?\nAnswer:"
@@ -131,10 +132,14 @@ def test_race_article_history_and_cloze(tmp_path):
     problems = [{"answer": "B", "options": ["a cat", "a dog", "a bird", "a fish"], "question": "Tom has  _  ."},
                 {"answer": "A", "options": ["Tom", "Ann", "Bob", "Sue"], "question": "Who has a dog?"},
                 {"answer": "C", "options": ["1", "2", "3", "4"], "question": "How many dogs?"}]
-    it = _one(tmp_path, "race-h", "test", {"article": "Tom has a dog. ", "problems": str(problems)})
-    assert it.premise == ("Article: Tom has a dog. \n\nTom has a dog\nQuestion: Who has a dog?\nAnswer: Tom\n"
-                          "How many dogs?")
-    assert it.options == [" 1", " 2", " 3", " 4"] and it.gold == 2
+    for name in ("race-h", "race-m"):
+        it = _one(tmp_path, name, "test", {"article": "Tom has a dog. ", "problems": str(problems)})
+        assert it.premise == ("Article: Tom has a dog. \n\nTom has a dog\nQuestion: Who has a dog?\nAnswer: Tom\n"
+                              "How many dogs?")
+        assert it.options == [" 1", " 2", " 3", " 4"] and it.gold == 2
+    flat = _one(tmp_path, "race-m", "test", {"example_id": "m1", "article": "Tom has a dog.", "question": "Who?",
+                                             "options": ["Tom", "Ann", "Bob", "Sue"], "answer": "A"})
+    assert flat.premise == "Article: Tom has a dog.\n\nWho?" and flat.gold == 0  # ehovy/race shape: no history
     # the paper's template scores the same (last) question of the article
     assert tasks.load("race-h", "test", source=tmp_path / "race-h.jsonl")[0].options == [" 1", " 2", " 3", " 4"]
 
