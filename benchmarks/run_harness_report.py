@@ -39,6 +39,7 @@ SCORERS = ["lm", "per_char", "pmi_null"]
 FAMILIES = ["code", "lm-eval"]
 MODELS = ["smollm2-135m", "gemma-3-270m"]
 START, END = "<!-- harness-vs-paper:start -->", "<!-- harness-vs-paper:end -->"
+LETTERED = {"commonsenseqa/dev": 5, "mmlu/test": 4}  # the harness scores ' A', ' B', ... here: number of letters
 # What changes between the two prompts, split by split (read off the two templates; no result in here).
 DIFFERENCES = {
     "copa/dev": "connector ' so' (paper) vs ' therefore' (harness) for effect questions; the harness sends the choice "
@@ -84,7 +85,8 @@ def _pct(r: pd.Series) -> str:
 
 
 def _p(p: float) -> str:
-    return f"**{p:.3f}**" if p < 0.05 else f"{p:.3f}"
+    text = "<0.001" if p < 0.001 else f"{p:.3f}"
+    return f"**{text}**" if p < 0.05 else text
 
 
 def _table(frame: pd.DataFrame, scorer: str) -> list[str]:
@@ -130,9 +132,20 @@ def _in_words(frame: pd.DataFrame) -> list[str]:
         return ", ".join(f"{r.split} ({100 * (r.accuracy - ref[r.split]):+.1f})" for r in rows.itertuples()) or "none"
 
     sig = h[h.p_vs_ref < 0.05]
-    return [f"Under `lm` (`acc`), the harness's prompt is significantly better on "
-            f"{names(sig[sig.only_this > sig.only_ref])} and significantly worse on "
-            f"{names(sig[sig.only_this < sig.only_ref])} (points, lm-eval minus paper).", ""]
+    out = [f"Under `lm` (`acc`), the harness's prompt is significantly better on "
+           f"{names(sig[sig.only_this > sig.only_ref])} and significantly worse on "
+           f"{names(sig[sig.only_this < sig.only_ref])} (points, lm-eval minus paper)."]
+    lettered = [f"{r.split} {100 * r.accuracy:.1f}% (chance {100 / LETTERED[r.split]:.0f}%)"
+                for r in h.itertuples() if r.split in LETTERED]
+    if lettered:
+        out.append("On the splits where the harness scores option letters, its `acc` is " + ", ".join(lettered) + ".")
+    obqa = frame[(frame.split == "openbookqa/test") & (frame.template == "lm-eval")].set_index("scorer")
+    if len(obqa):
+        out.append(f"OpenBookQA sends identical requests under both templates, so `lm` and `pmi_null` cannot move "
+                   f"(Δ {100 * (obqa.loc['lm', 'accuracy'] - ref['openbookqa/test']):+.1f}); `per_char` moves by "
+                   f"{obqa.loc['per_char', 'only_this']} + {obqa.loc['per_char', 'only_ref']} items only because the "
+                   "harness does not count the leading space.")
+    return [" ".join(out), ""]
 
 
 def render(frame: pd.DataFrame, caps: dict[str, int], command: str, csv: str) -> str:
