@@ -1,7 +1,8 @@
 """Reproduction report: every local dataset split x {smollm2-135m, gemma-3-270m} x the zero-shot scorers.
 
 Writes ``docs/results_eval.md`` (accuracy per scorer with 95% bootstrap CIs, DC-PMI best-or-tied counts)
-after every split, so a partial run still leaves a valid (partial) report. Each split is one
+after every split (keeping the paper-vs-harness section ``run_harness_report.py`` writes there), so a
+partial run still leaves a valid (partial) report. Each split is one
 ``surfacelab.evaluate`` call (one engine call); the engine's disk cache makes a rerun free and lets an
 interrupted run resume split by split. The whole run holds the shared CPU lock (``--lock``).
 
@@ -29,6 +30,9 @@ import pandas as pd
 import surfacelab as sl
 from surfacelab import tasks
 from surfacelab.evaluate import evaluate, mcnemar
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run_harness_report import keep_section  # noqa: E402 - the section that script owns is kept
 
 SPLITS = [("copa", "dev"), ("storycloze", "test"), ("arc-challenge", "test"), ("openbookqa", "test"),
           ("commonsenseqa", "dev"), ("boolq", "dev"), ("rte", "dev"), ("cb", "dev"), ("sst-2", "test"),
@@ -196,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append({"model": model, "task": name, "split": split, "n": len(res.items),
                              "accuracy": res.accuracy, "best_all": best_all, "ns_all": ns_all,
                              "best_paper": best_paper, "ns_paper": ns_paper})
-                out.write_text(_render(rows, args, command))
+                out.write_text(keep_section(_render(rows, args, command), out.read_text() if out.is_file() else ""))
                 print(f"{model} {name}/{split} n={len(res.items)} ran {time.time() - t1:.0f}s "
                       + " ".join(f"{s}={acc[s]:.3f}" for s in SCORERS), flush=True)
     print(f"wrote {out}")

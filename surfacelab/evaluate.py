@@ -41,6 +41,20 @@ wrong, not a tie, not "premise evidence"; NaN elsewhere and on flipped tasks; it
 scorers that pick the gold on an item LM gets wrong). ``EvalResult.labels`` counts the labels and,
 per scorer, how many of each label's items it gets right; ``label_table`` stacks those of several
 runs (datasets).
+
+lm-evaluation-harness numbers: evaluate under the task's ``"lm-eval"`` template family
+(``evaluate(lm, task, template="lm-eval")`` or ``tasks.load(..., variant="lm-eval")``) and the
+accuracy table names the harness metric each scorer reproduces item by item
+(``lm_eval_metric``: ``acc`` = ``lm``, ``acc_norm`` = ``per_char``, ``acc_bytes`` = ``per_byte``,
+``acc_mutual_info`` = ``pmi_null``; the mapping is ``surfacelab.tasks.harness.METRIC_SCORERS``) and
+whether the harness's YAML reports it for the task (``lm_eval_reports``). Under such a template
+``per_char`` / ``per_byte`` divide by the length of the choice *without* the harness's target
+delimiter (the leading space), as ``acc_norm`` / ``acc_bytes`` do; under the paper's templates
+they divide by the whole option string.
+
+    >>> res = sl.evaluate(lm, sl.tasks.load("arc-challenge"), "lm,per_char", template="lm-eval")  # doctest: +SKIP
+    >>> res.accuracy[["scorer", "lm_eval_metric", "accuracy"]]      # per_char | acc_norm | ...  # doctest: +SKIP
+    >>> sl.ablate(lm, "copa", templates=["code", "lm-eval", my_template])  # paper vs harness vs yours  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -59,7 +73,8 @@ from scipy.stats import binomtest
 
 from . import engine, tasks, text
 from .scoring import _REGISTRY, check_scorers, get_scorer, option_table
-from .tasks import Task, Template
+from .tasks import LMEvalTemplate, Task, Template
+from .tasks.harness import lm_eval_metric
 from .why import EVIDENCE_SHARE, LABELS, decompose, is_option_ids, mass_numbers, mass_plan, shares, verdict
 
 
@@ -82,13 +97,16 @@ class EvalResult:
             ``truncated`` (most premise tokens cut from any option) and ``truncation_differs`` (its options
             were cut by different amounts).
         accuracy: one row per scorer: ``n``, ``correct``, ``accuracy``, ``ci_low``/``ci_high`` (95%
-            percentile bootstrap over items, seeded) and ``ties``.
+            percentile bootstrap over items, seeded), ``ties``, ``lm_eval_metric`` (the
+            lm-evaluation-harness metric the scorer equals under an lm-eval template, else "") and
+            ``lm_eval_reports`` (the harness's YAML for the task reports that metric).
         paired: one row per pair of scorers: ``acc_a``, ``acc_b``, ``only_a`` (items a gets right and
             b wrong), ``only_b`` and ``p_value`` (exact McNemar: two-sided binomial test of
             ``only_a`` out of ``only_a + only_b`` at 1/2; 1.0 when there are no discordant items).
         meta: source file, variant, n_shot, n_boot, seed, whether the task is flipped,
-            ``skipped_too_long`` (ids of the items left out with ``too_long="skip"``) and ``why_cost``
-            (the extra next-token call of the labels: prompts, tokens forwarded, seconds).
+            ``skipped_too_long`` (ids of the items left out with ``too_long="skip"``), ``why_cost``
+            (the extra next-token call of the labels: prompts, tokens forwarded, seconds) and, for an
+            lm-eval template, the harness's task name and YAML (``lm_eval_task``, ``lm_eval_yaml``).
         labels: one row per ``why`` label: ``why``, ``n``, ``share`` and ``rescued_<scorer>`` (items of
             that label the scorer gets right), see ``label_counts``.
     """
@@ -122,7 +140,8 @@ class EvalResult:
         return d
 
     def __repr__(self) -> str:
-        acc = ", ".join(f"{r.scorer}={r.accuracy:.3f}" for r in self.accuracy.itertuples())
+        acc = ", ".join(f"{r.scorer}{f' ({r.lm_eval_metric})' if r.lm_eval_metric else ''}={r.accuracy:.3f}"
+                        for r in self.accuracy.itertuples())
         skipped = len(self.meta.get("skipped_too_long", []))
         more = f", {skipped} skipped as too long" if skipped else ""
         return f"EvalResult({self.task}/{self.split}, model={self.model!r}, n={len(self.items)}{more}: {acc})"
@@ -215,6 +234,8 @@ def _scores_frame(task: Task, scored: list[engine.Scored], conditions: list[str]
     """The long (item, option) frame of one task from its engine results."""
     n = sum(len(it.options) for it in task.items)
     total = np.array([s.total for s in scored], dtype=float).reshape(len(conditions), n)
+    options = [o for it in task.items for o in it.options]
+    delim = task.template.target_delimiter  # the harness's joining space is not part of the answer's length
     block = dict(zip(conditions, total))
     nan = np.full(n, np.nan)
     raw = pd.DataFrame({
@@ -223,9 +244,11 @@ def _scores_frame(task: Task, scored: list[engine.Scored], conditions: list[str]
         "option_index": [j for it in task.items for j in range(len(it.options))],
         "is_gold": [j == it.gold for it in task.items for j in range(len(it.options))],
         "context": [c for it in task.items for c in it.contexts()],
-        "option": [o for it in task.items for o in it.options],
+        "option": options,
         "logprob": block["premise"],
         "n_tokens": [s.n_tokens for s in scored[:n]],
+        "n_chars": [len(o) - len(delim) for o in options],
+        "n_bytes": [len(o.encode("utf-8")) - len(delim.encode("utf-8")) for o in options],
         "domain_logprob": block.get("domain", nan),
         "null_logprob": block.get("null", nan),
     })
@@ -370,6 +393,15 @@ def label_table(results: Sequence[EvalResult]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+def _harness_names(scorers: Sequence[str], template: Template) -> tuple[list[str], list[bool]]:
+    """Per scorer: the lm-eval metric it equals under ``template`` ("" unless an lm-eval template) and whether
+    the harness reports that metric for the task."""
+    if not isinstance(template, LMEvalTemplate):
+        return [""] * len(scorers), [False] * len(scorers)
+    names = [lm_eval_metric(s) for s in scorers]
+    return names, [bool(m) and m in template.metrics for m in names]
+
+
 def _accuracy(items: pd.DataFrame, scorers: list[str], n_boot: int, seed: int) -> pd.DataFrame:
     """Accuracy per scorer with a seeded 95% percentile bootstrap CI (items resampled with replacement)."""
     correct = items[[f"correct_{s}" for s in scorers]].to_numpy(dtype=bool)
@@ -455,13 +487,16 @@ def _evaluate_many(lm: Any, task_list: list[Task], scorers: list[str], *, batch_
         cut = scores.groupby("item", sort=False)["truncated"]
         items["truncated"] = cut.max().to_numpy()
         items["truncation_differs"] = (cut.max() != cut.min()).to_numpy()
+        accuracy = _accuracy(items, scorers, n_boot, seed)
+        accuracy["lm_eval_metric"], accuracy["lm_eval_reports"] = _harness_names(scorers, task.template)
+        meta = {"source": task.source, "variant": task.variant, "n_shot": task.n_shot, "n_boot": n_boot,
+                "seed": seed, "flipped": task.template.per_option_premise is not None, "skipped_too_long": skipped,
+                "why_cost": cost}
+        if isinstance(task.template, LMEvalTemplate):
+            meta.update(lm_eval_task=task.template.lm_eval_task, lm_eval_yaml=task.template.yaml)
         out.append(EvalResult(
             task=task.name, split=task.split, model=lm.name, template=task.template.name, scorers=scorers,
-            scores=scores, items=items, accuracy=_accuracy(items, scorers, n_boot, seed),
-            paired=_paired(items, scorers),
-            meta={"source": task.source, "variant": task.variant, "n_shot": task.n_shot, "n_boot": n_boot,
-                  "seed": seed, "flipped": task.template.per_option_premise is not None, "skipped_too_long": skipped,
-                  "why_cost": cost},
+            scores=scores, items=items, accuracy=accuracy, paired=_paired(items, scorers), meta=meta,
             labels=label_counts(items, scorers),
         ))
     _warn_truncation(out, lm.max_length)
@@ -475,6 +510,7 @@ def evaluate(
     scorers: str | Sequence[str] | None = None,
     limit: int | None = None,
     *,
+    template: Template | str | None = None,
     batch_size: int | str = "auto",
     progress: bool = True,
     n_boot: int = 1000,
@@ -488,6 +524,10 @@ def evaluate(
         task: a loaded ``Task`` (``surfacelab.tasks.load``) or a task name (default split and data root).
         scorers: scorer names (list or comma-separated string); default: every registered scorer.
         limit: evaluate only the first ``limit`` items (use ``tasks.load(limit=...)`` for a seeded sample).
+        template: re-render the task first: a template family (``"code"``, ``"paper_table"``, ``"lm-eval"``),
+            a template name from ``tasks.templates(task.name)`` or a ``Template``; default: the task's own
+            (the ``variant`` it was loaded with). Under ``"lm-eval"`` the accuracy table names the harness's
+            metrics (see the module docstring).
         batch_size: rows per batch or "auto" (see ``engine.logprobs``).
         progress: show the engine's progress bar.
         n_boot: bootstrap resamples for the CIs (0: no CIs).
@@ -503,6 +543,8 @@ def evaluate(
     """
     scorers = check_scorers(scorers)
     task = _limited(_check_task(task), limit)
+    if template is not None:
+        task = task.with_template(template)
     return _evaluate_many(lm, [task], scorers, batch_size=batch_size, progress=progress, n_boot=n_boot,
                           seed=seed, too_long=too_long, labels=True)[0]
 
@@ -583,16 +625,24 @@ def ablate(
 ) -> pd.DataFrame:
     """Accuracy per (template, domain premise, scorer) with bootstrap CIs; one engine call for the whole grid.
 
+    "The paper's prompt vs the harness's vs my own" is one call:
+    ``ablate(lm, task, templates=["code", "lm-eval", my_template])``.
+
     Args:
         task: the loaded task whose items are re-rendered (``Task.with_template``).
-        templates: ``Template`` objects or names from ``tasks.templates(task.name)``; default: the task's own.
+        templates: template families (``"code"``, ``"paper_table"``, ``"lm-eval"``), names from
+            ``tasks.templates(task.name)`` or ``Template`` objects; default: the task's own.
         domain_premises: domain premises (format strings or callables) crossed with every template;
             default: each template's own.
         scorers, limit, batch_size, progress, n_boot, seed, too_long: as in :func:`evaluate`.
 
     Returns:
-        One row per (template, domain premise, scorer): ``template``, ``domain_premise`` (the string
-        used), ``scorer``, ``n``, ``accuracy``, ``ci_low``, ``ci_high``.
+        One row per (template, domain premise, scorer): ``template`` (as given: family or template
+        name), ``template_name`` (the template used), ``domain_premise`` (the string used), ``scorer``,
+        ``lm_eval_metric`` / ``lm_eval_reports`` (as in ``EvalResult.accuracy``), ``n``, ``accuracy``,
+        ``ci_low``, ``ci_high``, and the exact McNemar test of the same items against the grid's first
+        cell (first template, first domain premise) under the same scorer: ``only_this`` (items this
+        cell gets right and the first cell wrong), ``only_ref`` and ``p_vs_ref`` (1.0 for the first cell).
     """
     scorers = check_scorers(scorers)
     task = _limited(_check_task(task), limit)
@@ -604,9 +654,17 @@ def ablate(
     results = _evaluate_many(lm, variants, scorers, batch_size=batch_size, progress=progress, n_boot=n_boot,
                              seed=seed, too_long=too_long)
     frames = []
+    ref = results[0].items
     for (tpl, _), variant, res in zip(grid, variants, results):
-        acc = res.accuracy[["scorer", "n", "accuracy", "ci_low", "ci_high"]].copy()
+        acc = res.accuracy[["scorer", "lm_eval_metric", "lm_eval_reports", "n", "accuracy", "ci_low", "ci_high"]].copy()
         acc.insert(0, "domain_premise", _dp_label(variant.template.domain_premise))
+        acc.insert(0, "template_name", variant.template.name)
         acc.insert(0, "template", tpl if isinstance(tpl, str) else tpl.name)
+        a, b = res.items, ref
+        if len(a) != len(b):  # too_long="skip" left out different items: test the ones both kept
+            a, b = (f.set_index("id") for f in (a, b))
+            a, b = a.loc[a.index.intersection(b.index)], b.loc[a.index.intersection(b.index)]
+        tests = [mcnemar(a[f"correct_{s}"], b[f"correct_{s}"]) for s in scorers]
+        acc["only_this"], acc["only_ref"], acc["p_vs_ref"] = ([t[k] for t in tests] for k in range(3))
         frames.append(acc)
     return pd.concat(frames, ignore_index=True)

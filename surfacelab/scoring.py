@@ -254,7 +254,9 @@ def option_table(raw: pd.DataFrame, *, by: str | None = None) -> pd.DataFrame:
 
     Args:
         raw: one row per option with ``option``, ``logprob`` (Σ log P(y|x)), ``n_tokens``, ``domain_logprob``
-            and ``null_logprob`` (NaN where that condition was not scored); any other columns are kept, in front.
+            and ``null_logprob`` (NaN where that condition was not scored); optionally ``n_chars`` / ``n_bytes``
+            (the lengths per_char / per_byte divide by; default: of the whole option string); any other columns
+            are kept, in front.
         by: column that groups the rows into items (ranks are taken within each group); None: one item.
 
     Returns:
@@ -262,8 +264,10 @@ def option_table(raw: pd.DataFrame, *, by: str | None = None) -> pd.DataFrame:
         once, so a scorer's ``compute`` must work row by row (every built-in scorer does).
     """
     t = raw.copy()
-    t["n_chars"] = [len(o) for o in t["option"]]
-    t["n_bytes"] = [len(o.encode("utf-8")) for o in t["option"]]
+    if "n_chars" not in t:
+        t["n_chars"] = [len(o) for o in t["option"]]
+    if "n_bytes" not in t:
+        t["n_bytes"] = [len(o.encode("utf-8")) for o in t["option"]]
     for s in _REGISTRY.values():
         if s.column not in ("logprob", "domain_logprob"):
             t[s.column] = s.compute(t)

@@ -7,14 +7,19 @@
 (' The man turned on the faucet so', [' the toilet filled with water.', ' water flowed from the spout.'], ' so')
 
 Templates follow the paper's public code (``variant="code"``, default); ``variant="paper_table"``
-gives its Table 7 where the two differ (HellaSwag, RTE, BoolQ, AG News domain premises).  Each
+gives its Table 7 where the two differ (HellaSwag, RTE, BoolQ, AG News domain premises);
+``variant="lm-eval"`` gives lm-evaluation-harness 0.4.13's prompt for the tasks the harness has
+(:mod:`surfacelab.tasks.harness`; ``harness_table()`` lists them with the YAML each follows).  Each
 item keeps its raw record in ``meta["raw"]`` and the template's input in ``meta["fields"]``,
 so ``task.with_template(...)`` re-renders a loaded task (see :mod:`surfacelab.tasks.core`).
 """
 
 from __future__ import annotations
 
-from .core import Item, Task, Template
+from . import harness
+from .core import Item, Task, Template, resolve_template
+from .harness import LMEvalTemplate
+from .harness import table as harness_table
 from .loader import default_data_root, fewshot, list_tasks, load, read_jsonl
 from .registry import SPECS, TaskSpec, detokenize
 from .templates import available as available_templates
@@ -26,6 +31,10 @@ __all__ = [
     "Item",
     "Task",
     "Template",
+    "LMEvalTemplate",
+    "resolve_template",
+    "harness",
+    "harness_table",
     "TaskSpec",
     "SPECS",
     "list",

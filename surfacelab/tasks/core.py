@@ -23,6 +23,12 @@ pattern is applied once per choice with these extra keys:
 
 Classification tasks (SST-2, RTE, ...) give ``options`` as a fixed list of verbalisers instead.
 Any part may also be a callable ``fields -> str`` (or ``fields -> list[str]`` for options).
+
+Harness-style templates (``variant="lm-eval"``, :mod:`surfacelab.tasks.harness`) also set
+``target_delimiter`` (the string put between the prompt and every answer, lm-evaluation-harness's
+``target_delimiter``; length-normalised scorers do not count it), ``preamble`` (text before any
+few-shot examples, the harness's ``description``) and ``gold`` (when the harness orders the
+answers differently from the task's label).
 """
 
 from __future__ import annotations
@@ -85,6 +91,14 @@ class Template:
             the shared continuation (see :class:`Item`).
         shot: optional format string for one few-shot example, with the fields plus ``{answer}``
             (the gold option string); default is rendered premise + gold option + newline.
+        target_delimiter: prepended to every rendered option (lm-eval's ``target_delimiter``);
+            ``per_char`` / ``per_byte`` divide by the option's length *without* it, as the
+            harness's ``acc_norm`` / ``acc_bytes`` do. Empty for the paper's templates, whose
+            options carry their own leading space (counted).
+        preamble: text in front of the premise and of any few-shot examples (the harness's
+            ``description``); not repeated inside the examples.
+        gold: callable ``fields -> int`` giving the gold option index when the options are not in
+            label order (default: ``fields["label"]``).
     """
 
     name: str
@@ -94,6 +108,9 @@ class Template:
     description: str = ""
     per_option_premise: Renderer | None = None
     shot: Renderer | None = None
+    target_delimiter: str = ""
+    preamble: Renderer | None = None
+    gold: Callable[[dict[str, Any]], int] | None = None
 
     def _part(self, spec: Renderer, values: dict[str, Any], part: str) -> str:
         if callable(spec):
@@ -103,24 +120,37 @@ class Template:
         return _fmt(spec, values, self.name, part)
 
     def render_options(self, fields: dict[str, Any]) -> builtins.list[str]:
-        """Option strings for one record."""
+        """Option strings for one record (each starting with ``target_delimiter``)."""
         spec = self.options
         if callable(spec):
-            return builtins.list(spec(fields))
-        if isinstance(spec, str):
+            options = builtins.list(spec(fields))
+        elif isinstance(spec, str):
             choices = fields.get("choices")
             if choices is None:
                 raise ValueError(
                     f"template {self.name!r}: options is a per-choice format string but this task "
                     "has fixed labels; give options as a list of verbalisers"
                 )
-            return [_fmt(spec, _choice_values(fields, c, i), self.name, "options") for i, c in enumerate(choices)]
-        return [str(o) for o in spec]
+            options = [_fmt(spec, _choice_values(fields, c, i), self.name, "options") for i, c in enumerate(choices)]
+        else:
+            options = [str(o) for o in spec]
+        return [self.target_delimiter + o for o in options]
+
+    def render_preamble(self, fields: dict[str, Any]) -> str:
+        """The preamble for one record ("" when the template has none)."""
+        return "" if self.preamble is None else self._part(self.preamble, fields, "preamble")
+
+    def gold_index(self, fields: dict[str, Any]) -> int:
+        """Index of the gold option for one record."""
+        return int(fields["label"]) if self.gold is None else int(self.gold(fields))
 
     def render(self, fields: dict[str, Any]) -> tuple[str, builtins.list[str], str, builtins.list[str] | None]:
-        """Return ``(premise, options, domain_premise, premise_per_option)`` for one record."""
+        """Return ``(premise, options, domain_premise, premise_per_option)`` for one record.
+
+        The premise includes the preamble; :meth:`render_body` gives it without.
+        """
         options = self.render_options(fields)
-        premise = self._part(self.premise, fields, "premise")
+        premise = self.render_preamble(fields) + self.render_body(fields)
         domain = self._part(self.domain_premise, fields, "domain_premise")
         per_option = None
         if self.per_option_premise is not None:
@@ -133,12 +163,16 @@ class Template:
             ]
         return premise, options, domain, per_option
 
+    def render_body(self, fields: dict[str, Any]) -> str:
+        """The premise of one record without the preamble."""
+        return self._part(self.premise, fields, "premise")
+
     def render_shot(self, fields: dict[str, Any]) -> str:
-        """One labelled few-shot example (premise with the gold answer filled in)."""
-        premise, options, _, per_option = self.render(fields)
-        if per_option is not None:
+        """One labelled few-shot example (premise without the preamble, the gold answer filled in)."""
+        if self.per_option_premise is not None:
             raise ValueError(f"template {self.name!r}: few-shot prefixes are not defined for flipped tasks")
-        answer = options[fields["label"]]
+        premise = self.render_body(fields)
+        answer = self.render_options(fields)[self.gold_index(fields)]
         if self.shot is None:
             text = premise + answer
             return text if text.endswith("\n") else text + "\n"
@@ -259,23 +293,48 @@ class Task:
         """Re-render every item (and its few-shot examples) under another template and/or domain premise.
 
         Args:
-            template: a Template, the name of one from ``surfacelab.tasks.templates(self.name)``,
-                or None to keep the current one.
+            template: a Template; a template family of the task (``"code"``, ``"paper_table"``,
+                ``"lm-eval"``: the ``variant`` of :func:`surfacelab.tasks.load`); the name of a
+                template from ``surfacelab.tasks.templates(self.name)``; or None to keep the current one.
             domain_premise: replaces the template's domain premise (format string or callable).
         """
         from .render import render_item  # local import: render depends on core
-        from .templates import templates as _templates
 
-        tpl = self.template if template is None else template
-        if isinstance(tpl, str):
-            found = [t for t in _templates(self.name) if t.name == tpl]
-            if not found:
-                names = [t.name for t in _templates(self.name)]
-                raise ValueError(f"template: no template named {tpl!r} for task {self.name!r}; known: {names}")
-            tpl = found[0]
-        if not isinstance(tpl, Template):
-            raise ValueError(f"template must be a Template, a template name or None, got {type(tpl).__name__}")
+        tpl, variant = resolve_template(self.name, self.template if template is None else template)
         if domain_premise is not None:
             tpl = tpl.with_domain_premise(domain_premise)
         items = [render_item(it.id, it.meta, tpl) for it in self.items]
-        return replace(self, items=items, template=tpl)
+        return replace(self, items=items, template=tpl, variant=variant or self.variant)
+
+
+def resolve_template(task: str, template: Template | str) -> tuple[Template, str | None]:
+    """A Template from a Template, a template family (variant) name or a template-set name.
+
+    Args:
+        task: the task name (see ``surfacelab.tasks.list()``).
+        template: a Template (returned as is), a family such as ``"code"``, ``"paper_table"`` or
+            ``"lm-eval"``, or the name of a template in ``surfacelab.tasks.templates(task)``.
+
+    Returns:
+        ``(template, variant)``; variant is the family name, or None for any other template.
+    """
+    from .loader import check_variant  # local imports: loader, registry and templates depend on core
+    from .registry import FAMILIES, SPECS
+    from .templates import available
+    from .templates import templates as _templates
+
+    if isinstance(template, Template):
+        return template, None
+    if not isinstance(template, str):
+        raise ValueError(f"template must be a Template, a template family or name, or None, got {type(template).__name__}")
+    spec = SPECS.get(task)
+    families = spec.templates if spec is not None else {}
+    if template in FAMILIES and spec is not None:
+        check_variant(spec, template)
+        return families[template], template
+    named = _templates(task) if task in available() else []
+    found = [t for t in named if t.name == template]
+    if found:
+        return found[0], None
+    raise ValueError(f"template: no template family or template named {template!r} for task {task!r}; "
+                     f"families: {builtins.list(families)}; named: {[t.name for t in named]}")

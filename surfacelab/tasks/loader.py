@@ -26,17 +26,27 @@ from typing import Any
 import pandas as pd
 
 from .core import Item, Task
-from .registry import SPECS, TaskSpec
+from .registry import FAMILIES, SPECS, TaskSpec
 from .render import render_item
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-VARIANTS = ("code", "paper_table")
+VARIANTS = FAMILIES
 
 
 def _spec(name: str) -> TaskSpec:
     if not isinstance(name, str) or name not in SPECS:
         raise ValueError(f"name: unknown task {name!r}; known tasks: {', '.join(SPECS)}")
     return SPECS[name]
+
+
+def check_variant(spec: TaskSpec, variant: str) -> None:
+    """Raise a ValueError naming ``variant`` unless the task has that template family."""
+    if variant not in VARIANTS:
+        raise ValueError(f"variant: unknown variant {variant!r}; choose one of {builtins.list(VARIANTS)}")
+    if variant not in spec.templates:
+        with_it = [n for n, s in SPECS.items() if variant in s.templates]
+        raise ValueError(f"variant: task {spec.name!r} has no {variant!r} template (lm-evaluation-harness 0.4.13 has "
+                         f"no such task); tasks with one: {', '.join(with_it)}")
 
 
 def default_data_root() -> Path | None:
@@ -200,7 +210,9 @@ def load(
         source: data root dir, dataset folder, ``.jsonl`` file or hub id (see module docstring).
         limit: keep at most this many items: a random sample seeded by ``seed``, in original order.
         seed: seed of the ``limit`` sample.
-        variant: ``"code"`` (the public code's strings, default) or ``"paper_table"`` (Table 7).
+        variant: the template family: ``"code"`` (the paper's public code, default), ``"paper_table"``
+            (its Table 7) or ``"lm-eval"`` (lm-evaluation-harness 0.4.13's prompt, for the tasks the
+            harness has; see :mod:`surfacelab.tasks.harness`).
         n_shot: prepend this many labelled examples (see :func:`fewshot`).
         shot_seed: seed of the few-shot draw.
         shot_split: split the shots come from (default: the task's labelled few-shot split).
@@ -213,8 +225,7 @@ def load(
         split = spec.default_split
     if split not in spec.all_splits:
         raise ValueError(f"split: {split!r} is not a split of task {name!r}; valid splits: {builtins.list(spec.all_splits)}")
-    if variant not in VARIANTS:
-        raise ValueError(f"variant: unknown variant {variant!r}; choose one of {builtins.list(VARIANTS)}")
+    check_variant(spec, variant)
     if limit is not None:
         _check_int("limit", limit, 1)
     _check_int("n_shot", n_shot, 0)
@@ -319,7 +330,8 @@ _DP_DISPLAY = {
 
 
 def list_tasks() -> pd.DataFrame:
-    """One row per task: dataset, splits, default split, options per item, domain premise, whether local."""
+    """One row per task: dataset, splits, default split, options per item, domain premise, whether local,
+    and whether it has an lm-eval template (``variant="lm-eval"``)."""
     rows = []
     for s in SPECS.values():
         t = s.templates["code"]
@@ -334,5 +346,6 @@ def list_tasks() -> pd.DataFrame:
             "domain_premise_note": s.description,
             "local": s.local,
             "hub_example": s.hub[0] if s.hub else "",
+            "lm_eval": "lm-eval" in s.templates,
         })
     return pd.DataFrame(rows)

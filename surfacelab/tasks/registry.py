@@ -6,17 +6,20 @@ original release files and the Hugging Face hub shapes where noted.
 
 Template strings follow ``data_loaders.py`` of the paper's public code
 (peterwestuw/surface-form-competition); where its Table 7 differs, ``variant="paper_table"``
-gives the table's version.  Project-specific choices are marked "(surfacelab)".
+gives the table's version, and ``variant="lm-eval"`` the lm-evaluation-harness prompt
+(:mod:`surfacelab.tasks.harness`).  Project-specific choices are marked "(surfacelab)".
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .core import LETTERS, Template
+from .harness import TEMPLATES as LM_EVAL_TEMPLATES
 
 Fields = dict[str, Any]
 
@@ -32,7 +35,7 @@ class TaskSpec:
     default_split: str
     n_options: int | None  # None: varies per item
     parse: Callable[[dict[str, Any]], Fields]
-    templates: dict[str, Template]  # variant -> template
+    templates: dict[str, Template]  # variant (template family) -> template
     description: str
     hub: tuple[str, str | None] | None = None  # (example hub id, config) for hub datasets
     hub_splits: dict[str, str] = field(default_factory=dict)  # our split -> hub split
@@ -157,7 +160,7 @@ def parse_obqa(r: dict[str, Any]) -> Fields:
     if "question_stem" in r:  # hub shape (allenai/openbookqa)
         labels = [str(x) for x in r["choices"]["label"]]
         return {"stem": r["question_stem"], "choices": list(r["choices"]["text"]),
-                "label": _label_index(labels, str(r["answerKey"]), "answerKey")}
+                "label": _label_index(labels, str(r["answerKey"]).strip(), "answerKey")}
     return parse_arc(r)  # AI2 release shape
 
 
@@ -171,6 +174,12 @@ OBQA = Template(
 
 
 def parse_mmlu(r: dict[str, Any]) -> Fields:
+    if isinstance(r.get("choices"), list):  # hub shape (cais/mmlu): choices list, answer index
+        choices = [str(c) for c in r["choices"]]
+        answer = int(r["answer"])
+        if not 0 <= answer < len(choices):
+            raise KeyError(f"answer={answer} is not an index into {len(choices)} choices")
+        return {"stem": r["question"], "choices": choices, "label": answer, "subject": r.get("subject", "")}
     f = _mc_from_letters(r, "question", "answer")
     f["subject"] = r.get("subject", "")
     return f
@@ -233,14 +242,18 @@ def parse_boolq(r: dict[str, Any]) -> Fields:
         question = question[:-1] if question.endswith("?") else question
         answer = int(r["gold"]) == 1 if "gold" in r else bool(r["answer"])
         title = r.get("title")
-    else:  # original / hub shape: question, passage, answer (bool), title (original only)
+    elif "answer" in r:  # original / google/boolq shape: question, passage, answer (bool), title (original only)
         question, passage, title = r["question"], r.get("passage", ""), r.get("title")
         answer = r["answer"] if isinstance(r["answer"], bool) else str(r["answer"]).lower() in ("true", "1")
+    else:  # super_glue shape (the harness's): question, passage, label (1 = true)
+        question, passage, title = r["question"], r["passage"], None
+        answer = int(r["label"]) == 1
     return {
         "question": question,
         "question_proc": _boolq_question(question),
         "passage": passage,
         "title": title,
+        "answer": bool(answer),
         "label": 0 if answer else 1,  # options are [' yes', ' no']
     }
 
@@ -267,6 +280,8 @@ def parse_rte(r: dict[str, Any]) -> Fields:
     label = (0 if lab == "entailment" else 1) if isinstance(lab, str) else int(lab)
     if isinstance(lab, str) and lab not in ("entailment", "not_entailment"):
         raise KeyError(f"label={lab!r} (expected 'entailment' or 'not_entailment')")
+    if "sentence1" in r:  # GLUE shape: sentence1, sentence2
+        return {"premise": r["sentence1"], "hypothesis": r["sentence2"], "label": label}
     return {"premise": r["premise"], "hypothesis": r["hypothesis"], "label": label}
 
 
@@ -417,7 +432,7 @@ def parse_hellaswag(r: dict[str, Any]) -> Fields:
     # The code's domain premise: from the last space of the context to its end (with the space).
     # (With no space at all, rfind gives -1 and the code takes the last character.)
     return {"ctx": ctx, "last_word": ctx[ctx.rfind(" "):], "choices": endings, "label": label,
-            "activity_label": r.get("activity_label", "")}
+            "activity_label": r.get("activity_label", ""), "ctx_a": r.get("ctx_a"), "ctx_b": r.get("ctx_b")}
 
 
 HELLASWAG = Template(
@@ -434,14 +449,35 @@ RACE_LETTERS = "ABCDEF"
 
 
 def explode_race(r: dict[str, Any]) -> list[dict[str, Any]]:
-    """Original RACE files hold one article with lists of questions; split them into hub-shaped records."""
+    """Original RACE files hold one article with lists of questions; split them into hub-shaped records.
+
+    (Records in the EleutherAI/race shape, one article with ``problems``, stay whole: see :func:`parse_race`.)
+    """
     if "questions" not in r:
         return [r]
     return [{"article": r["article"], "question": q, "options": o, "answer": a, "example_id": r.get("id", "")}
             for q, o, a in zip(r["questions"], r["options"], r["answers"])]
 
 
+def _race_problems(r: dict[str, Any]) -> dict[str, Any]:
+    """EleutherAI/race shape (the harness's): one article, ``problems`` = a Python-literal list of
+    ``{question, options, answer}``. The item is the *last* problem, as the harness scores it; the
+    earlier ones (with their answer texts) are kept as ``history`` for the lm-eval prompt."""
+    problems = ast.literal_eval(r["problems"]) if isinstance(r["problems"], str) else list(r["problems"])
+    if not problems:
+        raise KeyError("problems is empty")
+    history = []
+    for p in problems[:-1]:
+        k = _label_index(list(RACE_LETTERS[: len(p["options"])]), str(p["answer"]), "answer")
+        history.append((p["question"], p["options"][k]))
+    last = problems[-1]
+    return {"article": r["article"], "question": last["question"], "options": last["options"],
+            "answer": last["answer"], "history": history}
+
+
 def parse_race(r: dict[str, Any]) -> Fields:
+    if "problems" in r:
+        r = _race_problems(r)
     question = r["question"].strip()
     if question[:1] == ".":
         question = question[1:]
@@ -455,6 +491,9 @@ def parse_race(r: dict[str, Any]) -> Fields:
         "after_blank": question[u + 1:].strip() if blank else "",
         "choices": list(r["options"]),
         "label": _label_index(list(RACE_LETTERS[: len(r["options"])]), str(r["answer"]), "answer"),
+        "article_raw": r["article"],  # as given: the harness's prompt uses the unstripped texts
+        "question_raw": r["question"],
+        "history": list(r.get("history", [])),
     }
 
 
@@ -488,9 +527,16 @@ def _paper(t: Template, **changes: Any) -> Template:
     return replace(t, name=t.name.replace("/code", "/paper_table"), **changes)
 
 
-def _variants(code: Template, paper: Template | None = None) -> dict[str, Template]:
-    """``code`` is the default; ``paper_table`` is the same template unless the paper's table differs."""
-    return {"code": code, "paper_table": paper or code}
+FAMILIES = ("code", "paper_table", "lm-eval")
+
+
+def _variants(code: Template, paper: Template | None = None, harness: str | None = None) -> dict[str, Template]:
+    """``code`` is the default; ``paper_table`` is the same template unless the paper's table differs;
+    ``lm-eval`` is the harness's prompt for the task ``harness`` names, where it has one."""
+    out = {"code": code, "paper_table": paper or code}
+    if harness is not None:
+        out["lm-eval"] = LM_EVAL_TEMPLATES[harness]
+    return out
 
 
 def _spec(**kw: Any) -> TaskSpec:
@@ -499,38 +545,38 @@ def _spec(**kw: Any) -> TaskSpec:
 
 SPECS: dict[str, TaskSpec] = {s.name: s for s in [
     _spec(name="copa", dataset="COPA", folder="copa", splits=("dev", "val"), default_split="dev", n_options=2,
-          parse=parse_copa, templates=_variants(COPA),
+          parse=parse_copa, templates=_variants(COPA, harness="copa"),
           description="cause/effect bridge ' so' / ' because'; domain premise is the bridge",
           hub=("super_glue", "copa"), hub_splits={"val": "validation"}),
     _spec(name="copa-flipped", dataset="COPA", folder="copa", splits=("dev", "val"), default_split="dev",
           n_options=2, parse=parse_copa, templates=_variants(COPA_FLIPPED),
           description="diagnostic: each option is the context, the premise the shared continuation"),
     _spec(name="storycloze", dataset="StoryCloze 2016", folder="storycloze", splits=("val", "test"),
-          default_split="test", n_options=2, parse=parse_storycloze, templates=_variants(STORYCLOZE),
+          default_split="test", n_options=2, parse=parse_storycloze, templates=_variants(STORYCLOZE, harness="storycloze"),
           description="' The story continues:'", shot_split="val"),
     _spec(name="arc-challenge", dataset="ARC-Challenge", folder="arc-challenge", splits=("test", "pride_test"),
-          default_split="test", n_options=None, parse=parse_arc, templates=_variants(ARC),
+          default_split="test", n_options=None, parse=parse_arc, templates=_variants(ARC, harness="arc-challenge"),
           description="' the answer is:'", hub=("allenai/ai2_arc", "ARC-Challenge"),
           hub_splits={"test": "test", "validation": "validation", "train": "train"}),
     _spec(name="arc-easy", dataset="ARC-Easy", folder="arc-easy", splits=("test",), default_split="test",
-          n_options=None, parse=parse_arc, templates=_variants(ARC),
+          n_options=None, parse=parse_arc, templates=_variants(ARC, harness="arc-easy"),
           description="' the answer is:' (hub only)", hub=("allenai/ai2_arc", "ARC-Easy"),
           hub_splits={"test": "test", "validation": "validation", "train": "train"}, local=False),
     _spec(name="openbookqa", dataset="OpenBookQA", folder="openbookqa", splits=("test",), default_split="test",
-          n_options=4, parse=parse_obqa, templates=_variants(OBQA), description="' the answer is:'"),
+          n_options=4, parse=parse_obqa, templates=_variants(OBQA, harness="openbookqa"), description="' the answer is:'"),
     _spec(name="commonsenseqa", dataset="CommonsenseQA", folder="commonsenseqa", splits=("dev", "pride_test"),
-          default_split="dev", n_options=5, parse=parse_cqa, templates=_variants(CQA),
+          default_split="dev", n_options=5, parse=parse_cqa, templates=_variants(CQA, harness="commonsenseqa"),
           description="' the answer is:'; options quoted and lower-cased"),
     _spec(name="boolq", dataset="BoolQ", folder="boolq", splits=("dev",), default_split="dev", n_options=2,
-          parse=parse_boolq, templates=_variants(BOOLQ, _paper(BOOLQ, domain_premise=" answer:")),
+          parse=parse_boolq, templates=_variants(BOOLQ, _paper(BOOLQ, domain_premise=" answer:"), harness="boolq"),
           description="'\\n answer:' (table: ' answer:')"),
     _spec(name="rte", dataset="RTE", folder="rte", splits=("dev",), default_split="dev", n_options=2,
-          parse=parse_rte, templates=_variants(RTE, _paper(RTE, domain_premise=" true or false? answer:")),
+          parse=parse_rte, templates=_variants(RTE, _paper(RTE, domain_premise=" true or false? answer:"), harness="rte"),
           description="' true or false?\\n answer:' (table: ' true or false? answer:')"),
     _spec(name="cb", dataset="CB", folder="cb", splits=("dev",), default_split="dev", n_options=3,
-          parse=parse_cb, templates=_variants(CB), description="' the answer is:'"),
+          parse=parse_cb, templates=_variants(CB, harness="cb"), description="' the answer is:'"),
     _spec(name="sst-2", dataset="SST-2", folder="sst-2", splits=("dev", "test"), default_split="test", n_options=2,
-          parse=parse_sst2, templates=_variants(SST2), description="' The quote has a tone that is'",
+          parse=parse_sst2, templates=_variants(SST2, harness="sst-2"), description="' The quote has a tone that is'",
           shot_split="dev"),
     _spec(name="sst-5", dataset="SST-5", folder="sst-5", splits=("dev", "test"), default_split="test", n_options=5,
           parse=parse_sst5, templates=_variants(SST5), description="' The quote has a tone that is'",
@@ -541,19 +587,19 @@ SPECS: dict[str, TaskSpec] = {s.name: s for s in [
     _spec(name="trec", dataset="TREC", folder="trec", splits=("test",), default_split="test", n_options=6,
           parse=parse_trec, templates=_variants(TREC), description="' The answer to this question will be'"),
     _spec(name="mmlu", dataset="MMLU", folder="mmlu", splits=("test", "dev"), default_split="test", n_options=4,
-          parse=parse_mmlu, templates=_variants(MMLU), description="' the answer is:' (surfacelab; not in the paper)",
+          parse=parse_mmlu, templates=_variants(MMLU, harness="mmlu"), description="' the answer is:' (surfacelab; not in the paper)",
           shot_split="dev"),
     _spec(name="hellaswag", dataset="HellaSwag", folder="hellaswag", splits=("val",), default_split="val",
           n_options=4, parse=parse_hellaswag,
-          templates=_variants(HELLASWAG, _paper(HELLASWAG, domain_premise="")),
+          templates=_variants(HELLASWAG, _paper(HELLASWAG, domain_premise=""), harness="hellaswag"),
           description="last word of the context (code; the table gives none)", hub=("Rowan/hellaswag", None),
           hub_splits={"val": "validation", "train": "train"}, local=False),
     _spec(name="race-m", dataset="RACE-M", folder="race-m", splits=("test",), default_split="test", n_options=4,
-          parse=parse_race, explode=explode_race, templates=_variants(RACE), description="'?'",
-          hub=("ehovy/race", "middle"), hub_splits={"test": "test", "dev": "validation", "train": "train"},
+          parse=parse_race, explode=explode_race, templates=_variants(RACE, harness="race-m"),
+          description="'?'", hub=("ehovy/race", "middle"), hub_splits={"test": "test", "dev": "validation", "train": "train"},
           local=False),
     _spec(name="race-h", dataset="RACE-H", folder="race-h", splits=("test",), default_split="test", n_options=4,
-          parse=parse_race, explode=explode_race, templates=_variants(RACE), description="'?'",
-          hub=("ehovy/race", "high"), hub_splits={"test": "test", "dev": "validation", "train": "train"},
+          parse=parse_race, explode=explode_race, templates=_variants(RACE, harness="race-h"),
+          description="'?'", hub=("ehovy/race", "high"), hub_splits={"test": "test", "dev": "validation", "train": "train"},
           local=False),
 ]}
