@@ -459,7 +459,7 @@ def load_teaching_set(path: str | Path | None = None) -> list[dict[str, Any]]:
     start with whitespace, no form in two concepts) and an ``answer`` that is one of the concepts.
 
     Returns:
-        The items as dicts (id, premise, domain_premise, concepts, answer, and note where given),
+        The items as dicts (id, premise, domain_premise, concepts, answer, and note and lesson where given),
         ready for ``mass_items``.
     """
     p = Path(TEACHING_SET if path is None else path)
@@ -499,5 +499,6 @@ def load_teaching_set(path: str | Path | None = None) -> list[dict[str, Any]]:
                 raise ValueError(f"{where}: forms of {c!r} must start with a space: {bare}")
         if it["answer"] not in concepts:
             raise ValueError(f"{where}: answer {it['answer']!r} is not one of the concepts {list(concepts)}")
-        out.append({k: it[k] for k in ("id", "premise", "domain_premise", "concepts", "answer", "note") if k in it})
+        out.append({k: it[k] for k in ("id", "premise", "domain_premise", "concepts", "answer", "note", "lesson")
+                    if k in it})
     return out
