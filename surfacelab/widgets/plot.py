@@ -1,4 +1,5 @@
-"""``PlotView``: an anywidget that draws a plotly JSON figure and redraws it in place with ``Plotly.react``.
+"""``PlotView``: an anywidget that draws a plotly JSON figure and redraws it in place with ``Plotly.react``;
+``SightProbe``: an anywidget that tells the kernel whether its view is in sight.
 
 Why not ``go.FigureWidget``: every new FigureWidget (plotly 6+ is an anywidget) makes the browser
 parse the 5 MB plotly bundle again, which costs about a second per figure and per update. A
@@ -66,3 +67,20 @@ class PlotView(anywidget.AnyWidget):
     def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
         if isinstance(content, dict) and content.get("kind") == "need-plotly":
             self.send({"kind": "plotly-js"}, buffers=[_plotly_js()])
+
+
+class SightProbe(anywidget.AnyWidget):
+    """``in_sight`` is True while the ``.sl-view`` the probe sits in is within 200 px of the visible page.
+
+    True until a browser says otherwise: without a front end (scripts, tests, nbmake) every view counts
+    as in sight.
+    """
+
+    _esm = HERE / "sight.js"
+    in_sight = traitlets.Bool(True).tag(sync=True)
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.add_class("sl-sight-probe")
+        self.layout.width = "0px"
+        self.layout.height = "0px"

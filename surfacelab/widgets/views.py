@@ -32,7 +32,7 @@ from .._format import visible
 from ..alternatives import token_view
 from ..scoring import score
 from .heatmap import TokenHeatmap, heatmap_rows
-from .plot import PlotView
+from .plot import PlotView, SightProbe
 
 if TYPE_CHECKING:
     from .workbench import Inputs, Workbench
@@ -40,7 +40,8 @@ if TYPE_CHECKING:
 PLL_METRICS = ("original", "word_l2r", "whole_word")
 #: CSS classes a view's box carries for its state (exactly one state at a time).
 STATES = {"empty": (), "ready": ("sl-view-ready",), "stale": ("sl-stale",), "busy": ("sl-stale", "sl-busy"),
-          "blocked": ("sl-stale", "sl-blocked"), "error": ("sl-view-error",)}
+          "blocked": ("sl-stale", "sl-blocked"), "deferred": ("sl-stale", "sl-deferred"),
+          "error": ("sl-view-error",)}
 _STATE_CLASSES = {c for cs in STATES.values() for c in cs}
 
 
@@ -102,7 +103,10 @@ class View:
         self._state_lock = threading.Lock()
         self.cue = w.HTML("<span class='sl-cue'>not computed yet</span>")
         self.cue.add_class("sl-view-cue")
-        head = w.HBox([w.HTML(f"<span class='sl-view-title'>{html.escape(self.title)}</span>"), self.cue])
+        # a live update recomputes a view out of sight only when it comes into sight (see Workbench._update)
+        self.probe = SightProbe()
+        head = w.HBox([w.HTML(f"<span class='sl-view-title'>{html.escape(self.title)}</span>"), self.cue,
+                       self.probe])
         head.add_class("sl-view-head")
         self.error = w.HTML("")
         self.error.add_class("sl-view-message")
@@ -184,9 +188,10 @@ class View:
         self.set_state("error")
 
     def set_state(self, state: str, note: str | None = None) -> None:
-        """Mark the view ready / stale / busy / blocked / error (CSS classes and the visible cue)."""
+        """Mark the view ready / stale / busy / blocked / deferred / error (CSS classes and the visible cue)."""
         cues = {"ready": "", "stale": "updating…" if self.bench.live else "inputs changed: press Score",
-                "busy": "computing…", "blocked": "waiting for valid inputs", "error": "", "empty": ""}
+                "busy": "computing…", "blocked": "waiting for valid inputs", "error": "", "empty": "",
+                "deferred": "updates when in sight"}
         with self._state_lock:
             self.state = state
             classes = [c for c in self.box._dom_classes if c not in _STATE_CLASSES]

@@ -313,6 +313,8 @@ class Workbench(w.VBox):
                             (self.save_button, "sl-save-state"), (self.files_note, "sl-files-note")]:
             widget.add_class(cls)
         self.views: dict[str, View] = {name: cls(self) for name, cls in VIEWS.items()}
+        for view in self.views.values():
+            view.probe.observe(lambda ch, view=view: self._sighted(view, ch["new"]), "in_sight")
         grid = w.GridBox([v.box for v in self.views.values()],
                          layout=w.Layout(grid_template_columns="repeat(auto-fit, minmax(min(100%, 520px), 1fr))",
                                          grid_gap="10px", width="100%"))
@@ -660,7 +662,13 @@ class Workbench(w.VBox):
                     self._worker = None
                     return
                 self._pending = False
-            self.update()
+            with self._computing:
+                self._update(everything=False)
+
+    def _sighted(self, view: View, seen: bool) -> None:
+        """A view deferred by a live update came into sight: update it now."""
+        if seen and view.state == "deferred" and self.live:
+            self._kick()
 
     def wait(self, timeout: float = 120.0) -> None:
         """Block until pending live updates have finished (for scripts and tests)."""
@@ -676,9 +684,16 @@ class Workbench(w.VBox):
     def update(self) -> None:
         """Recompute and redraw every view now (synchronously); problems become messages in the widget."""
         with self._computing:
-            self._update()
+            self._update(everything=True)
 
-    def _update(self) -> None:
+    def _catch_up(self) -> None:
+        """Bring views that a live update left for later (out of sight) up to date before handing out data."""
+        if any(v.state == "deferred" for v in self.views.values()):
+            self.update()
+
+    def _update(self, everything: bool) -> None:
+        """One update pass. ``everything``: every view; otherwise (live edits) views out of sight in the browser
+        are left stale ("deferred") and computed when they come into sight or when their data is asked for."""
         start = time.perf_counter()
         gen = self._generation
         inp = self.inputs()
@@ -708,9 +723,12 @@ class Workbench(w.VBox):
                 return
             blocked = [p for p in self._problems if p.scope == view.name and p.blocking]
             key = view.key(inp)
+            outdated = key != view.shown_key or view.state in ("error", "empty")
             if blocked:
                 view.set_state("blocked")
-            elif key != view.shown_key or view.state in ("error", "empty"):
+            elif outdated and not everything and not view.probe.in_sight and view.state != "empty":
+                view.set_state("deferred")
+            elif outdated:
                 self.status.value = f"<i>computing {html.escape(view.title)}…</i>"
                 view.set_state("busy")
                 try:
@@ -781,21 +799,25 @@ class Workbench(w.VBox):
         """Write one view as PNG, HTML (its figure) or CSV (its main frame), chosen by the suffix of ``path``."""
         if view not in self.views:
             raise ValueError(f"view: unknown view {view!r}; known: {', '.join(self.views)}")
+        self._catch_up()
         return self.views[view].save(Path(path).expanduser())
 
     # --- data out ---------------------------------------------------------------------------
 
     def frames(self) -> dict[str, pd.DataFrame]:
         """The main DataFrame of every view that has one, by view name."""
+        self._catch_up()
         return {name: v.data for name, v in self.views.items() if v.data is not None}
 
     def figures(self) -> dict[str, go.Figure]:
         """The figure of every view that has one, by view name."""
+        self._catch_up()
         return {name: v.figure for name, v in self.views.items() if v.figure is not None}
 
     @property
     def results(self) -> dict[str, Any]:
         """The library result of every view that has one (``MCResult``, ``MassResult``, ...), by view name."""
+        self._catch_up()
         return {name: v.result for name, v in self.views.items() if v.result is not None}
 
     def close(self) -> None:

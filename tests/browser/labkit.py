@@ -140,8 +140,13 @@ def open_workbench(page: Any, url: str, *, dark: bool = False, file_browser: boo
 WATCH_JS = """() => {
   const root = document.querySelector('.sl-workbench');
   if (window.__slWatch) window.__slWatch.obs.disconnect();
-  const w = {last: performance.now(), key: 0, count: 0, obs: null};
-  w.obs = new MutationObserver(() => { w.last = performance.now(); w.count++; });
+  const w = {last: performance.now(), key: 0, count: 0, busy: false, obs: null};
+  w.obs = new MutationObserver((records) => {
+    w.last = performance.now(); w.count++;
+    for (const r of records) {
+      if (r.type === 'attributes' && r.target.classList && r.target.classList.contains('sl-busy')) w.busy = true;
+    }
+  });
   w.obs.observe(root, {subtree: true, childList: true, attributes: true, characterData: true});
   const box = document.querySelector('.sl-premise textarea');
   box.addEventListener('keydown', () => { w.key = performance.now(); }, true);
@@ -150,15 +155,16 @@ WATCH_JS = """() => {
 
 QUIET_JS = """([quiet, changed]) => {
   const w = window.__slWatch, now = performance.now();
-  const stale = document.querySelectorAll('.sl-workbench .sl-stale').length;
+  // views out of sight are left stale ("deferred") until they come into sight
+  const stale = document.querySelectorAll('.sl-workbench .sl-stale:not(.sl-deferred)').length;
   const status = document.querySelector('.sl-status')?.innerText || '';
   return (!changed || (w.key > 0 && w.last > w.key)) && !stale && status.startsWith('updated') && now - w.last >= quiet;
 }"""
 
 
 def wait_quiet(page: Any, quiet_ms: int = 700, timeout_ms: int = 120_000, *, changed: bool = True) -> None:
-    """Wait until no view is stale and the workbench's DOM has not changed for ``quiet_ms`` (``changed``: and
-    it did change after the last keystroke)."""
+    """Wait until no view in sight is stale and the workbench's DOM has not changed for ``quiet_ms`` (``changed``:
+    and it did change after the last keystroke)."""
     page.wait_for_function(QUIET_JS, arg=[quiet_ms, changed], timeout=timeout_ms, polling=50)
 
 
@@ -167,7 +173,8 @@ def timed_edit(page: Any, base: str, word: str, *, delay_ms: int = 60, quiet_ms:
     """Set the premise to ``base`` (and let it settle), then type ``word`` at its end with ``delay_ms`` between
     keys; returns the seconds from the last keystroke until the DOM was last changed (quiet after it).
 
-    ``stale_seen``: if given, gets True appended when some view carried ``sl-stale`` while computing.
+    ``stale_seen``: if given, gets two booleans appended: some view carried ``sl-stale`` right after the
+    typing, and some view carried ``sl-busy`` while the update ran.
     """
     box = page.locator(".sl-premise textarea")
     box.fill(base)
@@ -181,7 +188,9 @@ def timed_edit(page: Any, base: str, word: str, *, delay_ms: int = 60, quiet_ms:
     if stale_seen is not None:
         stale_seen.append(page.evaluate("document.querySelectorAll('.sl-workbench .sl-stale').length > 0"))
     wait_quiet(page, quiet_ms)
-    w = page.evaluate("(() => { const w = window.__slWatch; return {key: w.key, last: w.last}; })()")
+    w = page.evaluate("(() => { const w = window.__slWatch; return {key: w.key, last: w.last, busy: w.busy}; })()")
+    if stale_seen is not None:
+        stale_seen.append(w["busy"])
     return (w["last"] - w["key"]) / 1000.0
 
 

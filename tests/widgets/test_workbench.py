@@ -239,8 +239,8 @@ def test_missing_module_shows_not_available(wb, monkeypatch):
 def test_live_edits_are_debounced_into_one_update(tiny_lm, tiny_mlm, monkeypatch):
     bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=True, debounce=0.2)
     calls = []
-    original = bench.update
-    monkeypatch.setattr(bench, "update", lambda: (calls.append(time.monotonic()), original())[1])
+    original = bench._update
+    monkeypatch.setattr(bench, "_update", lambda everything: (calls.append(time.monotonic()), original(everything))[1])
     for text in ["The cat", "The cat sat", "The cat sat on the"]:
         bench.premise_box.value = text
     bench.wait(60)
@@ -267,6 +267,29 @@ def test_an_edit_during_an_update_starts_over(tiny_lm, tiny_mlm, monkeypatch):
     assert set(bench.frames()["pll"]["sentence"]) == {"The dog slept on the" + o for o in bench.options}
     assert bench.frames()["scores"]["option"].tolist() == bench.options
     assert all("sl-view-ready" in _classes(v.box) for v in bench.views.values())
+    bench.close()
+
+
+def test_views_out_of_sight_wait_until_seen_or_asked_for(tiny_lm, tiny_mlm):
+    bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=True, debounce=0.05)
+    bench.update()
+    letters = bench.views["letters"]
+    letters.probe.in_sight = False  # what the browser reports for a view scrolled out of sight
+    bench.premise_box.value = "The woman went to the store because she needed"
+    bench.wait(60)
+    assert letters.state == "deferred" and "sl-deferred" in _classes(letters.box)
+    assert "in sight" in letters.cue.value
+    assert bench.views["scores"].state == "ready"  # the views in sight are up to date
+    letters.probe.in_sight = True  # scrolled into sight: computed now
+    bench.wait(60)
+    assert letters.state == "ready"
+    letters.probe.in_sight = False
+    bench.premise_box.value = "The cat sat on the"
+    bench.wait(60)
+    assert letters.state == "deferred"
+    frames = bench.frames()  # asking for the data brings every view up to date
+    assert letters.state == "ready" and frames["letters"]["option"].tolist() == [o.strip() for o in bench.options]
+    assert bench.views["letters"].result.question == "The cat sat on the"
     bench.close()
 
 
