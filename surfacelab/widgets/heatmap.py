@@ -2,7 +2,8 @@
 
 The ESM and CSS live beside this file (``heatmap.js``, ``heatmap.css``). Rows are sent columnar
 (one list per field), tokens are plain spans with one delegated hover listener and a shared
-tooltip, so thousands of tokens render fast; ``max_tokens`` caps what is drawn.
+tooltip (placed inside the viewport), so thousands of tokens render fast; ``max_tokens`` caps what
+is drawn. A colour legend sits above the rows; leading spaces show as ``␣`` as everywhere else.
 """
 
 from __future__ import annotations
@@ -14,12 +15,16 @@ import numpy as np
 import pandas as pd
 import traitlets
 
+from .._format import visible
+
 HERE = Path(__file__).parent
 FIELDS = ["token", "token_id", "logprob", "rank", "entropy", "contribution", "alternatives"]
 
 
 def _clean(values: list) -> list:
-    return [None if isinstance(v, float) and not np.isfinite(v) else v for v in values]
+    """JSON-safe values: NaN and infinities to None, numpy integers to int."""
+    return [None if isinstance(v, float) and not np.isfinite(v) else int(v) if isinstance(v, np.integer) else v
+            for v in values]
 
 
 def heatmap_rows(tokens: pd.DataFrame) -> list[dict]:
@@ -28,18 +33,21 @@ def heatmap_rows(tokens: pd.DataFrame) -> list[dict]:
     missing = [c for c in ["option", "condition", *FIELDS] if c not in tokens.columns]
     if missing:
         raise ValueError(f"tokens: missing column(s) {missing}")
+    # one pass over the rows (per-group pandas indexing costs more than drawing them)
+    groups: dict[tuple[str, str], list[tuple]] = {}
+    for row in zip(*(tokens[c].tolist() for c in ["option", "condition", "position", *FIELDS])):
+        groups.setdefault((row[0], row[1]), []).append(row[2:])
     rows = []
-    for option in dict.fromkeys(tokens["option"]):
-        sub = tokens[tokens["option"] == option]
+    for option in dict.fromkeys(tokens["option"].tolist()):
         for cond in ("premise", "domain"):
-            g = sub[sub["condition"] == cond].sort_values("position")
-            if g.empty:
+            g = sorted(groups.get((option, cond), []), key=lambda r: r[0])
+            if not g:
                 continue
-            cols = {f: _clean(g[f].tolist()) for f in FIELDS}
-            cols["alternatives"] = [[[str(t), float(lp)] for t, lp in a] for a in g["alternatives"]]
-            rows.append({"label": f"{option!r} · {cond}", "mode": "logprob", "value": cols["logprob"], **cols})
-            if cond == "premise" and g["contribution"].notna().any():
-                rows.append({"label": f"{option!r} · Δ (DC-PMI)", "mode": "contribution",
+            cols = {f: _clean([r[k + 1] for r in g]) for k, f in enumerate(FIELDS)}
+            cols["alternatives"] = [[[str(t), float(lp)] for t, lp in a] for a in cols["alternatives"]]
+            rows.append({"label": f"{visible(option)} · {cond}", "mode": "logprob", "value": cols["logprob"], **cols})
+            if cond == "premise" and any(v is not None for v in cols["contribution"]):
+                rows.append({"label": f"{visible(option)} · Δ (DC-PMI)", "mode": "contribution",
                              "value": cols["contribution"], **cols})
     return rows
 

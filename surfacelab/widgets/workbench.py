@@ -1,31 +1,43 @@
-"""The Workbench: edit a premise, a domain premise and the options; see five views side by side.
+"""The Workbench: edit a premise, a domain premise and the options; see every view side by side.
 
-Views (each a ``View`` with ``.figure``, ``.data`` and ``.frames``, exportable to PNG/HTML/CSV):
+Views (``surfacelab.widgets.views.VIEWS``; each has ``.frames``, ``.data``, ``.figure`` and exports to
+PNG / HTML / CSV):
 
 1. ``scores``     the scorer table (winner per scorer highlighted, gold marked) + ``MCResult.explain()``;
 2. ``tokens``     per-token log-probs under the premise and the domain premise, their difference
                   (the DC-PMI contribution) and the top alternatives on hover;
 3. ``paraphrase`` paraphrase mass per concept (options + their listed paraphrases);
-4. ``letters``    option-letter probabilities: observed, content-free prior, calibrated, debiased;
-5. ``pll``        masked-LM PLL of premise+option per subword for original / word_l2r / whole_word.
+4. ``letters``    option-letter probabilities: observed, content-free prior, calibrated, debiased,
+                  with the prompt, the letter → option mapping and each method's pick;
+5. ``pll``        masked-LM PLL of premise+option per subword under original / word_l2r / whole_word.
+
+The one rule for options: an option is read exactly as typed, straight after the premise; start it
+with a space (shown as ␣) to begin a new word. Paraphrases take their option's leading space, so the
+paraphrase view and the scorer table score the same strings.
 
 Nothing here computes a score: every number comes from the library (``score``, ``alternatives``,
-``paraphrase``, ``letters``, ``pll``) and every figure from ``surfacelab.viz``.
+``paraphrase``, ``letters``, ``pll``) and every figure from ``surfacelab.viz``. An edit marks the views
+it affects as stale at once; the update (debounced, in a background thread) redraws each view in
+place as soon as its numbers are ready, cheapest first, and starts over if a newer edit arrives.
 
 >>> wb = Workbench()                     # doctest: +SKIP
 >>> wb                                   # doctest: +SKIP  (displays the UI)
 >>> wb.premise_box.value = "The man took a bath in the"; wb.update()   # doctest: +SKIP
 >>> wb.frames()["scores"]                # doctest: +SKIP
+>>> wb.save_state("bath.json"); Workbench.from_state("bath.json")      # doctest: +SKIP
 """
 
 from __future__ import annotations
 
+import base64
 import html
-from contextlib import contextmanager
-import importlib
+import json
+import mimetypes
 import threading
 import time
-from dataclasses import dataclass, field
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -33,77 +45,33 @@ import ipywidgets as w
 import pandas as pd
 import plotly.graph_objects as go
 
-from .. import viz
-from ..alternatives import token_view
+from .._format import visible
+from ..viz import check_gold
 from ..models import DEFAULT_LM, DEFAULT_MLM, list_presets, load_lm, load_mlm
-from ..scoring import score
-from .heatmap import TokenHeatmap, heatmap_rows
+from .views import VIEWS, View, close_tree, _optional
 
-VIEWS = {"scores": "1 · Scorers", "tokens": "2 · Tokens", "paraphrase": "3 · Paraphrase mass",
-         "letters": "4 · Letter priors", "pll": "5 · PLL subwords"}
-PLL_METRICS = ("original", "word_l2r", "whole_word")
+HERE = Path(__file__).parent
 DATASETS = ("copa", "arc-challenge", "openbookqa", "commonsenseqa", "sst-2", "mmlu")
 CUSTOM = "(custom)"
-FIGURE_WIDTH = 620  # px; the view grid's columns are at least this wide
 TEACHING = "teaching set"
+SAVED = "saved states"
 DEFAULT_EXAMPLE = {"premise": "The man took a bath in the", "domain_premise": " the",
                    "options": [" bathtub", " sink", " pool", " xylophone"],
                    "paraphrases": ["tub, bath tub", "basin, washbasin", "swimming pool", ""], "gold": 0}
-
-
-def _optional(module: str) -> Any | None:
-    """``surfacelab.<module>`` if it is installed, else None."""
-    try:
-        return importlib.import_module(f"surfacelab.{module}")
-    except ModuleNotFoundError as err:
-        if err.name == f"surfacelab.{module}":
-            return None
-        raise
-
-
-@dataclass
-class View:
-    """One view's output: its figure (built on demand), its main DataFrame and any extra frames."""
-
-    name: str
-    box: w.VBox
-    frames: dict[str, pd.DataFrame] = field(default_factory=dict)
-    main: str | None = None
-    message: str = ""
-    make_figure: Callable[[], go.Figure] | None = None
-    _figure: go.Figure | None = None
-
-    @property
-    def data(self) -> pd.DataFrame | None:
-        """The view's main DataFrame (None before the first update or when unavailable)."""
-        return self.frames.get(self.main) if self.main else None
-
-    @property
-    def figure(self) -> go.Figure | None:
-        """The view's plotly figure (None when unavailable)."""
-        if self._figure is None and self.make_figure is not None:
-            self._figure = self.make_figure()
-        return self._figure
-
-    def save(self, path: str | Path) -> Path:
-        """Export the figure (``.png``/``.html``) or the main frame (``.csv``)."""
-        path = Path(path)
-        if path.suffix == ".csv":
-            if self.data is None:
-                raise ValueError(f"view {self.name!r}: no data to export ({self.message or 'not computed yet'})")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self.data.drop(columns=[c for c in self.data.columns if self.data[c].dtype == object
-                                    and self.data[c].map(lambda v: isinstance(v, (list, tuple))).any()]
-                           ).to_csv(path, index=False)
-            return path
-        if self.figure is None:
-            raise ValueError(f"view {self.name!r}: no figure to export ({self.message or 'not computed yet'})")
-        return viz.save(self.figure, path)
+#: Where exports and saved states go unless ``export_dir`` says otherwise (outside any checkout).
+DEFAULT_EXPORT_DIR = Path.home() / "surfacelab-exports"
+STATE_FORMAT = "surfacelab-workbench-state"
+STATE_KEYS = ("premise", "domain_premise", "options", "paraphrases", "gold", "lm", "mlm")
+#: The largest export offered as an in-widget download link (a data: URL).
+LINK_LIMIT = 12 * 1024 * 1024
+RULE = ("Each option is read exactly as typed, straight after the premise: start it with a space (<code>␣</code>) "
+        "to begin a new word. Paraphrases (comma-separated) take their option's leading space. ★ marks the gold "
+        "answer.")
 
 
 @dataclass(frozen=True)
 class Inputs:
-    """A snapshot of the editable state."""
+    """A snapshot of the editable state (paraphrases as the forms scored: each with its option's leading space)."""
 
     premise: str
     domain_premise: str | None
@@ -112,56 +80,164 @@ class Inputs:
     gold: int | None
 
 
-def _split_forms(value: str) -> tuple[str, ...]:
-    """Paraphrases typed as "form, form | form": each keeps (or gets) one leading space."""
+@dataclass(frozen=True)
+class Problem:
+    """Something wrong with the inputs, in words for people.
+
+    ``scope``: the view it concerns (None: every view); ``blocking``: the views in scope wait until it is
+    fixed (otherwise it is a notice); ``kind``: a short tag (``"glued"`` for a missing leading space).
+    """
+
+    text: str
+    scope: str | None = None
+    blocking: bool = True
+    kind: str = ""
+
+
+def split_forms(value: str, lead: str = " ") -> tuple[str, ...]:
+    """Paraphrases typed as "form, form | form": each stripped form gets ``lead`` (its option's leading space)."""
     parts = [p.strip() for p in value.replace("|", ",").split(",")]
-    return tuple(" " + p for p in parts if p)
+    return tuple(lead + p for p in parts if p)
 
 
-def _score_table_html(table: pd.DataFrame, gold: int | None) -> str:
-    """The scorer table as HTML: the rank-1 option of every scorer highlighted, the gold row starred."""
-    cols, cells, won = viz.scorer_cells(table, gold)
-    head = "".join(f"<th>{html.escape(viz.SCORER_COLUMNS[c])}</th>" for c in cols)
-    body = []
-    for i, option in enumerate(table["option"]):
-        star = "★ " if i == gold else ""
-        row = "".join(f"<td class='{'sl-win' if w[i] else ''}'>{c[i]}</td>" for c, w in zip(cells, won))
-        body.append(f"<tr class='{'sl-gold-row' if i == gold else ''}'><td class='sl-opt'>{star}"
-                    f"{html.escape(repr(option))}</td>{row}</tr>")
-    style = ("<style>.sl-st{border-collapse:collapse;font-size:12px;width:100%}"
-             ".sl-st th,.sl-st td{padding:3px 6px;text-align:right;border-bottom:1px solid var(--jp-border-color2)}"
-             ".sl-st th:first-child,.sl-st td.sl-opt{text-align:left;font-family:var(--jp-code-font-family)}"
-             ".sl-st td.sl-win{background:rgba(46,160,67,.35);font-weight:bold}"
-             ".sl-st tr.sl-gold-row td.sl-opt{background:rgba(255,193,7,.3)}</style>")
-    return (f"{style}<table class='sl-st'><tr><th>option</th>{head}</tr>{''.join(body)}</table>"
-            "<div style='font-size:11px;opacity:.75'>green = winner under that scorer · ★ = gold</div>")
+def leading(text: str) -> str:
+    """The leading whitespace of ``text``."""
+    return text[:len(text) - len(text.lstrip())]
+
+
+def glued(premise: str, option: str) -> bool:
+    """True when ``option`` would be glued to the premise's last word (neither side has whitespace there)."""
+    return bool(premise.strip()) and bool(option.strip()) and not premise[-1:].isspace() and not option[:1].isspace()
+
+
+def _quote(text: str) -> str:
+    return repr(visible(text))
+
+
+def problems(inp: Inputs) -> list[Problem]:
+    """Every problem with ``inp``, one message per problem, options numbered from 1 and quoted."""
+    out: list[Problem] = []
+    if not inp.premise.strip():
+        out.append(Problem("The premise is empty: type the text the options continue (an empty premise would "
+                           "score the options from the start of text, which this workbench does not do)."))
+    n = len(inp.options)
+    if n < 2:
+        out.append(Problem(f"Add at least two options to compare (there {'is one' if n == 1 else 'are none'}): "
+                           "a winner and a margin need two."))
+    for i, o in enumerate(inp.options):
+        if not o.strip():
+            what = "empty" if not o else "only whitespace"
+            out.append(Problem(f"Option {i + 1} is {what}: type an answer or remove it with ✕."))
+    seen: dict[str, int] = {}
+    for i, o in enumerate(inp.options):
+        if o.strip() and o in seen:
+            out.append(Problem(f"Options {seen[o] + 1} and {i + 1} are the same text, {_quote(o)}: change or "
+                               "remove one."))
+        seen.setdefault(o, i)
+    bare: dict[str, int] = {}
+    for i, o in enumerate(inp.options):
+        b = o.strip()
+        if b and b in bare and inp.options[bare[b]] != o:
+            out.append(Problem(f"Options {bare[b] + 1} and {i + 1} differ only in whitespace ({_quote(inp.options[bare[b]])} "
+                               f"and {_quote(o)}): as lettered lines they read the same.", scope="letters"))
+        bare.setdefault(b, i)
+    if inp.premise.strip():
+        for i, o in enumerate(inp.options):
+            if glued(inp.premise, o):
+                tail = inp.premise.rstrip()[-12:]
+                out.append(Problem(f"Option {i + 1}, {_quote(o)}, does not start with a space, so the model reads it "
+                                   f"glued to the premise: '…{tail}{o}'. Add ␣ if it is a new word.",
+                                   blocking=False, kind="glued"))
+    owner: dict[str, int] = {o: i for i, o in enumerate(inp.options) if o.strip()}
+    for i, forms in enumerate(inp.paraphrases):
+        for f in dict.fromkeys(forms):
+            j = owner.get(f)
+            if j is None:
+                owner[f] = i
+            elif j != i:
+                kind = "is option" if inp.options[j] == f else "is also a paraphrase of option"
+                out.append(Problem(f"Paraphrase {_quote(f)} of option {i + 1} {kind} {j + 1}: a form can belong "
+                                   "to one option only, so the paraphrase view waits until one is removed.",
+                                   scope="paraphrase"))
+            elif f == inp.options[i]:
+                out.append(Problem(f"Paraphrase {_quote(f)} of option {i + 1} repeats the option; it is counted once.",
+                                   scope="paraphrase", blocking=False))
+        repeated = sorted({f for f in forms if forms.count(f) > 1})
+        for f in repeated:
+            out.append(Problem(f"Paraphrase {_quote(f)} is listed twice for option {i + 1}; it is counted once.",
+                               scope="paraphrase", blocking=False))
+    return out
+
+
+def join_preview(premise: str, option: str, forms: tuple[str, ...]) -> str:
+    """HTML: how the option joins the premise (the join's whitespace marked) and the paraphrase forms scored."""
+    if not option:
+        return "<span class='sl-join'>empty option</span>"
+    tail = premise[-18:].lstrip() if premise else ""
+    dots = "…" if len(premise) > 18 else ""
+    space = premise[-1:].isspace() or option[:1].isspace()
+    if not premise.strip():
+        marker = "<span class='sl-space-marker sl-space-yes'>␣</span>" if option[:1].isspace() else ""
+        read = f"<code>{html.escape(visible(option))}</code>"
+    elif space:
+        marker = ("<span class='sl-space-marker sl-space-yes' title='starts a new word after the premise'>"
+                  f"{'␣' * max(len(leading(option)) + len(premise) - len(premise.rstrip()), 1)}</span>")
+        read = (f"<code>{html.escape(dots + tail.rstrip())}</code>{marker}"
+                f"<code>{html.escape(visible(option.lstrip()))}</code>")
+    else:
+        marker = ("<span class='sl-space-marker sl-space-no' title='no space: glued to the last word of the "
+                  "premise'>no ␣</span>")
+        read = (f"<code>{html.escape(dots + tail)}</code><span class='sl-space-marker sl-space-no'>‸</span>"
+                f"<code>{html.escape(visible(option))}</code>")
+    out = f"<span class='sl-join'>reads {read}"
+    if forms:
+        out += " · paraphrases: " + ", ".join(f"<code>{html.escape(visible(f))}</code>" for f in forms)
+    return out + "</span>"
 
 
 class OptionRow(w.HBox):
-    """One option: gold toggle, text, paraphrases, move up/down, remove."""
+    """One option: number, gold toggle, text, paraphrases, move up/down, remove, and how it joins the premise
+    (the ␣ marker, with an "add ␣" button when the option is glued to the premise's last word)."""
 
     def __init__(self, bench: "Workbench", text: str = "", paraphrases: str = "") -> None:
-        self.gold = w.ToggleButton(value=False, description="★", tooltip="gold answer",
-                                   layout=w.Layout(width="38px"))
-        self.text = w.Text(value=text, placeholder="option, e.g. ' bathtub'", layout=w.Layout(flex="2 1 auto"))
-        self.paraphrases = w.Text(value=paraphrases, placeholder="paraphrases: form, form",
-                                  layout=w.Layout(flex="3 1 auto"))
-        self.up = w.Button(icon="arrow-up", tooltip="move up", layout=w.Layout(width="34px"))
-        self.down = w.Button(icon="arrow-down", tooltip="move down", layout=w.Layout(width="34px"))
-        self.remove = w.Button(icon="times", tooltip="remove", layout=w.Layout(width="34px"))
+        self.number = w.HTML("")
+        self.number.add_class("sl-option-number")
+        self.gold = w.ToggleButton(value=False, description="★", tooltip="gold answer")
+        self.text = w.Text(value=text, placeholder="option, e.g. ␣bathtub (start with a space)")
+        self.paraphrases = w.Text(value=paraphrases, placeholder="paraphrases: tub, bath tub")
+        self.up = w.Button(icon="arrow-up", tooltip="move up")
+        self.down = w.Button(icon="arrow-down", tooltip="move down")
+        self.remove = w.Button(icon="times", tooltip="remove")
+        self.join = w.HTML("")
+        self.fix = w.Button(description="add ␣", tooltip="start the option with a space so it is a new word")
         for widget, cls in [(self.gold, "sl-gold"), (self.text, "sl-option"), (self.paraphrases, "sl-paraphrases"),
                             (self.up, "sl-option-up"), (self.down, "sl-option-down"),
-                            (self.remove, "sl-option-remove")]:
+                            (self.remove, "sl-option-remove"), (self.join, "sl-option-preview"),
+                            (self.fix, "sl-space-fix")]:
             widget.add_class(cls)
-        super().__init__([self.gold, self.text, self.paraphrases, self.up, self.down, self.remove])
+        super().__init__([self.number, self.gold, self.text, self.paraphrases, self.up, self.down, self.remove,
+                          self.join, self.fix])
         self.add_class("sl-option-row")
         self.up.on_click(lambda _: bench.move_option(bench.rows.index(self), -1))
         self.down.on_click(lambda _: bench.move_option(bench.rows.index(self), +1))
         self.remove.on_click(lambda _: bench.remove_option(bench.rows.index(self)))
+        self.fix.on_click(lambda _: setattr(self.text, "value", " " + self.text.value.lstrip()))
         self.gold.observe(lambda ch: setattr(self.gold, "button_style", "warning" if ch["new"] else ""), "value")
         self.gold.observe(lambda ch: bench._gold_toggled(self, ch["new"]), "value")
         self.text.observe(lambda _: bench._edited(), "value")
         self.paraphrases.observe(lambda _: bench._edited(), "value")
+
+    def forms(self) -> tuple[str, ...]:
+        """The paraphrase forms as scored: each with this option's leading space."""
+        return split_forms(self.paraphrases.value, leading(self.text.value))
+
+    def refresh(self, number: int, premise: str) -> None:
+        """Show the 1-based number and how the option joins ``premise`` (the ␣ marker, the fix button)."""
+        self.number.value = f"{number}"
+        self.join.value = join_preview(premise, self.text.value, self.forms())
+        bad = glued(premise, self.text.value)
+        self.fix.layout.display = None if bad else "none"
+        (self.add_class if bad else self.remove_class)("sl-glued")
 
 
 class Workbench(w.VBox):
@@ -173,16 +249,19 @@ class Workbench(w.VBox):
         live: recompute (debounced) after every edit; otherwise only on Score / ``update()``.
         debounce: seconds of quiet before a live update.
         top_k: alternatives per token in the token view.
-        export_dir: where the export buttons write files.
+        export_dir: the folder the export buttons and "save state" write to (shown and editable in the
+            widget); None: ``DEFAULT_EXPORT_DIR`` (``~/surfacelab-exports``).
     """
 
-    def __init__(self, lm: Any = None, mlm: Any = None, *, live: bool = True, debounce: float = 0.5,
-                 top_k: int = 5, export_dir: str | Path = "surfacelab_exports") -> None:
+    def __init__(self, lm: Any = None, mlm: Any = None, *, live: bool = True, debounce: float = 0.2,
+                 top_k: int = 5, export_dir: str | Path | None = None) -> None:
         if isinstance(debounce, bool) or not isinstance(debounce, (int, float)) or debounce < 0:
             raise ValueError(f"debounce: expected seconds >= 0, got {debounce!r}")
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
             raise ValueError(f"top_k: expected an int >= 1, got {top_k!r}")
-        self.live, self.debounce, self.top_k, self.export_dir = live, float(debounce), top_k, Path(export_dir)
+        if export_dir is not None and not isinstance(export_dir, (str, Path)):
+            raise TypeError(f"export_dir: expected a folder path or None, got {type(export_dir).__name__}")
+        self.live, self.debounce, self.top_k = live, float(debounce), top_k
         self._models: dict[tuple[str, str], Any] = {}
         self._lock = threading.RLock()
         self._computing = threading.Lock()  # one update at a time, whichever thread asks
@@ -190,59 +269,74 @@ class Workbench(w.VBox):
         self._worker: threading.Thread | None = None
         self._pending = False
         self._hold = 0
+        self._generation = 0
         self._examples: dict[str, dict] = {}
+        self._problems: list[Problem] = []
         self.last_update_s: float | None = None
-        self.results: dict[str, Any] = {}
 
         presets = list_presets()
         causal = presets.loc[presets["kind"] == "causal", "preset"].tolist()
         masked = presets.loc[presets["kind"] == "masked", "preset"].tolist()
-        self.lm = self._resolve(lm, DEFAULT_LM, "causal", load_lm)
-        self.mlm = self._resolve(mlm, DEFAULT_MLM, "masked", load_mlm)
+        self.lm = self._resolve(lm, "causal")
+        self.mlm = self._resolve(mlm, "masked")
         self.lm_picker = w.Dropdown(options=list(dict.fromkeys(causal + [self.lm.name])), value=self.lm.name,
                                     description="causal LM")
         self.mlm_picker = w.Dropdown(options=list(dict.fromkeys(masked + [self.mlm.name])), value=self.mlm.name,
                                      description="masked LM")
-        self.source_picker = w.Dropdown(options=[CUSTOM, TEACHING, *DATASETS], value=CUSTOM, description="examples")
-        self.example_picker = w.Dropdown(options=[], description="item", layout=w.Layout(width="420px"))
+        self.source_picker = w.Dropdown(options=[CUSTOM, TEACHING, *DATASETS, SAVED], value=CUSTOM,
+                                        description="examples")
+        self.example_picker = w.Dropdown(options=[], description="item")
         self.premise_box = w.Textarea(value=DEFAULT_EXAMPLE["premise"], description="premise",
-                                      layout=w.Layout(width="100%", height="64px"))
+                                      layout=w.Layout(height="52px"))
         self.domain_box = w.Text(value=DEFAULT_EXAMPLE["domain_premise"], description="domain premise",
-                                 placeholder="empty: no Unc / DC-PMI", layout=w.Layout(width="100%"),
-                                 style={"description_width": "initial"})
+                                 placeholder="empty: no Unc / DC-PMI")
         self.options_box = w.VBox([])
         self.add_button = w.Button(description="add option", icon="plus")
         self.score_button = w.Button(description="Score", icon="play", button_style="primary")
-        self.progress = w.IntProgress(value=0, min=0, max=len(VIEWS), layout=w.Layout(width="160px"))
+        self.progress = w.FloatProgress(value=0, min=0, max=1)
         self.status = w.HTML("")
         self.message = w.HTML("")
-        self.heatmap = TokenHeatmap()
+        self.fix_spaces = w.Button(description="add ␣ to every glued option", layout=w.Layout(display="none", width="auto"))
+        self.export_box = w.Text(value=str(Path(export_dir).expanduser().resolve() if export_dir is not None
+                                           else DEFAULT_EXPORT_DIR), description="export folder",
+                                 style={"description_width": "initial"})
+        self.save_button = w.Button(description="save state", icon="save", tooltip="save the inputs and models as JSON")
+        self.files_note = w.HTML("")
         self.rows: list[OptionRow] = []
         for widget, cls in [(self.lm_picker, "sl-lm-picker"), (self.mlm_picker, "sl-mlm-picker"),
                             (self.source_picker, "sl-example-source"), (self.example_picker, "sl-example-picker"),
                             (self.premise_box, "sl-premise"), (self.domain_box, "sl-domain-premise"),
                             (self.options_box, "sl-options"), (self.add_button, "sl-add-option"),
                             (self.score_button, "sl-score"), (self.progress, "sl-progress"),
-                            (self.status, "sl-status"), (self.message, "sl-message")]:
+                            (self.status, "sl-status"), (self.message, "sl-message"),
+                            (self.fix_spaces, "sl-fix-spaces"), (self.export_box, "sl-export-dir"),
+                            (self.save_button, "sl-save-state"), (self.files_note, "sl-files-note")]:
             widget.add_class(cls)
-        self.views = {name: self._view_box(name, title) for name, title in VIEWS.items()}
-        # the PLL panels are wide: that view gets the full row below the grid
-        grid = w.GridBox([v.box for name, v in self.views.items() if name != "pll"],
-                         layout=w.Layout(grid_template_columns=f"repeat(auto-fill, minmax({FIGURE_WIDTH + 20}px, 1fr))",
+        self.views: dict[str, View] = {name: cls(self) for name, cls in VIEWS.items()}
+        for view in self.views.values():
+            view.probe.observe(lambda ch, view=view: self._sighted(view, ch["new"]), "in_sight")
+        grid = w.GridBox([v.box for v in self.views.values()],
+                         layout=w.Layout(grid_template_columns="repeat(auto-fit, minmax(min(100%, 520px), 1fr))",
                                          grid_gap="10px", width="100%"))
         grid.add_class("sl-views")
+
+        def row(children: list, cls: str) -> w.HBox:
+            box = w.HBox(children)
+            box.add_class(cls)
+            return box
+
+        rule = w.HTML(f"<div class='sl-rule'>{RULE}</div>")
         controls = w.VBox([
-            w.HBox([self.lm_picker, self.mlm_picker, self.source_picker, self.example_picker]),
-            self.premise_box, self.domain_box,
-            w.HTML("<b>options</b> (★ = gold; paraphrases feed the paraphrase-mass view)"),
-            self.options_box,
-            w.HBox([self.add_button, self.score_button, self.progress, self.status]),
-            self.message,
+            row([self.lm_picker, self.mlm_picker, self.source_picker, self.example_picker], "sl-pickers"),
+            self.premise_box, self.domain_box, rule, self.options_box,
+            row([self.add_button, self.score_button, self.progress, self.status], "sl-actions"),
+            row([self.message, self.fix_spaces], "sl-messages"),
+            row([self.export_box, self.save_button, self.files_note], "sl-files"),
         ])
         controls.add_class("sl-controls")
-        self.views["pll"].box.layout.margin = "10px 0 0 0"
-        super().__init__([w.HTML("<h3 style='margin:4px 0'>surfacelab workbench</h3>"), controls, grid,
-                          self.views["pll"].box])
+        style = w.HTML(f"<style>{(HERE / 'workbench.css').read_text(encoding='utf-8')}</style>")
+        style.layout.display = "none"
+        super().__init__([style, w.HTML("<h3>surfacelab workbench</h3>"), controls, grid])
         self.add_class("sl-workbench")
         with self._holding():
             self.set_options(DEFAULT_EXAMPLE["options"], DEFAULT_EXAMPLE["paraphrases"], gold=DEFAULT_EXAMPLE["gold"])
@@ -251,21 +345,68 @@ class Workbench(w.VBox):
         self.domain_box.observe(lambda _: self._edited(), "value")
         self.add_button.on_click(lambda _: self.add_option())
         self.score_button.on_click(lambda _: self._kick())
+        self.fix_spaces.on_click(lambda _: self.fix_leading_spaces())
+        self.save_button.on_click(lambda _: self._save_clicked())
         self.lm_picker.observe(lambda _: self._edited(0), "value")
         self.mlm_picker.observe(lambda _: self._edited(0), "value")
         self.source_picker.observe(lambda ch: self._source_changed(ch["new"]), "value")
         self.example_picker.observe(lambda ch: self._example_chosen(ch["new"]), "value")
+        self.status.value = "<i>not computed yet: press Score</i>" if not live else ""
 
     # --- models -----------------------------------------------------------------------------
 
-    def _resolve(self, value: Any, default: str, kind: str, loader: Callable) -> Any:
-        if value is None or isinstance(value, str):
-            name = default if value is None else value
+    def _resolve(self, value: Any, kind: str, progress: Callable[[float, str], None] | None = None) -> Any:
+        """A loaded model for ``value`` (None: the default preset), loaded once per workbench."""
+        if value is None or isinstance(value, (str, Path)):
+            name = str(value) if value is not None else (DEFAULT_LM if kind == "causal" else DEFAULT_MLM)
             if (kind, name) not in self._models:
-                self._models[(kind, name)] = loader(name)
+                loader = load_lm if kind == "causal" else load_mlm
+                self._models[(kind, name)] = loader(name, progress=progress) if progress else loader(name)
             return self._models[(kind, name)]
         self._models[(kind, value.name)] = value
         return value
+
+    @contextmanager
+    def _loading(self, name: str) -> Iterator[Callable[[float, str], None]]:
+        """Show a model load in the progress bar and the status line, with the seconds elapsed."""
+        start = time.monotonic()
+        state = {"step": "starting", "fraction": 0.0}
+        done = threading.Event()
+
+        def show() -> None:
+            self.progress.value = state["fraction"]
+            self.status.value = (f"<i>loading {html.escape(name)}: {html.escape(state['step'])} · "
+                                 f"{time.monotonic() - start:.0f} s</i>")
+
+        def report(fraction: float, step: str) -> None:
+            state["fraction"], state["step"] = min(max(float(fraction), 0.0), 1.0), step
+            show()
+
+        def tick() -> None:
+            while not done.wait(1.0):
+                show()
+
+        ticker = threading.Thread(target=tick, daemon=True, name="surfacelab-loading")
+        self.progress.bar_style = "info"
+        show()
+        ticker.start()
+        try:
+            yield report
+        finally:
+            done.set()
+            self.progress.bar_style = ""
+
+    def _load_models(self) -> None:
+        for kind, picker in (("causal", self.lm_picker), ("masked", self.mlm_picker)):
+            if (kind, picker.value) in self._models:
+                continue
+            with self._loading(picker.value) as report:
+                for v in self.views.values():
+                    if v.state != "empty":
+                        v.set_state("stale", "loading model…")
+                self._resolve(picker.value, kind, report)
+        self.lm = self._models[("causal", self.lm_picker.value)]
+        self.mlm = self._models[("masked", self.mlm_picker.value)]
 
     # --- editing ----------------------------------------------------------------------------
 
@@ -277,23 +418,30 @@ class Workbench(w.VBox):
 
     @property
     def options(self) -> list[str]:
-        """The option strings, in order."""
+        """The option strings, in order (exactly as typed)."""
         return [r.text.value for r in self.rows]
 
     def set_options(self, options: list[str], paraphrases: list[str] | None = None, *, gold: int | None = None) -> None:
-        """Replace every option (and their paraphrases, as "form, form" strings); mark ``gold``."""
+        """Replace every option (and their paraphrases, as "form, form" strings); mark ``gold`` (an index or None)."""
         if isinstance(options, str) or not isinstance(options, (list, tuple)):
             raise TypeError("options: expected a list of strings")
+        bad = [i for i, o in enumerate(options) if not isinstance(o, str)]
+        if bad:
+            raise TypeError(f"options: option {bad[0] + 1} is a {type(options[bad[0]]).__name__}, not a string")
         paraphrases = list(paraphrases) if paraphrases is not None else [""] * len(options)
         if len(paraphrases) != len(options):
             raise ValueError(f"paraphrases: expected {len(options)} entries, got {len(paraphrases)}")
-        if gold is not None and not 0 <= gold < len(options):
-            raise ValueError(f"gold: expected an option index in [0, {len(options)}), got {gold!r}")
+        if any(not isinstance(p, str) for p in paraphrases):
+            raise TypeError('paraphrases: expected one "form, form" string per option')
+        gold = check_gold(gold, len(options))
+        old = self.rows
         with self._holding():
             self.rows = [OptionRow(self, o, p) for o, p in zip(options, paraphrases)]
             if gold is not None:
                 self.rows[gold].gold.value = True
             self.options_box.children = tuple(self.rows)
+        for r in old:
+            close_tree(r)
         self._edited()
 
     def add_option(self, text: str = "", paraphrases: str = "") -> None:
@@ -301,25 +449,36 @@ class Workbench(w.VBox):
         with self._holding():
             self.rows.append(OptionRow(self, text, paraphrases))
             self.options_box.children = tuple(self.rows)
-        if text:
-            self._edited()
+        self._edited()
 
     def remove_option(self, index: int) -> None:
-        """Remove the option at ``index``."""
-        if not 0 <= index < len(self.rows):
-            raise ValueError(f"index: no option {index}")
-        self.rows.pop(index)
+        """Remove the option at ``index`` (0-based)."""
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(self.rows):
+            raise ValueError(f"index: no option {index!r} (there are {len(self.rows)})")
+        row = self.rows.pop(index)
         self.options_box.children = tuple(self.rows)
+        close_tree(row)
         self._edited()
 
     def move_option(self, index: int, delta: int) -> None:
         """Move the option at ``index`` by ``delta`` places (clamped to the list)."""
-        if not 0 <= index < len(self.rows):
-            raise ValueError(f"index: no option {index}")
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(self.rows):
+            raise ValueError(f"index: no option {index!r} (there are {len(self.rows)})")
         j = min(max(index + delta, 0), len(self.rows) - 1)
         self.rows.insert(j, self.rows.pop(index))
         self.options_box.children = tuple(self.rows)
         self._edited()
+
+    def fix_leading_spaces(self) -> int:
+        """Start every option that is glued to the premise with a space; returns how many were changed."""
+        premise = self.premise_box.value
+        bad = [r for r in self.rows if glued(premise, r.text.value)]
+        with self._holding():
+            for r in bad:
+                r.text.value = " " + r.text.value
+        if bad:
+            self._edited()
+        return len(bad)
 
     def _gold_toggled(self, row: OptionRow, on: bool) -> None:
         if on:
@@ -338,7 +497,15 @@ class Workbench(w.VBox):
         finally:
             self._hold -= 1
 
-    # --- examples ---------------------------------------------------------------------------
+    def _refresh_rows(self) -> None:
+        premise = self.premise_box.value
+        for i, r in enumerate(self.rows):
+            r.refresh(i + 1, premise)
+        n = sum(glued(premise, r.text.value) for r in self.rows)
+        self.fix_spaces.description = f"add ␣ to the {n} glued option{'s' if n != 1 else ''}"
+        self.fix_spaces.layout.display = None if n else "none"
+
+    # --- examples and saved states ----------------------------------------------------------
 
     def _source_changed(self, source: str) -> None:
         self.message.value = ""
@@ -346,16 +513,27 @@ class Workbench(w.VBox):
             self._examples = self._load_examples(source)
         except (ValueError, TypeError, OSError) as err:
             self._examples = {}
-            self._show_message(f"examples: {err}")
+            self._show_messages([Problem(f"examples: {err}")])
         with self._holding():
             self.example_picker.options = list(self._examples)
             self.example_picker.value = None
         if self._examples:
             self.example_picker.value = next(iter(self._examples))
+        elif source == SAVED:
+            self._show_messages([Problem(f"No saved states in {self.export_dir}: use “save state” first.",
+                                         blocking=False)])
 
     def _load_examples(self, source: str) -> dict[str, dict]:
         if source == CUSTOM:
             return {}
+        if source == SAVED:
+            out = {}
+            for path in sorted(self.export_dir.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True):
+                try:
+                    out[path.name] = read_state(path)
+                except ValueError:
+                    continue  # some other JSON file in the folder
+            return out
         if source == TEACHING:
             para = _optional("paraphrase")
             if para is None:
@@ -378,8 +556,14 @@ class Workbench(w.VBox):
             "paraphrases": [""] * len(it.options), "gold": it.gold} for it in task if it.premise_per_option is None}
 
     def load_example(self, example: dict) -> None:
-        """Fill every field from ``example`` (premise, domain_premise, options, paraphrases, gold)."""
+        """Fill every field from ``example`` (premise, domain_premise, options, paraphrases, gold; and lm, mlm
+        when given, as in a saved state)."""
         with self._holding():
+            for key, picker in (("lm", self.lm_picker), ("mlm", self.mlm_picker)):
+                if example.get(key):
+                    if example[key] not in picker.options:
+                        picker.options = [*picker.options, example[key]]
+                    picker.value = example[key]
             self.premise_box.value = example["premise"]
             self.domain_box.value = example.get("domain_premise") or ""
             self.set_options(example["options"], example.get("paraphrases"), gold=example.get("gold"))
@@ -389,16 +573,71 @@ class Workbench(w.VBox):
         if key is not None and key in self._examples:
             self.load_example(self._examples[key])
 
+    def state(self) -> dict:
+        """The workbench's state: premise, domain premise, options, paraphrases (as typed), gold, model names."""
+        return {"format": STATE_FORMAT, "version": 1, "premise": self.premise_box.value,
+                "domain_premise": self.domain_box.value or None, "options": self.options,
+                "paraphrases": [r.paraphrases.value for r in self.rows], "gold": self.gold,
+                "lm": self.lm_picker.value, "mlm": self.mlm_picker.value}
+
+    def save_state(self, path: str | Path) -> Path:
+        """Write ``state()`` as JSON to ``path`` (a ``.json`` file); ``Workbench.from_state`` reads it back."""
+        path = Path(path).expanduser()
+        if path.suffix != ".json":
+            raise ValueError(f"path: expected a .json file name, got {path.name!r}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.state(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        return path
+
+    def load_state(self, source: str | Path | dict) -> None:
+        """Load a saved state (a path written by ``save_state`` or its dict) into this workbench."""
+        self.load_example(read_state(source))
+
+    @classmethod
+    def from_state(cls, source: str | Path | dict, **kwargs: Any) -> "Workbench":
+        """A new Workbench with the models and inputs of a saved state (``lm=``/``mlm=`` and other keyword
+        arguments of ``Workbench`` override)."""
+        state = read_state(source)
+        kwargs.setdefault("lm", state.get("lm"))
+        kwargs.setdefault("mlm", state.get("mlm"))
+        bench = cls(**kwargs)
+        bench.load_example({k: v for k, v in state.items() if k not in ("lm", "mlm")})
+        return bench
+
     # --- updating ---------------------------------------------------------------------------
 
     def inputs(self) -> Inputs:
         """The current state as an ``Inputs`` snapshot."""
         dom = self.domain_box.value
         return Inputs(self.premise_box.value, dom if dom.strip() else None, tuple(self.options),
-                      tuple(_split_forms(r.paraphrases.value) for r in self.rows), self.gold)
+                      tuple(r.forms() for r in self.rows), self.gold)
+
+    def problems_for(self, view: str) -> list[Problem]:
+        """The notices of the last update that concern ``view``."""
+        return [p for p in self._problems if p.scope == view]
+
+    def _stale_views(self) -> list[View]:
+        """Views whose inputs are newer than what they show."""
+        inp = self.inputs()
+        pickers = {"lm": self.lm_picker.value != self.lm.name, "mlm": self.mlm_picker.value != self.mlm.name}
+        out = []
+        for v in self.views.values():
+            if v.state == "empty":
+                continue
+            changed = any(pickers.get(n, False) for n in v.needs)
+            if changed or v.state in ("error", "blocked") or v.key(inp) != v.shown_key:
+                out.append(v)
+        return out
 
     def _edited(self, delay: float | None = None) -> None:
-        if self._hold or not self.live:
+        self._refresh_rows()
+        if self._hold:
+            return
+        self._generation += 1
+        for v in self._stale_views():
+            if v.state != "busy":
+                v.set_state("stale")
+        if not self.live:
             return
         with self._lock:
             if self._timer is not None:
@@ -423,7 +662,13 @@ class Workbench(w.VBox):
                     self._worker = None
                     return
                 self._pending = False
-            self.update()
+            with self._computing:
+                self._update(everything=False)
+
+    def _sighted(self, view: View, seen: bool) -> None:
+        """A view deferred by a live update came into sight: update it now."""
+        if seen and view.state == "deferred" and self.live:
+            self._kick()
 
     def wait(self, timeout: float = 120.0) -> None:
         """Block until pending live updates have finished (for scripts and tests)."""
@@ -437,173 +682,190 @@ class Workbench(w.VBox):
         raise TimeoutError(f"timeout: updates still running after {timeout} s")
 
     def update(self) -> None:
-        """Recompute and redraw every view now (synchronously); errors become messages in the widget."""
+        """Recompute and redraw every view now (synchronously); problems become messages in the widget."""
         with self._computing:
-            self._update()
+            self._update(everything=True)
 
-    def _update(self) -> None:
+    def _catch_up(self) -> None:
+        """Bring views that a live update left for later (out of sight) up to date before handing out data."""
+        if any(v.state == "deferred" for v in self.views.values()):
+            self.update()
+
+    def _update(self, everything: bool) -> None:
+        """One update pass. ``everything``: every view; otherwise (live edits) views out of sight in the browser
+        are left stale ("deferred") and computed when they come into sight or when their data is asked for."""
         start = time.perf_counter()
-        self.message.value = ""
-        self.progress.value = 0
-        self.status.value = "<i>loading models…</i>"
-        try:
-            self.lm = self._resolve(self.lm_picker.value, DEFAULT_LM, "causal", load_lm)
-            self.mlm = self._resolve(self.mlm_picker.value, DEFAULT_MLM, "masked", load_mlm)
-        except Exception as err:  # a model that fails to load must not kill the UI
-            self._show_message(f"model: {type(err).__name__}: {err}")
-            return
+        gen = self._generation
         inp = self.inputs()
-        self.results = {}
-        errors = []
-        for name, step in [("scores", self._scores), ("tokens", self._tokens), ("paraphrase", self._paraphrase),
-                           ("letters", self._letters), ("pll", self._pll)]:
-            self.status.value = f"<i>computing {VIEWS[name]}…</i>"
-            view = self.views[name]
-            try:
-                step(inp, view)
-            except Exception as err:  # every failure becomes a message inside the widget
-                view.frames, view.make_figure, view._figure = {}, None, None
-                view.message = f"{type(err).__name__}: {err}" if not isinstance(err, (ValueError, TypeError)) \
-                    else str(err)
-                errors.append(f"{VIEWS[name]}: {view.message}")
-                self._render_message(view)
-            self.progress.value += 1
+        self._problems = problems(inp)
+        self._show_messages(self._problems)
+        if any(p.blocking and p.scope is None for p in self._problems):
+            for v in self.views.values():
+                v.set_state("blocked")
+            self.progress.value = 0
+            self.status.value = "<i>fix the inputs above to update the views</i>"
+            return
+        try:
+            self._load_models()
+        except Exception as err:  # a model that fails to load must not kill the UI
+            self._problems.append(Problem(f"model: {type(err).__name__}: {err}"))
+            self._show_messages(self._problems)
+            for v in self.views.values():
+                v.set_state("blocked", "model failed to load")
+            self.status.value = ""
+            self.progress.value = 0
+            return
+        order = sorted(self.views.values(), key=lambda v: v.cost)
+        self.progress.value = 0
+        for k, view in enumerate(order):
+            if self.live and self._generation != gen:
+                self.status.value = "<i>newer edit: starting over…</i>"
+                return
+            blocked = [p for p in self._problems if p.scope == view.name and p.blocking]
+            key = view.key(inp)
+            outdated = key != view.shown_key or view.state in ("error", "empty")
+            if blocked:
+                view.set_state("blocked")
+            elif outdated and not everything and not view.probe.in_sight and view.state != "empty":
+                view.set_state("deferred")
+            elif outdated:
+                self.status.value = f"<i>computing {html.escape(view.title)}…</i>"
+                view.set_state("busy")
+                try:
+                    view.publish(inp, view.compute(inp))
+                    view.shown_key = key
+                    view.set_state("ready" if self._generation == gen else "stale")
+                except Exception as err:  # every failure becomes a message inside its view
+                    view.fail(str(err) if isinstance(err, (ValueError, TypeError, ModuleNotFoundError))
+                              else f"{type(err).__name__}: {err}")
+            elif self._generation == gen:
+                view.set_state("ready")
+            self.progress.value = (k + 1) / len(order)
         self.last_update_s = time.perf_counter() - start
         self.status.value = f"updated in {self.last_update_s:.2f} s"
-        if errors:
-            self._show_message("<br>".join(html.escape(e) for e in errors), escape=False)
 
-    def _show_message(self, text: str, *, escape: bool = True) -> None:
-        self.message.value = f"<div class='sl-error'>⚠ {html.escape(text) if escape else text}</div>"
+    def _show_messages(self, found: list[Problem]) -> None:
+        """One line per problem; notices (non-blocking) in the warning colour."""
+        shown = [p for p in found if p.scope is None or p.blocking]
+        if not shown:
+            self.message.value = ""
+            return
+        items = "".join(f"<li class='sl-problem{'' if p.blocking else ' sl-warning'}'>"
+                        f"{'⚠' if p.blocking else 'ⓘ'} {html.escape(p.text)}</li>" for p in shown)
+        self.message.value = f"<ul>{items}</ul>"
 
-    # --- the five views ---------------------------------------------------------------------
+    # --- export -----------------------------------------------------------------------------
 
-    def _scores(self, inp: Inputs, view: View) -> None:
-        r = score(self.lm, inp.premise, list(inp.options), domain_premise=inp.domain_premise, gold=inp.gold,
-                  top_k=self.top_k)  # the token view's alternatives come from this same pass
-        self.results["scores"] = r
-        table = r.table.copy()
-        table.insert(1, "gold", [i == inp.gold for i in range(len(table))])
-        grid = w.HTML(_score_table_html(r.table, inp.gold))
-        grid.add_class("sl-score-table")
-        self._publish(view, {"table": table, "tokens": r.tokens}, "table",
-                      lambda: viz.scorer_table(r.table, gold=inp.gold), html_text=r.explain(), widget=grid)
+    @property
+    def export_dir(self) -> Path:
+        """The folder exports and saved states go to (the "export folder" box)."""
+        text = self.export_box.value.strip()
+        return Path(text).expanduser() if text else DEFAULT_EXPORT_DIR
 
-    def _tokens(self, inp: Inputs, view: View) -> None:
-        r = self.results.get("scores")
-        if r is None:
-            raise ValueError("tokens: the scorer view failed, so there are no tokens to show")
-        tv = token_view(self.lm, r, k=self.top_k)
-        self.heatmap.rows = heatmap_rows(tv)
-        self._publish(view, {"tokens": tv}, "tokens", lambda: viz.token_heatmap(tv), widget=self.heatmap,
-                      html_text="Colour: surprisal (orange) under each context; Δ row: premise − domain "
-                                "log-prob per token (green = the premise helps). Hover a token for details.")
+    def _unique(self, stem: str, suffix: str) -> Path:
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        path = self.export_dir / f"{stem}-{stamp}{suffix}"
+        k = 2
+        while path.exists():
+            path = self.export_dir / f"{stem}-{stamp}-{k}{suffix}"
+            k += 1
+        return path
 
-    def _paraphrase(self, inp: Inputs, view: View) -> None:
-        para = _optional("paraphrase")
-        if para is None:
-            raise ModuleNotFoundError("not available: surfacelab.paraphrase not installed yet")
-        names = [o.strip() or o for o in inp.options]
-        if len(set(names)) < len(names):
-            names = list(inp.options)
-        concepts = {n: [o, *[f for f in forms if f != o]] for n, o, forms in zip(names, inp.options, inp.paraphrases)}
-        answer = names[inp.gold] if inp.gold is not None else None
-        # top_k as in the scorer view: the option forms' scores and alternatives come from that pass
-        m = para.mass(self.lm, inp.premise, concepts, domain_premise=inp.domain_premise, answer=answer,
-                      top_k=self.top_k)
-        self.results["paraphrase"] = m
-        self._publish(view, {"concepts": m.concepts, "forms": m.forms, "winners": m.winners, "topk": m.topk},
-                      "concepts", lambda: viz.paraphrase_mass(m.forms, m.concepts, m.winners, answer=answer),
-                      html_text=m.explain())
-
-    def _letters(self, inp: Inputs, view: View) -> None:
-        letters = _optional("letters")
-        if letters is None:
-            raise ModuleNotFoundError("not available: surfacelab.letters not installed yet")
-        # the options' leading spaces join them to the premise; as lettered lines they are plain text
-        res = letters.score(self.lm, inp.premise, [o.strip() for o in inp.options], gold=inp.gold)
-        self.results["letters"] = res
-        self._publish(view, {"table": res.table}, "table", lambda: viz.letter_priors(res.table, gold=inp.gold))
-
-    def _pll(self, inp: Inputs, view: View) -> None:
-        pll = _optional("pll")
-        if pll is None:
-            raise ModuleNotFoundError("not available: surfacelab.pll not installed yet")
-        sentences = [inp.premise + o for o in inp.options]
-        res = list(pll.pll_metrics(self.mlm, sentences, PLL_METRICS, progress=False).values())
-        self.results["pll"] = res
-        tokens = pd.concat([r.tokens.assign(metric=r.metric) for r in res], ignore_index=True)
-        table = pd.concat([r.table.assign(metric=r.metric) for r in res], ignore_index=True)
-        note = self.mlm.note
-        label = (f"<div class='sl-note'>⚠ {html.escape(note)}</div>" if note
-                 else f"<div class='sl-note'>masked LM: {html.escape(self.mlm.name)}</div>")
-        self._publish(view, {"tokens": tokens, "table": table}, "tokens",
-                      lambda: viz.pll_subwords(tokens, note=note or self.mlm.name, cols=2), html_text=label,
-                      escape=False, width=2 * FIGURE_WIDTH + 20)
-
-    # --- rendering --------------------------------------------------------------------------
-
-    def _view_box(self, name: str, title: str) -> View:
-        head = w.HTML(f"<b>{title}</b>")
-        text = w.HTML("")
-        text.add_class("sl-view-text")
-        content = w.Box([], layout=w.Layout(width="100%"))
-        content.add_class("sl-view-content")
-        buttons = []
-        for kind in ("png", "html", "csv"):
-            b = w.Button(description=kind.upper(), tooltip=f"export this view as {kind.upper()}",
-                         layout=w.Layout(width="64px"))
-            b.add_class(f"sl-export-{kind}")
-            b.on_click(lambda _, kind=kind: self._export_clicked(name, kind))
-            buttons.append(b)
-        box = w.VBox([head, content, text, w.HBox(buttons)],
-                     layout=w.Layout(border="1px solid var(--jp-border-color2)", padding="6px", min_width="0"))
-        box.add_class("sl-view")
-        box.add_class(f"sl-view-{name}")
-        return View(name, box)
-
-    def _publish(self, view: View, frames: dict[str, pd.DataFrame], main: str, make_figure: Callable[[], go.Figure],
-                 *, html_text: str = "", widget: w.DOMWidget | None = None, escape: bool = True,
-                 width: int = FIGURE_WIDTH) -> None:
-        view.frames, view.main, view.message = frames, main, ""
-        view.make_figure, view._figure = make_figure, None
-        content, text = view.box.children[1], view.box.children[2]
-        if widget is None:
-            widget = go.FigureWidget(view.figure).update_layout(width=width)
-            widget.add_class("sl-figure")
-        content.children = (widget,)
-        text.value = f"<div class='sl-explain'>{html.escape(html_text) if escape else html_text}</div>"
-        view.box.remove_class("sl-view-error")
-        view.box.add_class("sl-view-ready")
-
-    def _render_message(self, view: View) -> None:
-        content, text = view.box.children[1], view.box.children[2]
-        msg = w.HTML(f"<div class='sl-error'>⚠ {html.escape(view.message)}</div>")
-        msg.add_class("sl-view-message")
-        content.children = (msg,)
-        text.value = ""
-        view.box.remove_class("sl-view-ready")
-        view.box.add_class("sl-view-error")
+    def _saved_note(self, path: Path) -> str:
+        link = ""
+        if path.stat().st_size <= LINK_LIMIT:
+            mime = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+            data = base64.b64encode(path.read_bytes()).decode("ascii")
+            link = (f" · <a class='sl-download' download='{html.escape(path.name)}' "
+                    f"href='data:{mime};base64,{data}'>download</a>")
+        return (f"<span class='sl-info' title='{html.escape(str(path))}'>saved <code>{html.escape(path.name)}</code> "
+                f"in {html.escape(str(path.parent))}</span>{link}")
 
     def _export_clicked(self, name: str, kind: str) -> None:
+        view = self.views[name]
         try:
-            path = self.export(name, self.export_dir / f"{name}.{kind}")
-            self.message.value = f"<div class='sl-info'>saved {html.escape(str(path))}</div>"
-        except Exception as err:  # an export failure is a message, not a traceback
-            self._show_message(f"export {name}: {type(err).__name__}: {err}")
+            path = self.export(name, self._unique(name, f".{kind}"))
+            view.export_note.value = self._saved_note(path)
+        except Exception as err:  # an export failure is a message next to the button, not a traceback
+            view.export_note.value = f"<span class='sl-error'>⚠ export failed: {html.escape(str(err))}</span>"
 
-    # --- data out ---------------------------------------------------------------------------
+    def _save_clicked(self) -> None:
+        try:
+            self.files_note.value = self._saved_note(self.save_state(self._unique("state", ".json")))
+        except Exception as err:
+            self.files_note.value = f"<span class='sl-error'>⚠ could not save: {html.escape(str(err))}</span>"
 
     def export(self, view: str, path: str | Path) -> Path:
         """Write one view as PNG, HTML (its figure) or CSV (its main frame), chosen by the suffix of ``path``."""
         if view not in self.views:
             raise ValueError(f"view: unknown view {view!r}; known: {', '.join(self.views)}")
-        return self.views[view].save(path)
+        self._catch_up()
+        return self.views[view].save(Path(path).expanduser())
+
+    # --- data out ---------------------------------------------------------------------------
 
     def frames(self) -> dict[str, pd.DataFrame]:
         """The main DataFrame of every view that has one, by view name."""
+        self._catch_up()
         return {name: v.data for name, v in self.views.items() if v.data is not None}
 
     def figures(self) -> dict[str, go.Figure]:
         """The figure of every view that has one, by view name."""
+        self._catch_up()
         return {name: v.figure for name, v in self.views.items() if v.figure is not None}
+
+    @property
+    def results(self) -> dict[str, Any]:
+        """The library result of every view that has one (``MCResult``, ``MassResult``, ...), by view name."""
+        self._catch_up()
+        return {name: v.result for name, v in self.views.items() if v.result is not None}
+
+    def close(self) -> None:
+        """Close the workbench and every widget in it."""
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+        for child in self.children:
+            close_tree(child)
+        self.layout.close()
+        super().close()
+
+
+def read_state(source: str | Path | dict) -> dict:
+    """Read and check a saved workbench state (a ``save_state`` file or its dict).
+
+    Returns:
+        A dict with premise, domain_premise, options, paraphrases, gold, lm and mlm.
+    """
+    if isinstance(source, dict):
+        doc, where = source, "state"
+    else:
+        path = Path(source).expanduser()
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ValueError(f"source: no state file at {str(path)!r}") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise ValueError(f"source: {path.name} is not a JSON state file ({err})") from None
+        where = path.name
+    if not isinstance(doc, dict) or doc.get("format") != STATE_FORMAT:
+        raise ValueError(f"source: {where} is not a surfacelab workbench state (no \"format\": \"{STATE_FORMAT}\")")
+    if not isinstance(doc.get("premise"), str):
+        raise ValueError(f"source: {where}: premise must be a string")
+    if doc.get("domain_premise") is not None and not isinstance(doc["domain_premise"], str):
+        raise ValueError(f"source: {where}: domain_premise must be a string or null")
+    opts = doc.get("options")
+    if not isinstance(opts, list) or not all(isinstance(o, str) for o in opts):
+        raise ValueError(f"source: {where}: options must be a list of strings")
+    para = doc.get("paraphrases") or [""] * len(opts)
+    if not isinstance(para, list) or len(para) != len(opts) or not all(isinstance(p, str) for p in para):
+        raise ValueError(f"source: {where}: paraphrases must be one string per option")
+    try:
+        gold = check_gold(doc.get("gold"), len(opts))
+    except ValueError as err:
+        raise ValueError(f"source: {where}: {err}") from None
+    for key in ("lm", "mlm"):
+        if doc.get(key) is not None and not isinstance(doc[key], str):
+            raise ValueError(f"source: {where}: {key} must be a model name")
+    return {"premise": doc["premise"], "domain_premise": doc.get("domain_premise"), "options": opts,
+            "paraphrases": para, "gold": gold, "lm": doc.get("lm"), "mlm": doc.get("mlm")}

@@ -1,139 +1,174 @@
-"""Real-browser test: JupyterLab + headless Debian chromium run 00_workbench, edit the premise, check every view.
+"""Real browser: ``make lab`` (as a user runs it) + headless Debian chromium on the workbench notebook.
 
-Needs /usr/bin/chromium (``apt-get install -y chromium``) and the ``playwright`` pip package (no
-browser download: the Debian chromium is launched through ``executable_path``). Saves the
-screenshot the README shows to ``docs/workbench.png``.
+One server and one page for the module (opening the notebook loads the models once); the tests run in
+file order on that page: the printed URL opens the workbench, every view renders, the token tooltip
+stays inside the viewport, the leading-space marker and its fix, the stale/busy classes while
+computing, the timed edit (logged; the ≤ 1 s target lives in ``benchmarks/bench_workbench_browser.py``),
+the layout at 1280 / 1440 / 1920 px with and without the file browser and in the dark theme, and a
+clean checkout afterwards.
 """
 
 from __future__ import annotations
 
-import os
-import secrets
-import shutil
-import socket
 import subprocess
-import sys
 import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 
+from labkit import CHROMIUM, REPO, VIEWS, launch, make_lab, no_horizontal_scroll, open_workbench, timed_edit
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", "--disable-quic"]
-VIEWS = ["scores", "tokens", "paraphrase", "letters", "pll"]
-NEW_PREMISE = "After the long hike she soaked her feet in the"
+#: The bound the browser test asserts on a shared CI machine; the target (1 s) is the benchmark's.
+EDIT_BOUND_S = 5.0
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _git_status() -> str:
+    return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=REPO, capture_output=True,
+                          text=True, check=True).stdout
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
+def session(tmp_path_factory):
+    from pathlib import Path
+
     if not Path(CHROMIUM).exists():
         pytest.skip(f"{CHROMIUM} missing: apt-get install -y chromium")
     pytest.importorskip("playwright")
-    tmp = tmp_path_factory.mktemp("lab")
-    news = tmp / "settings" / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
-    news.parent.mkdir(parents=True)
-    news.write_text('{"fetchNews": "false", "checkForUpdates": false}')  # no "get notified about news?" toast
-    port, token = _free_port(), secrets.token_hex(16)
-    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(tmp / "config"), JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
-               JUPYTERLAB_WORKSPACES_DIR=str(tmp / "workspaces"), JUPYTERLAB_SETTINGS_DIR=str(tmp / "settings"))
-    jupyter = shutil.which("jupyter", path=str(Path(sys.executable).parent)) or "jupyter"
-    log = open(tmp / "lab.log", "w")
-    proc = subprocess.Popen([jupyter, "lab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-                             f"--IdentityProvider.token={token}", "--LabApp.expose_app_in_browser=True",
-                             "--allow-root"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=1)
-                break
-            except OSError:
-                if proc.poll() is not None:
-                    pytest.fail(f"jupyter lab exited: {(tmp / 'lab.log').read_text()[-2000:]}")
-                time.sleep(0.2)
-        else:
-            pytest.fail("jupyter lab did not answer within 60 s")
-        yield base, token
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
-
-
-def _scores_text(page) -> str:
-    return page.text_content(".sl-view-scores .sl-view-content") or ""
-
-
-def test_workbench_in_jupyterlab(lab, tmp_path):
     from playwright.sync_api import sync_playwright
 
-    base, token = lab
-    errors: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, chromium_sandbox=False, args=FLAGS)
-        page = browser.new_page(viewport={"width": 1720, "height": 2400})
-        page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
-        page.on("console", lambda msg: errors.append(f"console: {msg.text}") if msg.type == "error" else None)
-        page.goto(f"{base}/lab/tree/notebooks/00_workbench.ipynb?reset&token={token}")
-        page.wait_for_function("window.jupyterapp && document.querySelector('.jp-Notebook')", timeout=90_000)
-        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle'], "
-                               ".jp-Toolbar-kernelStatus", timeout=90_000)
-        page.evaluate("window.jupyterapp.commands.execute('application:toggle-left-area')")
-        page.wait_for_function("(() => { const k = window.jupyterapp.shell.currentWidget?.sessionContext?.session"
-                               "?.kernel; return k && k.status === 'idle'; })()", timeout=90_000)
-        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
-        for view in VIEWS:
-            page.wait_for_selector(f".sl-view-{view}.sl-view-ready", timeout=180_000)
-        page.wait_for_selector(".sl-view-scores .sl-score-table table", timeout=60_000)
-        page.wait_for_selector(".sl-view-paraphrase .js-plotly-plot", timeout=60_000)
-        page.wait_for_selector(".sl-token-heatmap .sl-tok", timeout=60_000)
-        before = _scores_text(page)
-        page.screenshot(path=str(tmp_path / "before.png"))
-        print("debug screenshots in", tmp_path)
-        assert "bathtub" in before, before
-
-        box = page.locator(".sl-premise textarea")
-        box.click()
-        box.fill("")
-        box.type(NEW_PREMISE, delay=5)
-        page.wait_for_function(
-            "(prev) => { const el = document.querySelector('.sl-view-scores .sl-view-content');"
-            " return el && el.textContent !== prev && el.querySelector('table'); }",
-            arg=before, timeout=120_000)
-        page.wait_for_function("document.querySelector('.sl-status')?.innerText.startsWith('updated')",
-                               timeout=120_000)
-        after = _scores_text(page)
-        assert after != before
-        for view in VIEWS:
-            assert page.locator(f".sl-view-{view}.sl-view-ready").count() == 1, view
-        assert page.locator(".sl-view-error").count() == 0
-        stderr = " ".join(page.locator("[data-mime-type='application/vnd.jupyter.stderr']").all_inner_texts())
-        assert "Warning" not in stderr and "Traceback" not in stderr, stderr
-        assert page.locator(".sl-message .sl-error").count() == 0
-        # the PLL view always carries the masked LM's label
-        assert "retrieval" in page.inner_text(".sl-view-pll")
-        # hover a token: the tooltip shows rank, entropy and the top alternatives
-        page.locator(".sl-token-heatmap .sl-tok").first.hover()
-        tip = page.inner_text(".sl-heatmap-tip")
-        assert "rank" in tip and "entropy" in tip and "top alternatives" in tip
-        page.mouse.move(5, 5)
-        time.sleep(0.5)
-        shot = REPO / "docs" / "workbench.png"
-        shot.parent.mkdir(exist_ok=True)
-        page.locator(".sl-workbench").screenshot(path=str(shot))
+    before = _git_status()
+    tmp = tmp_path_factory.mktemp("lab")
+    with make_lab(tmp) as lab, sync_playwright() as p:
+        browser, page, errors = launch(p, 1440, 900)
+        open_workbench(page, lab.url)
+        yield {"lab": lab, "page": page, "errors": errors, "git_before": before, "tmp": tmp}
         browser.close()
-    assert not errors, errors
+
+
+def test_make_lab_prints_one_url_that_opens_the_workbench(session):
+    lab, page = session["lab"], session["page"]
+    urls = [line for line in lab.printed.split() if line.startswith("http")]
+    assert urls == [lab.url], lab.printed  # one URL, and it is the one that was opened
+    assert "/lab/tree/00_workbench.ipynb?token=" in lab.url
+    assert page.url.split("?")[0] == lab.url.split("?")[0]  # no login page, no "could not find path"
+    for view in VIEWS:
+        assert page.locator(f".sl-view-{view}.sl-view-ready").count() == 1, view
+    assert "bathtub" in page.inner_text(".sl-view-scores .sl-score-table")
+    page.locator(".sl-view-paraphrase").scroll_into_view_if_needed()  # figures out of sight are drawn lazily
+    page.wait_for_selector(".sl-view-paraphrase .sl-plot .main-svg", timeout=30_000)
+    assert "retrieval" in page.inner_text(".sl-view-pll")  # the PLL view always carries the model's label
+    assert "the prompt the model reads" in page.inner_text(".sl-view-letters")
+    stderr = " ".join(page.locator("[data-mime-type='application/vnd.jupyter.stderr']").all_inner_texts())
+    assert "Traceback" not in stderr, stderr
+
+
+def test_token_tooltip_stays_inside_the_viewport(session):
+    page = session["page"]
+    assert page.locator(".sl-heatmap-legend").count() == 1  # the colour legend
+    toks = page.locator(".sl-view-tokens .sl-tok")
+    for tok in (toks.last, toks.nth(toks.count() // 2), toks.first):  # the last one sits at the bottom right
+        tok.scroll_into_view_if_needed()
+        tok.hover()
+        tip = page.locator(".sl-heatmap-tip")
+        tip.wait_for(state="visible")
+        box = tip.bounding_box()
+        view = page.viewport_size
+        assert box["x"] >= 0 and box["y"] >= 0, box
+        assert box["x"] + box["width"] <= view["width"] and box["y"] + box["height"] <= view["height"], (box, view)
+        text = tip.inner_text()
+        assert "rank" in text and "entropy" in text and "top alternatives" in text
+    page.mouse.move(2, 2)
+
+
+def test_leading_space_marker_and_one_click_fix(session):
+    page = session["page"]
+    row = page.locator(".sl-option-row").nth(1)
+    assert row.locator(".sl-space-yes").count() == 1  # " sink": the marker shows its space
+    row.locator(".sl-option input").fill("sink")
+    row.locator(".sl-space-no").first.wait_for(timeout=10_000)
+    assert "thesink" in row.locator(".sl-option-preview").inner_text().replace("‸", "")
+    fix = row.locator(".sl-space-fix")
+    fix.wait_for(state="visible", timeout=10_000)
+    page.wait_for_selector(".sl-message .sl-warning", timeout=30_000)  # the notice, in words
+    assert "Option 2" in page.inner_text(".sl-message")
+    fix.click()
+    page.wait_for_function("document.querySelectorAll('.sl-option-row')[1].querySelector('input').value === ' sink'",
+                           timeout=10_000)
+    row.locator(".sl-space-yes").wait_for(timeout=10_000)
+    assert not fix.is_visible()
+    page.wait_for_function("!document.querySelector('.sl-message .sl-warning')", timeout=30_000)
+
+
+def test_views_are_marked_stale_while_computing_and_an_edit_redraws_them(session):
+    page = session["page"]
+    before = page.inner_text(".sl-view-scores .sl-score-table")
+    revisions = page.evaluate("[...document.querySelectorAll('.sl-plot')].map(e => e.dataset.slRevision)")
+    stale: list[bool] = []
+    seconds = timed_edit(page, "The man took a bath in the", " warm", stale_seen=stale)
+    print(f"\nbrowser: keystroke to every view redrawn and the DOM quiet: {seconds:.2f} s (shared machine)")
+    assert stale == [True, True]  # marked stale at once, then busy view by view while the numbers are computed
+    assert seconds <= EDIT_BOUND_S
+    assert page.inner_text(".sl-view-scores .sl-score-table") != before
+    deferred = page.evaluate("[...document.querySelectorAll('.sl-view.sl-deferred')].map(e => e.className)")
+    print(f"views out of sight, left for later: {len(deferred)}")
+    plots = page.locator(".sl-plot")
+    for k in range(plots.count()):  # views out of sight are computed and drawn when they come into sight
+        plots.nth(k).scroll_into_view_if_needed()
+        try:
+            page.wait_for_function("([k, old]) => document.querySelectorAll('.sl-plot')[k].dataset.slRevision "
+                                   "!== old", arg=[k, revisions[k]], timeout=60_000)
+        except Exception:
+            states = page.evaluate("[...document.querySelectorAll('.sl-view')].map(e => e.className)")
+            raise AssertionError(f"plot {k} was not redrawn: {states}, {page.inner_text('.sl-status')}") from None
+    page.wait_for_function("!document.querySelector('.sl-workbench .sl-stale, .sl-workbench .sl-busy')",
+                           timeout=60_000)
+    assert page.locator(".sl-view-error").count() == 0
+
+
+def test_money_options_are_not_latex(session):
+    page = session["page"]
+    rows = page.locator(".sl-option-row")
+    rows.nth(2).locator(".sl-option input").fill(" $5")
+    rows.nth(3).locator(".sl-option input").fill(" $10")
+    page.locator(".sl-view-paraphrase").scroll_into_view_if_needed()
+    page.wait_for_function("[...document.querySelectorAll('.sl-view-paraphrase svg text')].some("
+                           "t => t.textContent.includes('$10'))", timeout=60_000)
+    assert page.locator(".sl-view-paraphrase .MathJax, .sl-view-paraphrase mjx-container").count() == 0
+    page.wait_for_function("!document.querySelector('.sl-workbench .sl-stale:not(.sl-deferred)')", timeout=60_000)
+
+
+@pytest.mark.parametrize("width,file_browser,dark,columns", [
+    (1440, False, False, 2), (1280, False, False, None), (1280, True, False, 1), (1920, True, False, 2),
+    (1440, False, True, 2)])
+def test_layout_without_horizontal_scrolling(session, width, file_browser, dark, columns):
+    page = session["page"]
+    page.set_viewport_size({"width": width, "height": 900})
+    if page.evaluate("!window.jupyterapp.shell.leftCollapsed") != file_browser:
+        page.evaluate("window.jupyterapp.commands.execute('application:toggle-left-area')")
+    theme = "JupyterLab Dark" if dark else "JupyterLab Light"
+    page.evaluate(f"window.jupyterapp.commands.execute('apputils:change-theme', {{theme: '{theme}'}})")
+    page.wait_for_function(f"document.body.dataset.jpThemeLight === '{str(not dark).lower()}'", timeout=30_000)
+    time.sleep(1.0)  # resize observers and the theme redraw
+    found = no_horizontal_scroll(page)
+    assert found["notebook"][0] <= found["notebook"][1], found
+    assert found["page"][0] <= found["page"][1], found
+    assert found["scrollbars"] == [] and found["overflow"] == [], found
+    if columns is not None:
+        assert found["columns"] == columns, found
+    page.locator(".sl-view-letters").scroll_into_view_if_needed()
+    time.sleep(0.5)
+    colours = page.evaluate("""() => {
+      const svg = document.querySelector('.sl-view-letters .main-svg');
+      const text = document.querySelector('.sl-view-letters .gtitle, .sl-view-letters .xtick text');
+      return {bg: svg && getComputedStyle(svg).backgroundColor, text: text && getComputedStyle(text).fill,
+              font: getComputedStyle(document.body).getPropertyValue('--jp-ui-font-color1').trim()};
+    }""")
+    assert colours["bg"] in ("rgba(0, 0, 0, 0)", "transparent"), colours  # the page's theme shows through
+    page.screenshot(path=str(session["tmp"] / f"layout-{width}{'-fb' if file_browser else ''}"
+                                              f"{'-dark' if dark else ''}.png"))
+
+
+def test_no_errors_and_a_clean_checkout(session):
+    assert not session["errors"], session["errors"]
+    assert _git_status() == session["git_before"]  # notebooks ran from the lab copies; nothing was written here

@@ -1,74 +1,116 @@
-"""Workbench state: set traits, update, then assert on the frames and the figure data."""
+"""Workbench state: set traits, update, then assert on the frames, the messages, the classes and the widgets."""
 
 from __future__ import annotations
 
+import json
+import threading
 import time
 
 import numpy as np
 import pandas as pd
 import pytest
+from ipywidgets.widgets import widget as ipy_widget
 
 import surfacelab as sl
-from surfacelab import paraphrase, viz
+from surfacelab import paraphrase
 from surfacelab.alternatives import token_view
-from surfacelab.widgets import TokenHeatmap, Workbench, heatmap_rows
+from surfacelab.widgets import TokenHeatmap, Workbench, heatmap_rows, problems, read_state
+from surfacelab.widgets import views as vmod
 from surfacelab.widgets import workbench as wbmod
+from surfacelab.widgets.workbench import Inputs
+
+PREMISE = "The man took a bath in the"
+OPTIONS = [" bathtub", " soap", " milk", " mat"]
 
 
 @pytest.fixture
-def wb(tiny_lm, tiny_mlm):
-    bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=False)
-    bench.premise_box.value = "The man took a bath in the"
+def wb(tiny_lm, tiny_mlm, tmp_path):
+    bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=False, export_dir=tmp_path / "exports")
+    bench.premise_box.value = PREMISE
     bench.domain_box.value = " the"
-    bench.set_options([" bathtub", " soap", " milk", " mat"], ["tub, bath tub", "", "", ""], gold=0)
-    return bench
+    bench.set_options(OPTIONS, ["tub, bath tub", "", "", ""], gold=0)
+    yield bench
+    bench.close()
 
 
 def _classes(widget) -> set[str]:
     return set(widget._dom_classes)
 
 
-def test_update_fills_every_view_from_the_library(wb, tiny_lm):
+def _messages(bench: Workbench) -> list[str]:
+    return [m for m in bench.message.value.split("<li") if "sl-problem" in m]
+
+
+def test_update_fills_every_view_from_the_library(wb, tiny_lm, tiny_mlm):
     wb.update()
     assert wb.message.value == ""
     frames = wb.frames()
     assert set(frames) == {"scores", "tokens", "paraphrase", "letters", "pll"}
     # view 1: the table is sl.score's table (an independent call) plus the gold column
-    ref = sl.score(tiny_lm, "The man took a bath in the", [" bathtub", " soap", " milk", " mat"],
-                   domain_premise=" the")
+    ref = sl.score(tiny_lm, PREMISE, OPTIONS, domain_premise=" the")
     pd.testing.assert_frame_equal(frames["scores"].drop(columns="gold"), ref.table)
     assert frames["scores"]["gold"].tolist() == [True, False, False, False]
-    fig = wb.views["scores"].figure
-    cells = fig.data[0].cells
-    lm_col = list(fig.data[0].header.values).index("LM")
     best = int(np.argmax(ref.table["logprob"]))
-    assert cells.fill.color[lm_col][best] == viz.WINNER_FILL
-    assert cells.values[0][0].startswith("★")
+    html = wb.views["scores"].table.value
+    assert html.count("sl-win") >= 1 and "★" in html and "␣bathtub" in html
+    assert wb.views["scores"].figure.data[0].cells.values[0][best].replace("\u00a0", " ").strip("★ ")  # exports
     # view 2: token rows for 4 options x 2 conditions, contribution sums to dcpmi
     tv = frames["tokens"]
     assert set(tv["condition"]) == {"premise", "domain"}
     sums = tv[tv["condition"] == "premise"].groupby("option")["contribution"].sum()
     np.testing.assert_allclose(sums.loc[ref.table["option"]].to_numpy(), ref.table["dcpmi"].to_numpy(), atol=1e-4)
-    assert len(wb.heatmap.rows) == 4 * 3  # premise, domain and contribution row per option
-    # view 3: the options' paraphrases are concept forms
+    assert len(wb.views["tokens"].heatmap.rows) == 4 * 3  # premise, domain and contribution row per option
+    # view 3: the options' paraphrases are concept forms, with the option's leading space
     forms = wb.views["paraphrase"].frames["forms"]
     assert forms.loc[forms["concept"] == "bathtub", "form"].tolist() == [" bathtub", " tub", " bath tub"]
-    # view 4: one row per ID
+    spec = wb.views["paraphrase"].plot.figure
+    assert spec["data"] and wb.views["paraphrase"].plot.revision >= 1
+    # view 4: one row per ID, the prompt and each method's pick are shown
     assert frames["letters"]["id"].tolist() == ["A", "B", "C", "D"]
-    # view 5: premise+option sentences under the three metrics
+    detail = wb.views["letters"].detail.value
+    assert "the prompt the model reads" in detail and "calibrated → <b>" in detail and "bathtub" in detail
+    # view 5: premise+option sentences under the three metrics, totals and a winner per metric
+    pll = wb.views["pll"]
     assert set(frames["pll"]["metric"]) == {"original", "word_l2r", "whole_word"}
-    assert set(frames["pll"]["sentence"]) == {"The man took a bath in the" + o for o in wb.options}
+    assert set(frames["pll"]["sentence"]) == {PREMISE + o for o in OPTIONS}
+    totals = pll.frames["totals"]
+    ref_pll = sl.pll(tiny_mlm, [PREMISE + o for o in OPTIONS], metric="original", progress=False).scores
+    np.testing.assert_allclose(totals["original"].to_numpy(), ref_pll, atol=1e-5)
+    assert totals["winner_original"].tolist() == list(ref_pll == ref_pll.max())
     for name in wbmod.VIEWS:
         assert "sl-view-ready" in _classes(wb.views[name].box)
+        assert not _classes(wb.views[name].box) & {"sl-stale", "sl-busy", "sl-view-error"}
 
 
-def test_editing_the_premise_changes_the_table(wb):
+def test_editing_marks_affected_views_stale_until_updated(wb):
     wb.update()
     before = wb.frames()["scores"]["logprob"].to_numpy()
+    wb.domain_box.value = " a"  # the letters and PLL views do not read the domain premise
+    stale = {n for n, v in wb.views.items() if "sl-stale" in _classes(v.box)}
+    assert stale == {"scores", "tokens", "paraphrase"}
+    assert "press Score" in wb.views["scores"].cue.value  # a visible cue, not only a class
     wb.premise_box.value = "The woman went to the store because she needed"
+    assert all("sl-stale" in _classes(v.box) for v in wb.views.values())
     wb.update()
-    after = wb.frames()["scores"]["logprob"].to_numpy()
-    assert not np.allclose(before, after)
+    assert not any("sl-stale" in _classes(v.box) for v in wb.views.values())
+    assert not np.allclose(before, wb.frames()["scores"]["logprob"].to_numpy())
+
+
+def test_busy_class_while_a_view_computes(wb, monkeypatch):
+    wb.update()
+    seen = {}
+    real = wb.views["letters"].compute
+
+    def spy(inp):
+        seen["classes"] = _classes(wb.views["letters"].box)
+        seen["cue"] = wb.views["letters"].cue.value
+        return real(inp)
+
+    monkeypatch.setattr(wb.views["letters"], "compute", spy)
+    wb.premise_box.value = "A new premise for the"
+    wb.update()
+    assert {"sl-stale", "sl-busy"} <= seen["classes"] and "computing" in seen["cue"]
+    assert "sl-busy" not in _classes(wb.views["letters"].box)
 
 
 def test_options_add_remove_reorder_and_gold(wb):
@@ -76,6 +118,7 @@ def test_options_add_remove_reorder_and_gold(wb):
     assert wb.options == [" bathtub", " soap", " milk", " mat", " eggs"]
     wb.move_option(4, -10)
     assert wb.options[0] == " eggs" and wb.gold == 1  # gold follows its option
+    assert [r.number.value for r in wb.rows] == ["1", "2", "3", "4", "5"]  # people count from 1
     wb.remove_option(1)
     assert " bathtub" not in wb.options and wb.gold is None
     wb.rows[2].gold.value = True
@@ -87,43 +130,245 @@ def test_options_add_remove_reorder_and_gold(wb):
         wb.remove_option(9)
 
 
-def test_bad_input_is_a_message_not_an_exception(wb):
-    wb.set_options([" bathtub", " bathtub"], gold=0)
-    wb.update()  # must not raise
-    assert "duplicate" in wb.message.value
-    assert "sl-view-error" in _classes(wb.views["scores"].box)
-    assert wb.views["scores"].data is None
-    wb.set_options([" bathtub", ""])
+def test_gold_must_be_an_index(wb):
+    for bad in (True, 1.0, "1", 4, -1):
+        with pytest.raises(ValueError, match="gold"):
+            wb.set_options(OPTIONS, gold=bad)
+    assert wb.options == OPTIONS and wb.gold == 0  # a refused call changes nothing
+    wb.set_options(OPTIONS, gold=np.int64(2))
+    assert wb.gold == 2
+
+
+def test_export_dir_none_uses_the_default_folder(tiny_lm, tiny_mlm):
+    bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=False, export_dir=None)
+    assert bench.export_dir == wbmod.DEFAULT_EXPORT_DIR and bench.export_box.value == str(wbmod.DEFAULT_EXPORT_DIR)
+    with pytest.raises(TypeError, match="export_dir"):
+        Workbench(lm=tiny_lm, mlm=tiny_mlm, live=False, export_dir=3)
+    bench.close()
+
+
+def test_one_message_per_problem_numbered_from_one(wb, monkeypatch):
+    calls = []
+    monkeypatch.setattr(vmod, "score", lambda *a, **k: calls.append(a))
+    wb.set_options([" bathtub", "", " milk", " bathtub"], gold=0)
     wb.update()
-    assert "must not be empty" in wb.message.value
+    msgs = _messages(wb)
+    assert len(msgs) == 2, msgs
+    assert "Option 2 is empty" in msgs[0]
+    assert "Options 1 and 4 are the same text, &#x27;␣bathtub&#x27;" in msgs[1]
+    assert not calls  # nothing was scored
+    assert all("sl-blocked" in _classes(v.box) for v in wb.views.values())
+    assert "waiting for valid inputs" in wb.views["pll"].cue.value
+
+
+def test_empty_premise_and_single_option_are_refused_in_words(wb):
+    wb.premise_box.value = "   "
+    wb.set_options([" bathtub"])
+    wb.update()
+    text = wb.message.value
+    assert "The premise is empty" in text and "Add at least two options" in text and "n/a" not in text
+    assert wb.frames() == {}
+
+
+def test_glued_option_is_marked_and_fixed_in_one_click(wb):
+    wb.premise_box.value = "He poured the coffee into a"
+    wb.set_options([" mug", "cup"], ["", "teacup, glass"], gold=1)
+    row = wb.rows[1]
+    assert "sl-space-no" in row.join.value and row.fix.layout.display != "none"
+    assert "sl-glued" in _classes(row) and "sl-space-yes" in wb.rows[0].join.value
+    assert wb.rows[0].fix.layout.display == "none"
+    assert "acup" in row.join.value  # the join as the model reads it
+    wb.update()
+    notice = _messages(wb)
+    assert len(notice) == 1 and "Option 2" in notice[0] and "glued" in notice[0]
+    # paraphrases take their option's leading space: the paraphrase view scores what the table scores
+    forms = wb.views["paraphrase"].frames["forms"]
+    assert forms["form"].tolist() == [" mug", "cup", "teacup", "glass"]
+    assert set(wb.frames()["scores"]["option"]) <= set(forms["form"])
+    row.fix.click()
+    assert wb.options == [" mug", " cup"] and "sl-space-yes" in row.join.value
+    assert row.fix.layout.display == "none" and wb.fix_spaces.layout.display == "none"
+    wb.update()
+    assert _messages(wb) == []
+    assert wb.views["paraphrase"].frames["forms"]["form"].tolist() == [" mug", " cup", " teacup", " glass"]
+
+
+def test_fix_all_leading_spaces(wb):
+    wb.premise_box.value = "He poured the coffee into a"
+    wb.set_options(["mug", "cup", " bowl"])
+    assert wb.fix_spaces.layout.display != "none" and "2 glued options" in wb.fix_spaces.description
+    wb.fix_spaces.click()
+    assert wb.options == [" mug", " cup", " bowl"]
+
+
+def test_paraphrase_view_names_shared_forms_and_credits_nothing_twice(wb):
+    wb.set_options([" bathtub", " tub", " sink"], ["tub, bath tub", "", "basin"], gold=0)
+    wb.update()
+    para = wb.views["paraphrase"]
+    assert para.data is None and "sl-blocked" in _classes(para.box)
+    text = wb.message.value
+    assert "Paraphrase &#x27;␣tub&#x27; of option 1 is option 2" in text
+    assert wb.views["scores"].data is not None  # the other views are not held up
+    # two options that differ only in whitespace stay two concepts, each with its own paraphrases
+    wb.set_options([" bathtub", "bathtub", " sink"], ["tub", "bath tub", ""], gold=0)
+    wb.update()
+    forms = wb.views["paraphrase"].frames["forms"]
+    assert forms.groupby("concept", sort=False)["form"].apply(list).to_dict() == {
+        "bathtub (1)": [" bathtub", " tub"], "bathtub (2)": ["bathtub", "bath tub"], "sink": [" sink"]}
+    assert "differ only in whitespace" in wb.message.value
+    assert "sl-blocked" in _classes(wb.views["letters"].box)
+
+
+def test_problems_are_pure_and_repeated_paraphrases_counted_once():
+    inp = Inputs("The man took a bath in the", None, (" bathtub", " sink"), ((" tub", " tub", " bathtub"), ()), 0)
+    found = problems(inp)
+    assert [p.blocking for p in found] == [False, False]
+    assert all(p.scope == "paraphrase" for p in found)
+    assert vmod.concepts_of(inp.options, inp.paraphrases).forms[0] == (" bathtub", " tub")
 
 
 def test_missing_module_shows_not_available(wb, monkeypatch):
-    real = wbmod._optional
-    monkeypatch.setattr(wbmod, "_optional", lambda m: None if m == "letters" else real(m))
+    real = vmod._optional
+    monkeypatch.setattr(vmod, "_optional", lambda m: None if m == "letters" else real(m))
     wb.update()
     assert "not available: surfacelab.letters not installed yet" in wb.views["letters"].message
+    assert "sl-view-error" in _classes(wb.views["letters"].box)
     assert "letters" not in wb.frames() and "scores" in wb.frames()
 
 
 def test_live_edits_are_debounced_into_one_update(tiny_lm, tiny_mlm, monkeypatch):
     bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=True, debounce=0.2)
     calls = []
-    original = bench.update
-    monkeypatch.setattr(bench, "update", lambda: (calls.append(time.monotonic()), original())[1])
+    original = bench._update
+    monkeypatch.setattr(bench, "_update", lambda everything: (calls.append(time.monotonic()), original(everything))[1])
     for text in ["The cat", "The cat sat", "The cat sat on the"]:
         bench.premise_box.value = text
     bench.wait(60)
     assert len(calls) == 1
     assert set(bench.frames()["pll"]["sentence"]) == {"The cat sat on the" + o for o in bench.options}
+    bench.close()
 
 
-def test_export_html_csv(wb, tmp_path):
+def test_an_edit_during_an_update_starts_over(tiny_lm, tiny_mlm, monkeypatch):
+    bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=True, debounce=0.05)
+    gate = threading.Event()
+    real = bench.views["paraphrase"].compute
+
+    def slow(inp):
+        gate.wait(10)
+        return real(inp)
+
+    monkeypatch.setattr(bench.views["paraphrase"], "compute", slow)
+    bench.premise_box.value = "The cat sat on the"
+    time.sleep(0.3)  # the update is now waiting inside the paraphrase view
+    bench.premise_box.value = "The dog slept on the"
+    gate.set()
+    bench.wait(60)
+    assert set(bench.frames()["pll"]["sentence"]) == {"The dog slept on the" + o for o in bench.options}
+    assert bench.frames()["scores"]["option"].tolist() == bench.options
+    assert all("sl-view-ready" in _classes(v.box) for v in bench.views.values())
+    bench.close()
+
+
+def test_views_out_of_sight_wait_until_seen_or_asked_for(tiny_lm, tiny_mlm):
+    bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=True, debounce=0.05)
+    bench.update()
+    letters = bench.views["letters"]
+    letters.probe.in_sight = False  # what the browser reports for a view scrolled out of sight
+    bench.premise_box.value = "The woman went to the store because she needed"
+    bench.wait(60)
+    assert letters.state == "deferred" and "sl-deferred" in _classes(letters.box)
+    assert "in sight" in letters.cue.value
+    assert bench.views["scores"].state == "ready"  # the views in sight are up to date
+    letters.probe.in_sight = True  # scrolled into sight: computed now
+    bench.wait(60)
+    assert letters.state == "ready"
+    letters.probe.in_sight = False
+    bench.premise_box.value = "The cat sat on the"
+    bench.wait(60)
+    assert letters.state == "deferred"
+    frames = bench.frames()  # asking for the data brings every view up to date
+    assert letters.state == "ready" and frames["letters"]["option"].tolist() == [o.strip() for o in bench.options]
+    assert bench.views["letters"].result.question == "The cat sat on the"
+    bench.close()
+
+
+def test_no_widget_leaks_over_many_updates(wb):
     wb.update()
-    assert wb.export("scores", tmp_path / "s.csv").read_text().startswith("option,gold,")
-    assert "plotly" in wb.export("tokens", tmp_path / "t.html").read_text()[:5000].lower()
+    registry = ipy_widget._instances
+    start = len(registry)
+    for i in range(15):
+        wb.premise_box.value = f"Edit number {i} of the man who took a bath in the"
+        wb.update()
+    assert len(registry) == start
+    for i in range(5):  # switching examples replaces the option rows: the old ones are closed
+        wb.load_example({"premise": PREMISE, "domain_premise": " the", "options": OPTIONS[: 2 + i % 3]})
+        wb.update()
+    wb.set_options(OPTIONS, ["tub, bath tub", "", "", ""], gold=0)
+    wb.update()
+    assert len(registry) == start
+    wb.close()
+    assert len(registry) < start
+
+
+def test_export_names_are_unique_with_a_link_next_to_the_button(wb):
+    wb.update()
+    wb.views["scores"].box.children[-1].children[2].click()  # CSV
+    wb.views["scores"].box.children[-1].children[2].click()
+    files = sorted((wb.export_dir).glob("scores-*.csv"))
+    assert len(files) == 2 and files[0].read_text().startswith("option,gold,")
+    note = wb.views["scores"].export_note.value
+    latest = max(files, key=lambda f: f.stat().st_mtime_ns)
+    assert "download" in note and "data:text/csv;base64," in note and latest.name in note
+    assert wb.message.value == ""  # the global message area is left alone
+    assert "plotly" in wb.export("tokens", wb.export_dir / "t.html").read_text()[:5000].lower()
     with pytest.raises(ValueError, match="view"):
-        wb.export("nope", tmp_path / "x.png")
+        wb.export("nope", wb.export_dir / "x.png")
+    (wb.export_dir / "blocker").write_text("")
+    wb.export_box.value = str(wb.export_dir / "blocker")  # a file where the folder should be
+    wb.views["letters"].box.children[-1].children[2].click()
+    assert "export failed" in wb.views["letters"].export_note.value
+
+
+def test_state_round_trip_and_the_picker_loads_saved_states(wb, tiny_lm, tiny_mlm, tmp_path):
+    wb.set_options([" bathtub", "sink"], ["tub, bath tub", "basin"], gold=1)
+    path = wb.save_state(tmp_path / "state.json")
+    doc = json.loads(path.read_text())
+    assert doc["options"] == [" bathtub", "sink"] and doc["gold"] == 1 and doc["lm"] == tiny_lm.name
+    clone = Workbench.from_state(path, lm=tiny_lm, mlm=tiny_mlm, live=False)
+    assert clone.inputs() == wb.inputs() and clone.state() == wb.state()
+    clone.close()
+    # the "save state" button writes into the export folder; the "saved states" source lists and loads it
+    wb.save_button.click()
+    assert "state-" in wb.files_note.value and "download" in wb.files_note.value
+    wb.set_options([" a", " b"])
+    wb.source_picker.value = "saved states"
+    assert wb.example_picker.options and wb.options == [" bathtub", "sink"] and wb.gold == 1
+    with pytest.raises(ValueError, match="source"):
+        read_state(tmp_path / "missing.json")
+    (tmp_path / "other.json").write_text('{"premise": 1}')
+    with pytest.raises(ValueError, match="not a surfacelab workbench state"):
+        read_state(tmp_path / "other.json")
+    bad = dict(doc, gold=True)
+    with pytest.raises(ValueError, match="gold"):
+        read_state(bad)
+
+
+def test_model_load_shows_progress(wb, tmp_path, tiny_lm):
+    folder = tmp_path / "tiny-folder"
+    tiny_lm.model.save_pretrained(folder)
+    tiny_lm.tokenizer.save_pretrained(folder)
+    seen = []
+    wb.status.observe(lambda ch: seen.append(ch["new"]), "value")
+    wb.progress.observe(lambda ch: seen.append(ch["new"]), "value")
+    wb.lm_picker.options = [*wb.lm_picker.options, str(folder)]
+    wb.lm_picker.value = str(folder)
+    wb.update()
+    assert wb.lm.name == str(folder)
+    texts = [s for s in seen if isinstance(s, str)]
+    assert any("loading" in t and "fingerprinting" in t for t in texts), texts
+    assert 0.97 in [s for s in seen if isinstance(s, float)]
+    assert wb.frames()["scores"]["option"].tolist() == wb.options
 
 
 def test_example_sources(wb, monkeypatch, tmp_path):
@@ -138,6 +383,33 @@ def test_example_sources(wb, monkeypatch, tmp_path):
     assert "⚠" in wb.message.value and not wb.example_picker.options
 
 
+def test_a_registered_view_appears_in_new_workbenches(tiny_lm, tiny_mlm, monkeypatch):
+    import ipywidgets as w
+
+    class Echo(vmod.View):
+        name, title, needs, cost = "echo", "6 · Echo", ("premise",), 9
+
+        def build(self):
+            self.out = w.HTML()
+            return [self.out]
+
+        def compute(self, inp):
+            return inp.premise.upper()
+
+        def show(self, inp, result):
+            self.frames = {"echo": pd.DataFrame({"premise": [result]})}
+            self.out.value = result
+
+    monkeypatch.setattr(vmod, "VIEWS", dict(vmod.VIEWS))
+    monkeypatch.setattr(wbmod, "VIEWS", vmod.VIEWS)
+    vmod.register_view(Echo)
+    bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=False)
+    bench.update()
+    assert bench.views["echo"].out.value == bench.premise_box.value.upper()
+    assert "sl-view-echo" in _classes(bench.views["echo"].box)
+    bench.close()
+
+
 def test_heatmap_rows_handle_thousands_of_tokens(tiny_lm):
     r = sl.score(tiny_lm, "The man", [" took a bath in the bathtub" * 4], domain_premise=" the")
     tv = token_view(tiny_lm, r, k=2)
@@ -149,7 +421,8 @@ def test_heatmap_rows_handle_thousands_of_tokens(tiny_lm):
     assert time.perf_counter() - start < 5
     assert sum(len(row["token"]) for row in rows) == 3 * len(tv[tv["condition"] == "premise"]) * 60
     assert "sl-token-heatmap" in _classes(widget)
-    assert "addEventListener" in str(widget._esm) and "--jp-content-font-color1" in str(widget._css)
+    assert "getBoundingClientRect" in str(widget._esm) and "--jp-content-font-color1" in str(widget._css)
+    json.dumps(rows)  # what the browser receives is plain JSON
 
 
 def test_bad_constructor_arguments(tiny_lm, tiny_mlm):
@@ -164,3 +437,4 @@ def test_construction_does_not_start_an_update(tiny_lm, tiny_mlm):
     time.sleep(0.1)
     bench.wait(10)
     assert bench.frames() == {} and bench.last_update_s is None
+    bench.close()

@@ -1,0 +1,78 @@
+"""Number and text formatting for the words people read: no two different numbers print the same.
+
+Plain-language explanations ("49% against 49%", "beats by 0.00 nats") must not round two different
+numbers to the same text or a non-zero gap to zero. ``distinct`` picks the fewest decimals that keep
+different values apart; ``gap`` prints a difference with enough decimals to show that it is not 0;
+``visible`` makes leading whitespace visible (the one marker used in every view: ``␣``).
+
+>>> distinct([0.491, 0.494], percent=True)
+['49.1%', '49.4%']
+>>> gap(0.0031)
+'0.003'
+>>> visible(" bathtub")
+'␣bathtub'
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable
+
+MAX_DIGITS = 6
+SPACE_MARK = "\u2423"  # ␣
+_WHITESPACE_MARKS = {" ": SPACE_MARK, "\t": "\u21e5", "\n": "\u21b5", "\r": "\u21b5", "\u00a0": "\u237d"}
+
+
+def _fmt(x: float, digits: int, percent: bool) -> str:
+    if not math.isfinite(x):
+        return "n/a"
+    return f"{x:.{digits}%}" if percent else f"{x:.{digits}f}"
+
+
+def distinct(values: Iterable[float], *, percent: bool = False, digits: int | None = None) -> list[str]:
+    """Format ``values`` with the fewest decimals (at least ``digits``) that print different values differently.
+
+    Args:
+        values: the numbers shown together (e.g. two shares compared in one sentence).
+        percent: format as percentages ("49.1%").
+        digits: minimum decimals (default 0 for percentages, 2 otherwise).
+
+    Returns:
+        One string per value; values equal as floats print the same, different ones differently
+        (up to ``MAX_DIGITS`` decimals).
+    """
+    vals = [float(v) for v in values]
+    d = (0 if percent else 2) if digits is None else digits
+    while True:
+        out = [_fmt(v, d, percent) for v in vals]
+        clash = any(out[i] == out[j] and vals[i] != vals[j]
+                    for i in range(len(vals)) for j in range(i + 1, len(vals)))
+        if not clash or d >= MAX_DIGITS:
+            return out
+        d += 1
+
+
+def gap(x: float, *, digits: int = 2) -> str:
+    """A non-negative difference with enough decimals that a non-zero gap never prints as 0.
+
+    >>> gap(1.234), gap(0.0004), gap(0.0)
+    ('1.23', '0.0004', '0.00')
+    """
+    x = float(x)
+    d = digits
+    while d < MAX_DIGITS and x != 0 and float(_fmt(abs(x), d, False)) == 0:
+        d += 1
+    if x != 0 and float(_fmt(abs(x), d, False)) == 0:
+        return f"< {10 ** -MAX_DIGITS:.{MAX_DIGITS}f}"
+    return _fmt(x, d, False)
+
+
+def visible(text: str) -> str:
+    """``text`` with its leading and trailing whitespace drawn as marks (␣ for a space, ↵ newline, ⇥ tab)."""
+    core = text.strip()
+    if not core:
+        return "".join(_WHITESPACE_MARKS.get(c, c) for c in text)
+    lead = text[:len(text) - len(text.lstrip())]
+    trail = text[len(text.rstrip()):]
+    return ("".join(_WHITESPACE_MARKS.get(c, c) for c in lead) + core
+            + "".join(_WHITESPACE_MARKS.get(c, c) for c in trail))

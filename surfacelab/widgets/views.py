@@ -1,0 +1,450 @@
+"""The Workbench's views: one class per view, registered in ``VIEWS`` (display order).
+
+A view owns its widgets, created once and updated in place (no widget is created per update, so
+nothing leaks and nothing in the browser is rebuilt from scratch). Adding a view is local: subclass
+``View``, set ``name``, ``title``, ``needs`` and ``cost``, implement ``build`` (widgets), ``compute``
+(library calls only: nothing here computes a score) and ``show`` (frames and widgets from the
+result), then ``register_view(MyView)``. Every ``Workbench`` created afterwards shows it.
+
+>>> class Echo(View):                                              # doctest: +SKIP
+...     name, title, needs, cost = "echo", "6 · Echo", ("premise",), 9
+...     def build(self): self.out = w.HTML(); return [self.out]
+...     def compute(self, inp): return inp.premise
+...     def show(self, inp, result): self.frames = {}; self.out.value = html.escape(result)
+>>> register_view(Echo)                                            # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import html
+import importlib
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import ipywidgets as w
+import pandas as pd
+import plotly.graph_objects as go
+
+from .. import viz
+from .._format import visible
+from ..alternatives import token_view
+from ..scoring import score
+from .heatmap import TokenHeatmap, heatmap_rows
+from .plot import PlotView, SightProbe
+
+if TYPE_CHECKING:
+    from .workbench import Inputs, Workbench
+
+PLL_METRICS = ("original", "word_l2r", "whole_word")
+#: CSS classes a view's box carries for its state (exactly one state at a time).
+STATES = {"empty": (), "ready": ("sl-view-ready",), "stale": ("sl-stale",), "busy": ("sl-stale", "sl-busy"),
+          "blocked": ("sl-stale", "sl-blocked"), "deferred": ("sl-stale", "sl-deferred"),
+          "error": ("sl-view-error",)}
+_STATE_CLASSES = {c for cs in STATES.values() for c in cs}
+
+
+def _optional(module: str) -> Any | None:
+    """``surfacelab.<module>`` if it is installed, else None."""
+    try:
+        return importlib.import_module(f"surfacelab.{module}")
+    except ModuleNotFoundError as err:
+        if err.name == f"surfacelab.{module}":
+            return None
+        raise
+
+
+def _need(module: str) -> Any:
+    mod = _optional(module)
+    if mod is None:
+        raise ModuleNotFoundError(f"not available: surfacelab.{module} not installed yet")
+    return mod
+
+
+def html_table(header: list[str], rows: list[list[str]], *, win: list[list[bool]] | None = None,
+               gold: int | None = None, cls: str = "sl-table") -> str:
+    """An HTML table (cells already escaped): ``win[r][c]`` highlights a cell, row ``gold`` is starred."""
+    head = "".join(f"<th>{h}</th>" for h in header)
+    body = []
+    for r, row in enumerate(rows):
+        cells = "".join(f"<td class='{'sl-win' if win and win[r][c] else ''}'>{v}</td>" for c, v in enumerate(row))
+        body.append(f"<tr class='{'sl-gold-row' if r == gold else ''}'>{cells}</tr>")
+    return f"<table class='{cls}'><tr>{head}</tr>{''.join(body)}</table>"
+
+
+class View:
+    """One view of the Workbench: a box with a title, a state cue, content widgets, a reading and exports.
+
+    Attributes:
+        frames: the view's DataFrames from the last update (by name); ``main`` names the one exported as CSV.
+        message: the error of the last update, or "".
+        result: the library result of the last update (e.g. an ``MCResult``), or None.
+        spec: the plotly JSON of the figure shown, or None (``figure`` builds a ``go.Figure`` from it).
+    """
+
+    name: ClassVar[str] = ""
+    title: ClassVar[str] = ""
+    #: ``Inputs`` fields (and "lm" / "mlm") the view depends on: the view recomputes when one changes.
+    needs: ClassVar[tuple[str, ...]] = ("premise", "domain_premise", "options", "gold", "lm")
+    main: ClassVar[str | None] = None
+    #: compute order (lower first; a view may read the result of one computed before it).
+    cost: ClassVar[int] = 0
+
+    def __init__(self, bench: "Workbench") -> None:
+        self.bench = bench
+        self.frames: dict[str, pd.DataFrame] = {}
+        self.message = ""
+        self.result: Any = None
+        self.spec: dict | None = None
+        self.shown_key: tuple | None = None
+        self.state = "empty"
+        self._figure: go.Figure | None = None
+        self._state_lock = threading.Lock()
+        self.cue = w.HTML("<span class='sl-cue'>not computed yet</span>")
+        self.cue.add_class("sl-view-cue")
+        # a live update recomputes a view out of sight only when it comes into sight (see Workbench._update)
+        self.probe = SightProbe()
+        head = w.HBox([w.HTML(f"<span class='sl-view-title'>{html.escape(self.title)}</span>"), self.cue,
+                       self.probe])
+        head.add_class("sl-view-head")
+        self.error = w.HTML("")
+        self.error.add_class("sl-view-message")
+        self.error.layout.display = "none"
+        self.content = w.VBox(self.build())
+        self.content.add_class("sl-view-content")
+        self.text = w.HTML("")
+        self.text.add_class("sl-view-text")
+        buttons = []
+        for kind in ("png", "html", "csv"):
+            b = w.Button(description=kind.upper(), tooltip=f"export this view as {kind.upper()}")
+            b.add_class(f"sl-export-{kind}")
+            b.add_class("sl-export-button")
+            b.on_click(lambda _, kind=kind: bench._export_clicked(self.name, kind))
+            buttons.append(b)
+        self.export_note = w.HTML("")
+        self.export_note.add_class("sl-export-note")
+        row = w.HBox([*buttons, self.export_note])
+        row.add_class("sl-export-row")
+        self.box = w.VBox([head, self.error, self.content, self.text, row])
+        self.box.add_class("sl-view")
+        self.box.add_class(f"sl-view-{self.name}")
+
+    # --- what a subclass implements ---------------------------------------------------------
+
+    def build(self) -> list[w.Widget]:
+        """Create the view's content widgets (once)."""
+        raise NotImplementedError
+
+    def compute(self, inp: "Inputs") -> Any:
+        """Call the library for ``inp`` (runs on the update thread; no widget changes here)."""
+        raise NotImplementedError
+
+    def show(self, inp: "Inputs", result: Any) -> None:
+        """Set ``frames`` (and ``spec``) from ``result`` and update the content widgets in place."""
+        raise NotImplementedError
+
+    # --- shared machinery -------------------------------------------------------------------
+
+    def key(self, inp: "Inputs") -> tuple:
+        """What the view's output depends on; the view is recomputed only when this changes."""
+        models = {"lm": self.bench.lm, "mlm": self.bench.mlm}
+        return tuple((n, models[n].fingerprint) if n in models else (n, getattr(inp, n)) for n in self.needs)
+
+    @property
+    def data(self) -> pd.DataFrame | None:
+        """The view's main DataFrame (None before the first update or when unavailable)."""
+        return self.frames.get(self.main) if self.main else None
+
+    @property
+    def figure(self) -> go.Figure | None:
+        """The view's plotly figure (None when unavailable)."""
+        if self._figure is None and self.frames:
+            self._figure = self.make_figure()
+        return self._figure
+
+    def make_figure(self) -> go.Figure | None:
+        """A ``go.Figure`` of what the view shows (default: from ``spec``)."""
+        return viz.figure(self.spec) if self.spec is not None else None
+
+    def publish(self, inp: "Inputs", result: Any) -> None:
+        """Show ``result``: frames, widgets, no error."""
+        self._figure = None
+        self.result = result
+        self.show(inp, result)
+        self.message = ""
+        self.error.value = ""
+        self.error.layout.display = "none"
+        self.content.layout.display = None
+
+    def fail(self, message: str) -> None:
+        """Show ``message`` instead of the content (the frames are dropped)."""
+        self.frames, self.result, self.spec, self._figure, self.message = {}, None, None, None, message
+        self.shown_key = None
+        self.error.value = f"<div class='sl-error'>⚠ {html.escape(message)}</div>"
+        self.error.layout.display = None
+        self.content.layout.display = "none"
+        self.text.value = ""
+        self.set_state("error")
+
+    def set_state(self, state: str, note: str | None = None) -> None:
+        """Mark the view ready / stale / busy / blocked / deferred / error (CSS classes and the visible cue)."""
+        cues = {"ready": "", "stale": "updating…" if self.bench.live else "inputs changed: press Score",
+                "busy": "computing…", "blocked": "waiting for valid inputs", "error": "", "empty": "",
+                "deferred": "updates when in sight"}
+        with self._state_lock:
+            self.state = state
+            classes = [c for c in self.box._dom_classes if c not in _STATE_CLASSES]
+            self.box._dom_classes = classes + list(STATES[state])
+            cue = cues[state] if note is None else note
+            self.cue.value = f"<span class='sl-cue'>{html.escape(cue)}</span>" if cue else ""
+
+    def save(self, path: str | Path) -> Path:
+        """Export the figure (``.png``/``.html``) or the main frame (``.csv``)."""
+        path = Path(path)
+        if path.suffix == ".csv":
+            if self.data is None:
+                raise ValueError(f"view {self.name!r}: no data to export ({self.message or 'not computed yet'})")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.data.drop(columns=[c for c in self.data.columns if self.data[c].dtype == object
+                                    and self.data[c].map(lambda v: isinstance(v, (list, tuple))).any()]
+                           ).to_csv(path, index=False)
+            return path
+        if self.figure is None:
+            raise ValueError(f"view {self.name!r}: no figure to export ({self.message or 'not computed yet'})")
+        return viz.save(self.figure, path)
+
+    def close(self) -> None:
+        """Close every widget of the view."""
+        close_tree(self.box)
+
+
+def close_tree(widget: w.Widget) -> None:
+    """Close ``widget``, every widget below it and their layout and style widgets."""
+    for child in getattr(widget, "children", ()):
+        close_tree(child)
+    for part in (getattr(widget, "layout", None), getattr(widget, "style", None)):
+        if isinstance(part, w.Widget):
+            part.close()
+    widget.close()
+
+
+VIEWS: dict[str, type[View]] = {}
+
+
+def register_view(cls: type[View]) -> type[View]:
+    """Add a view class to ``VIEWS`` (shown by every Workbench created afterwards, in registration order)."""
+    if not (isinstance(cls, type) and issubclass(cls, View)) or not cls.name:
+        raise TypeError("cls: expected a View subclass with a name")
+    VIEWS[cls.name] = cls
+    return cls
+
+
+# --- 1 · scorers ------------------------------------------------------------------------------------
+
+def score_table_html(table: pd.DataFrame, gold: int | None) -> str:
+    """The scorer table as HTML: the rank-1 option of every scorer highlighted, the gold row starred."""
+    cols, cells, won = viz.scorer_cells(table, gold)
+    header = ["option"] + [html.escape(viz.SCORER_COLUMNS[c]) for c in cols]
+    rows = [[("★ " if i == gold else "") + f"<span class='sl-opt'>{html.escape(visible(o))}</span>"]
+            + [c[i] for c in cells] for i, o in enumerate(table["option"])]
+    win = [[False] + [bool(wn[i]) for wn in won] for i in range(len(table))]
+    return (html_table(header, rows, win=win, gold=gold, cls="sl-table sl-score-grid")
+            + "<div class='sl-hint'>green = winner under that scorer · ★ = gold · ␣ = leading space</div>")
+
+
+class ScoresView(View):
+    """LM, Avg, per-char, per-byte, Unc, DC-PMI, PMI-null per option, and ``MCResult.explain()``."""
+
+    name, title, cost, main = "scores", "1 · Scorers", 1, "table"
+
+    def build(self) -> list[w.Widget]:
+        self.table = w.HTML("")
+        self.table.add_class("sl-score-table")
+        return [self.table]
+
+    def compute(self, inp: "Inputs") -> Any:
+        # top_k: the token view's alternatives come from this same pass
+        return score(self.bench.lm, inp.premise, list(inp.options), domain_premise=inp.domain_premise,
+                     gold=inp.gold, top_k=self.bench.top_k)
+
+    def show(self, inp: "Inputs", result: Any) -> None:
+        table = result.table.copy()
+        table.insert(1, "gold", [i == inp.gold for i in range(len(table))])
+        self.frames = {"table": table, "tokens": result.tokens}
+        self.table.value = score_table_html(result.table, inp.gold)
+        self.text.value = f"<div class='sl-explain'>{html.escape(result.explain())}</div>"
+
+    def make_figure(self) -> go.Figure | None:
+        return viz.scorer_table(self.result.table, gold=self.result.gold) if self.result is not None else None
+
+
+# --- 2 · tokens -------------------------------------------------------------------------------------
+
+class TokensView(View):
+    """Per-token log-probs under the premise and the domain premise, their difference, alternatives on hover."""
+
+    name, title, cost, main = "tokens", "2 · Tokens", 2, "tokens"
+    needs = ("premise", "domain_premise", "options", "lm")
+
+    def build(self) -> list[w.Widget]:
+        self.heatmap = TokenHeatmap()
+        return [self.heatmap]
+
+    def compute(self, inp: "Inputs") -> Any:
+        scores = self.bench.views["scores"]
+        if scores.result is None or scores.state == "error":
+            raise ValueError("the scorer view failed, so there are no tokens to show")
+        return token_view(self.bench.lm, scores.result, k=self.bench.top_k)
+
+    def show(self, inp: "Inputs", result: Any) -> None:
+        self.frames = {"tokens": result}
+        self.heatmap.rows = heatmap_rows(result)
+        self.text.value = ("<div class='sl-explain'>Each option's tokens under the premise and under the domain "
+                           "premise; the Δ row is their difference, the token's share of DC-PMI.</div>")
+
+    def make_figure(self) -> go.Figure | None:
+        return viz.token_heatmap(self.frames["tokens"]) if "tokens" in self.frames else None
+
+
+# --- 3 · paraphrase mass ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Concepts:
+    """The paraphrase view's concept set: one concept per option, named after the option."""
+
+    names: tuple[str, ...]
+    forms: tuple[tuple[str, ...], ...]  # per option: the option itself first, then its paraphrases
+
+    def as_dict(self) -> dict[str, list[str]]:
+        """``{concept: [forms]}`` for ``paraphrase.mass``."""
+        return {n: list(f) for n, f in zip(self.names, self.forms)}
+
+
+def concepts_of(options: tuple[str, ...], paraphrases: tuple[tuple[str, ...], ...]) -> Concepts:
+    """Concepts from options and their paraphrase forms (already carrying the option's leading space).
+
+    A concept is named after its option without surrounding whitespace; two options that differ only
+    in whitespace get their 1-based number added ("bathtub (1)", "bathtub (3)"). Forms repeated within
+    one option, or equal to the option itself, are listed once.
+    """
+    bare = [o.strip() or o for o in options]
+    names = [f"{b} ({i + 1})" if bare.count(b) > 1 else b for i, b in enumerate(bare)]
+    forms = tuple(tuple(dict.fromkeys([o, *ps])) for o, ps in zip(options, paraphrases))
+    return Concepts(tuple(names), forms)
+
+
+class ParaphraseView(View):
+    """Each option's paraphrase mass: its probability summed over its listed surface forms."""
+
+    # computed first: its requests (every option and paraphrase under the premise and the domain premise,
+    # with the scorer view's top_k) include the scorer view's, so both views cost one forward pass
+    name, title, cost, main = "paraphrase", "3 · Paraphrase mass", 0, "concepts"
+    needs = ("premise", "domain_premise", "options", "paraphrases", "gold", "lm")
+
+    def build(self) -> list[w.Widget]:
+        self.plot = PlotView()
+        return [self.plot]
+
+    def compute(self, inp: "Inputs") -> Any:
+        para = _need("paraphrase")
+        concepts = concepts_of(inp.options, inp.paraphrases)
+        answer = concepts.names[inp.gold] if inp.gold is not None else None
+        # top_k as in the scorer view: the option forms' scores and alternatives come from that pass
+        return para.mass(self.bench.lm, inp.premise, concepts.as_dict(), domain_premise=inp.domain_premise,
+                         answer=answer, top_k=self.bench.top_k)
+
+    def show(self, inp: "Inputs", result: Any) -> None:
+        self.frames = {"concepts": result.concepts, "forms": result.forms, "winners": result.winners,
+                       "topk": result.topk}
+        self.spec = viz.paraphrase_mass_spec(result.forms, result.concepts, result.winners, answer=result.answer)
+        self.plot.show(self.spec)
+        notes = [p.text for p in self.bench.problems_for(self.name)]
+        reading = viz.mass_reading(result.concepts, result.winners, answer=result.answer)
+        self.text.value = "".join(f"<div class='sl-note'>ⓘ {html.escape(n)}</div>" for n in notes) + \
+            f"<div class='sl-explain'>{html.escape(reading)}</div>"
+
+
+# --- 4 · letters ------------------------------------------------------------------------------------
+
+class LettersView(View):
+    """The options as A/B/C/D: observed ID distribution, content-free prior, calibrated, permutation-debiased."""
+
+    name, title, cost, main = "letters", "4 · Letter priors", 4, "table"
+    needs = ("premise", "options", "gold", "lm")
+
+    def build(self) -> list[w.Widget]:
+        self.plot = PlotView()
+        self.detail = w.HTML("")
+        self.detail.add_class("sl-letters-detail")
+        return [self.plot, self.detail]
+
+    def compute(self, inp: "Inputs") -> Any:
+        letters = _need("letters")
+        # the options' leading spaces join them to the premise; as lettered lines they are plain text
+        return letters.score(self.bench.lm, inp.premise, [o.strip() for o in inp.options], gold=inp.gold)
+
+    def show(self, inp: "Inputs", result: Any) -> None:
+        t = result.table
+        self.frames = {"table": t, "permutations": result.permutations, "content_free": result.content_free}
+        self.spec = viz.letter_priors_spec(t, gold=inp.gold)
+        self.plot.show(self.spec)
+        cols = ["observed", "prior", "calibrated", "debiased"]
+        picks = {c: result.winner(c) for c in ("observed", "calibrated", "debiased")}
+        rows = [[("★ " if g else "") + html.escape(i), html.escape(str(o))] + [f"{t[c].iloc[k]:.1%}" for c in cols]
+                for k, (i, o, g) in enumerate(zip(t["id"], t["option"], t["gold"]))]
+        win = [[False, False] + [t["id"].iloc[k] == picks.get(c) for c in cols] for k in range(len(t))]
+        orders = result.permutations["perm"].nunique()
+        pick_line = " · ".join(f"{viz.LETTER_NAMES[c]} → <b>{html.escape(p)}</b>" for c, p in picks.items())
+        self.detail.value = (
+            html_table(["ID", "option", "observed", "prior", "calibrated", "debiased"], rows, win=win,
+                       cls="sl-table sl-letters-table")
+            + f"<div class='sl-hint'>picks: {pick_line} · debiased = geometric mean over {orders} "
+              f"{html.escape(result.permutation)} orders</div>"
+            + f"<details class='sl-prompt'><summary>the prompt the model reads</summary>"
+              f"<pre>{html.escape(result.prompt)}</pre></details>")
+        self.text.value = f"<div class='sl-explain'>{html.escape(viz.letters_reading(t, orders=orders))}</div>"
+
+
+# --- 5 · PLL ----------------------------------------------------------------------------------------
+
+class PLLView(View):
+    """Masked-LM PLL of premise+option per subword under original / word_l2r / whole_word."""
+
+    name, title, cost, main = "pll", "5 · PLL subwords", 3, "tokens"
+    needs = ("premise", "options", "gold", "mlm")
+
+    def build(self) -> list[w.Widget]:
+        self.totals = w.HTML("")
+        self.totals.add_class("sl-pll-totals")
+        self.plot = PlotView()
+        return [self.totals, self.plot]
+
+    def compute(self, inp: "Inputs") -> Any:
+        pll = _need("pll")
+        sentences = [inp.premise + o for o in inp.options]
+        return list(pll.pll_metrics(self.bench.mlm, sentences, PLL_METRICS, progress=False).values())
+
+    def show(self, inp: "Inputs", result: Any) -> None:
+        tokens = pd.concat([r.tokens.assign(metric=r.metric) for r in result], ignore_index=True)
+        table = pd.concat([r.table.assign(metric=r.metric) for r in result], ignore_index=True)
+        totals = viz.pll_totals(table, inp.options)
+        self.frames = {"tokens": tokens, "table": table, "totals": totals}
+        note = self.bench.mlm.note or f"masked LM: {self.bench.mlm.name}"
+        self.spec = viz.pll_options_spec(tokens, premise=inp.premise, options=inp.options, gold=inp.gold, note=note)
+        self.plot.show(self.spec)
+        metrics = [m for m in PLL_METRICS if m in totals.columns]
+        rows = [[("★ " if i == inp.gold else "") + f"<span class='sl-opt'>{html.escape(visible(o))}</span>"]
+                + [f"{totals[m].iloc[i]:.2f}" for m in metrics] for i, o in enumerate(totals["option"])]
+        win = [[False] + [bool(totals[f"winner_{m}"].iloc[i]) for m in metrics] for i in range(len(totals))]
+        self.totals.value = (html_table(["premise + option", *metrics], rows, win=win, gold=inp.gold,
+                                        cls="sl-table sl-pll-table")
+                             + "<div class='sl-hint'>sentence PLL (sum over every subword) · green = winner "
+                               "under that metric</div>")
+        label = f"<div class='sl-note'>⚠ {html.escape(self.bench.mlm.note)}</div>" if self.bench.mlm.note else ""
+        reading = viz.pll_reading(tokens, totals, premise=inp.premise)
+        self.text.value = f"{label}<div class='sl-explain'>{html.escape(reading)}</div>"
+
+
+for _view in (ScoresView, TokensView, ParaphraseView, LettersView, PLLView):
+    register_view(_view)

@@ -1,0 +1,221 @@
+"""JupyterLab + headless Debian chromium, for the browser tests and ``benchmarks/bench_workbench_browser.py``.
+
+``make_lab`` starts ``make lab`` exactly as a user would (with a port, token, notebook folder and
+Jupyter config it sets), reads the one URL it prints and waits for the server. ``open_workbench``
+opens that URL, runs the notebook and waits for every view. ``timed_edit`` types into the premise
+and measures, in the page, the time from the last keystroke until the workbench's DOM has been quiet
+for ``quiet_ms`` with no view stale (a ``MutationObserver`` on ``.sl-workbench``).
+
+Needs /usr/bin/chromium (``apt-get install -y chromium``) and the ``playwright`` pip package (no
+browser download: the Debian chromium is launched through ``executable_path``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = ["--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update",
+         "--disable-sync", "--disable-quic"]
+VIEWS = ["scores", "tokens", "paraphrase", "letters", "pll"]
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Lab:
+    """A running ``make lab``: the URL it printed, its base URL and token, its notebook folder and log."""
+
+    url: str
+    base: str
+    token: str
+    lab_dir: Path
+    log: Path
+    printed: str
+
+
+def _settings(tmp: Path) -> dict[str, str]:
+    news = tmp / "settings" / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+    news.parent.mkdir(parents=True, exist_ok=True)
+    news.write_text('{"fetchNews": "false", "checkForUpdates": false}')  # no "get notified about news?" toast
+    config = tmp / "config"
+    config.mkdir(parents=True, exist_ok=True)
+    # window.jupyterapp: lets the tests run cells and switch themes through JupyterLab's commands
+    (config / "jupyter_server_config.json").write_text('{"LabApp": {"expose_app_in_browser": true}}')
+    return dict(os.environ, JUPYTER_CONFIG_DIR=str(tmp / "config"), JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
+                JUPYTERLAB_WORKSPACES_DIR=str(tmp / "workspaces"), JUPYTERLAB_SETTINGS_DIR=str(tmp / "settings"))
+
+
+@contextmanager
+def make_lab(tmp: Path, *, timeout: float = 90.0) -> Iterator[Lab]:
+    """Run ``make lab`` (set-up treated as done: ``-o <venv>/.installed``) in a temp Jupyter config."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    port, token = free_port(), secrets.token_hex(16)
+    venv = Path(sys.prefix)
+    log_path = tmp / "make-lab.log"
+    log = open(log_path, "w")
+    cmd = ["make", "--no-print-directory", "-C", str(REPO), "-o", f"{venv}/.installed", "lab", f"VENV={venv}",
+           f"PORT={port}", f"TOKEN={token}", f"LAB_DIR={tmp / 'lab'}", "OPEN=0"]
+    proc = subprocess.Popen(cmd, env=_settings(tmp), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        end = time.monotonic() + timeout
+        url = None
+        while time.monotonic() < end:
+            text = log_path.read_text()
+            found = re.findall(r"https?://\S+", text)
+            if found and url is None:
+                url = found[0]
+            if url is not None:
+                try:
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=1)
+                    break
+                except OSError:
+                    pass
+            if proc.poll() is not None:
+                raise RuntimeError(f"make lab exited ({proc.returncode}): {text[-2000:]}")
+            time.sleep(0.2)
+        else:
+            raise RuntimeError(f"make lab did not serve within {timeout} s: {log_path.read_text()[-2000:]}")
+        yield Lab(url, f"http://127.0.0.1:{port}", token, tmp / "lab", log_path, log_path.read_text())
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(15)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        log.close()
+
+
+def launch(p: Any, width: int = 1440, height: int = 900, *, dark: bool = False) -> tuple[Any, Any, list[str]]:
+    """A chromium page of the given viewport; returns (browser, page, errors seen in the page)."""
+    browser = p.chromium.launch(executable_path=CHROMIUM, chromium_sandbox=False, args=FLAGS)
+    page = browser.new_page(viewport={"width": width, "height": height})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
+    page.on("console", lambda msg: errors.append(f"console: {msg.text}") if msg.type == "error" else None)
+    return browser, page, errors
+
+
+def open_workbench(page: Any, url: str, *, dark: bool = False, file_browser: bool = False,
+                   timeout_ms: int = 240_000) -> None:
+    """Open ``url`` (a notebook with a Workbench), run all cells and wait until every view is ready."""
+    page.goto(url)
+    page.wait_for_function("window.jupyterapp && document.querySelector('.jp-Notebook')", timeout=90_000)
+    page.wait_for_function("(() => { const k = window.jupyterapp.shell.currentWidget?.sessionContext?.session"
+                           "?.kernel; return k && k.status === 'idle'; })()", timeout=90_000)
+    if dark:
+        page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})")
+        page.wait_for_function("document.body.dataset.jpThemeLight === 'false'", timeout=30_000)
+    left_open = page.evaluate("!window.jupyterapp.shell.leftCollapsed")
+    if left_open != file_browser:
+        page.evaluate("window.jupyterapp.commands.execute('application:toggle-left-area')")
+    page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    for view in VIEWS:
+        page.wait_for_selector(f".sl-view-{view}.sl-view-ready", timeout=timeout_ms)
+    page.wait_for_function("document.querySelector('.sl-status')?.innerText.startsWith('updated')",
+                           timeout=timeout_ms)
+
+
+WATCH_JS = """() => {
+  const root = document.querySelector('.sl-workbench');
+  if (window.__slWatch) window.__slWatch.obs.disconnect();
+  const w = {last: performance.now(), key: 0, count: 0, busy: false, obs: null};
+  w.obs = new MutationObserver((records) => {
+    w.last = performance.now(); w.count++;
+    for (const r of records) {
+      if (r.type === 'attributes' && r.target.classList && r.target.classList.contains('sl-busy')) w.busy = true;
+    }
+  });
+  w.obs.observe(root, {subtree: true, childList: true, attributes: true, characterData: true});
+  const box = document.querySelector('.sl-premise textarea');
+  box.addEventListener('keydown', () => { w.key = performance.now(); }, true);
+  window.__slWatch = w;
+}"""
+
+QUIET_JS = """([quiet, changed]) => {
+  const w = window.__slWatch, now = performance.now();
+  // views out of sight are left stale ("deferred") until they come into sight
+  const stale = document.querySelectorAll('.sl-workbench .sl-stale:not(.sl-deferred)').length;
+  const status = document.querySelector('.sl-status')?.innerText || '';
+  return (!changed || (w.key > 0 && w.last > w.key)) && !stale && status.startsWith('updated') && now - w.last >= quiet;
+}"""
+
+
+def wait_quiet(page: Any, quiet_ms: int = 700, timeout_ms: int = 120_000, *, changed: bool = True) -> None:
+    """Wait until no view in sight is stale and the workbench's DOM has not changed for ``quiet_ms`` (``changed``:
+    and it did change after the last keystroke)."""
+    page.wait_for_function(QUIET_JS, arg=[quiet_ms, changed], timeout=timeout_ms, polling=50)
+
+
+def timed_edit(page: Any, base: str, word: str, *, delay_ms: int = 60, quiet_ms: int = 700,
+               stale_seen: list | None = None) -> float:
+    """Set the premise to ``base`` (and let it settle), then type ``word`` at its end with ``delay_ms`` between
+    keys; returns the seconds from the last keystroke until the DOM was last changed (quiet after it).
+
+    ``stale_seen``: if given, gets two booleans appended: some view carried ``sl-stale`` right after the
+    typing, and some view carried ``sl-busy`` while the update ran.
+    """
+    box = page.locator(".sl-premise textarea")
+    box.fill(base)
+    page.evaluate(WATCH_JS)
+    time.sleep(0.5)  # past the debounce: an update for the new base has started, or none was needed
+    wait_quiet(page, quiet_ms, changed=False)
+    page.evaluate(WATCH_JS)
+    box.click()
+    page.keyboard.press("End")
+    page.keyboard.type(word, delay=delay_ms)
+    if stale_seen is not None:
+        stale_seen.append(page.evaluate("document.querySelectorAll('.sl-workbench .sl-stale').length > 0"))
+    wait_quiet(page, quiet_ms)
+    w = page.evaluate("(() => { const w = window.__slWatch; return {key: w.key, last: w.last, busy: w.busy}; })()")
+    if stale_seen is not None:
+        stale_seen.append(w["busy"])
+    return (w["last"] - w["key"]) / 1000.0
+
+
+def no_horizontal_scroll(page: Any) -> dict:
+    """Scroll widths against client widths of the notebook's scroller and of the workbench's boxes."""
+    return page.evaluate("""() => {
+      const out = {};
+      const scroller = document.querySelector('.jp-WindowedPanel-outer') || document.querySelector('.jp-Notebook');
+      out.notebook = [scroller.scrollWidth, scroller.clientWidth];
+      out.page = [document.documentElement.scrollWidth, document.documentElement.clientWidth];
+      const bad = [];
+      for (const el of document.querySelectorAll('.sl-workbench, .sl-workbench *')) {
+        const cs = getComputedStyle(el);
+        if (el.scrollWidth > el.clientWidth + 1 && ['auto', 'scroll'].includes(cs.overflowX)) {
+          bad.push((el.className && el.className.baseVal === undefined ? el.className : el.tagName) +
+                   ` ${el.scrollWidth}>${el.clientWidth}`);
+        }
+      }
+      out.scrollbars = bad;
+      const wb = document.querySelector('.sl-workbench').getBoundingClientRect();
+      out.overflow = [];
+      for (const el of document.querySelectorAll('.sl-view, .sl-controls, .sl-option-row')) {
+        const r = el.getBoundingClientRect();
+        if (r.right > wb.right + 1) out.overflow.push(`${el.className} right ${r.right} > ${wb.right}`);
+      }
+      out.columns = getComputedStyle(document.querySelector('.sl-views')).gridTemplateColumns.split(' ').length;
+      return out;
+    }""")
