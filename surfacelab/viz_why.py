@@ -55,7 +55,7 @@ def gap_waterfall(terms: pd.DataFrame, *, title: str = "Where the LM gap comes f
         totals=dict(marker=dict(color="#4c78a8")), connector=dict(line=dict(color="#999", width=1))))
     fig.add_hline(y=0, line=dict(color="#666", width=1))
     fig.update_yaxes(title_text="nats (gold − against; > 0 helps the gold)")
-    return _layout(fig, title, 360)
+    return fig.update_layout(**_layout(title, 360))
 
 
 def token_bars(tokens: pd.DataFrame, *, title: str = "Tokens of the two options") -> go.Figure:
@@ -79,7 +79,7 @@ def token_bars(tokens: pd.DataFrame, *, title: str = "Tokens of the two options"
                                                "<extra>" + name + "</extra>"), 1, c)
     fig.update_layout(barmode="group")
     fig.update_yaxes(title_text="log-prob (nats)", row=1, col=1)
-    return _layout(fig, title, 360)
+    return fig.update_layout(**_layout(title, 360))
 
 
 def attribution_bars(attribution: pd.DataFrame, *, unit: str = "word",
@@ -108,7 +108,7 @@ def attribution_bars(attribution: pd.DataFrame, *, unit: str = "word",
     fig.add_hline(y=0, line=dict(color="#666", width=1))
     fig.update_layout(barmode="group", legend=dict(orientation="h", y=-0.25))
     fig.update_yaxes(title_text="margin lost without it (nats)")
-    return _layout(fig, title, 380)
+    return fig.update_layout(**_layout(title, 380))
 
 
 def competitors_bar(competitors: pd.DataFrame, *, top: int = 20,
@@ -131,7 +131,7 @@ def competitors_bar(competitors: pd.DataFrame, *, top: int = 20,
     fig.update_layout(barmode="overlay")
     fig.update_xaxes(title_text="P(next token)", tickformat=".0%")
     fig.update_yaxes(categoryorder="array", categoryarray=[f"{_visible(t)!r}" for t in rows["token"]])
-    return _layout(fig, title, 120 + 22 * len(rows))
+    return fig.update_layout(**_layout(title, 120 + 22 * len(rows)))
 
 
 def why_figures(result: Any) -> dict[str, go.Figure]:
