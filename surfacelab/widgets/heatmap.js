@@ -112,7 +112,9 @@ function render({ model, el }) {
       .map(([t, lp]) => `<tr><td>${escape(visible(t))}</td><td>${fmt(lp, 2)}</td></tr>`).join("");
     tip.innerHTML =
       `<div class="sl-tip-head">${escape(visible(row.token[i]))} <span>id ${row.token_id[i]}</span></div>` +
-      `<div>log-prob <b>${fmt(row.logprob[i], 3)}</b> · rank ${row.rank[i]} · entropy ${fmt(row.entropy[i], 2)}</div>` +
+      `<div>log-prob <b>${fmt(row.logprob[i], 3)}</b> · rank ${row.rank[i]} · ` +
+      (model.get("has_entropy") ? `entropy ${fmt(row.entropy[i], 2)}` : "entropy not available from this backend") +
+      `</div>` +
       `<div>DC-PMI contribution <b>${fmt(row.contribution[i], 3)}</b></div>` +
       (alts ? `<table class="sl-tip-alts"><tr><th>top alternatives</th><th>log-prob</th></tr>${alts}</table>` : "");
     tip.style.display = "block";

@@ -59,6 +59,8 @@ class TokenHeatmap(anywidget.AnyWidget):
     _css = HERE / "heatmap.css"
     rows = traitlets.List(traitlets.Dict()).tag(sync=True)
     max_tokens = traitlets.Int(20000).tag(sync=True)
+    #: False where the backend cannot compute entropy (a vLLM server): the tooltip says so instead of "n/a"
+    has_entropy = traitlets.Bool(True).tag(sync=True)
 
     def __init__(self, tokens: pd.DataFrame | None = None, **kwargs) -> None:
         super().__init__(**kwargs)

@@ -299,9 +299,15 @@ class TokensView(View):
 
     def show(self, inp: "Inputs", result: Any) -> None:
         self.frames = {"tokens": result}
-        self.heatmap.rows = heatmap_rows(result)
-        self.text.value = ("<div class='sl-explain'>Each option's tokens under the premise and under the domain "
-                           "premise; the Δ row is their difference, the token's share of DC-PMI.</div>")
+        entropy = bool(getattr(self.bench.lm.backend, "has_entropy", True))
+        with self.heatmap.hold_sync():
+            self.heatmap.has_entropy = entropy
+            self.heatmap.rows = heatmap_rows(result)
+        note = "" if entropy else (f"<div class='sl-note sl-no-entropy'>ⓘ entropy not available from this backend "
+                                   f"({html.escape(type(self.bench.lm.backend).__name__)}: it returns only the "
+                                   "top-k log-probs)</div>")
+        self.text.value = note + ("<div class='sl-explain'>Each option's tokens under the premise and under the "
+                                  "domain premise; the Δ row is their difference, the token's share of DC-PMI.</div>")
 
     def make_figure(self) -> go.Figure | None:
         return viz.token_heatmap(self.frames["tokens"]) if "tokens" in self.frames else None

@@ -61,7 +61,6 @@ DEFAULT_EXAMPLE = {"premise": "The man took a bath in the", "domain_premise": " 
 #: Where exports and saved states go unless ``export_dir`` says otherwise (outside any checkout).
 DEFAULT_EXPORT_DIR = Path.home() / "surfacelab-exports"
 STATE_FORMAT = "surfacelab-workbench-state"
-STATE_KEYS = ("premise", "domain_premise", "options", "paraphrases", "gold", "lm", "mlm")
 #: The largest export offered as an in-widget download link (a data: URL).
 LINK_LIMIT = 12 * 1024 * 1024
 RULE = ("Each option is read exactly as typed, straight after the premise: start it with a space (<code>␣</code>) "
@@ -195,6 +194,21 @@ def join_preview(premise: str, option: str, forms: tuple[str, ...]) -> str:
     return out + "</span>"
 
 
+def server_url(lm: Any) -> str:
+    """The URL of the server ``lm`` scores on ("" for an in-process model)."""
+    return str(getattr(getattr(lm, "backend", None), "url", "") or "")
+
+
+def load_failure(key: tuple[str, str, str], err: Exception, current: Any) -> str:
+    """The message for a model that could not be loaded: what was asked, why, and what the views keep using."""
+    kind, name, server = key
+    what = f"The {'causal' if kind == 'causal' else 'masked'} LM {name!r}" + (f" on the server {server}" if server else "")
+    why = str(err) if isinstance(err, (ValueError, ConnectionError, OSError)) else f"{type(err).__name__}: {err}"
+    where = f" on {server_url(current)}" if server_url(current) else ""
+    return (f"{what} could not be loaded: {why}. The views still use {current.name}{where}; fix the "
+            f"{'URL' if server else 'model'} or press Score to try again.")
+
+
 class OptionRow(w.HBox):
     """One option: number, gold toggle, text, paraphrases, move up/down, remove, and how it joins the premise
     (the ␣ marker, with an "add ␣" button when the option is glued to the premise's last word)."""
@@ -251,18 +265,27 @@ class Workbench(w.VBox):
         top_k: alternatives per token in the token view.
         export_dir: the folder the export buttons and "save state" write to (shown and editable in the
             widget); None: ``DEFAULT_EXPORT_DIR`` (``~/surfacelab-exports``).
+        server: URL of a vLLM (OpenAI-compatible) server that scores the causal LM (``load_lm(lm,
+            server=...)``); shown and editable in the "server" box next to the model picker. None: in-process.
+        api_key: the server's API key (default ``$SURFACELAB_API_KEY``); kept in the kernel only: never
+            shown, synced to the browser or written by ``save_state``.
     """
 
     def __init__(self, lm: Any = None, mlm: Any = None, *, live: bool = True, debounce: float = 0.2,
-                 top_k: int = 5, export_dir: str | Path | None = None) -> None:
+                 top_k: int = 5, export_dir: str | Path | None = None, server: str | None = None,
+                 api_key: str | None = None) -> None:
         if isinstance(debounce, bool) or not isinstance(debounce, (int, float)) or debounce < 0:
             raise ValueError(f"debounce: expected seconds >= 0, got {debounce!r}")
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
             raise ValueError(f"top_k: expected an int >= 1, got {top_k!r}")
         if export_dir is not None and not isinstance(export_dir, (str, Path)):
             raise TypeError(f"export_dir: expected a folder path or None, got {type(export_dir).__name__}")
+        if server is not None and not isinstance(server, str):
+            raise TypeError(f"server: expected a URL string or None, got {type(server).__name__}")
         self.live, self.debounce, self.top_k = live, float(debounce), top_k
-        self._models: dict[tuple[str, str], Any] = {}
+        self._api_key = api_key
+        self._models: dict[tuple[str, str, str], Any] = {}  # (kind, name, server URL or "") -> model
+        self._failed: dict[tuple[str, str, str], Problem] = {}  # models that failed to load, until retried
         self._lock = threading.RLock()
         self._computing = threading.Lock()  # one update at a time, whichever thread asks
         self._timer: threading.Timer | None = None
@@ -277,10 +300,15 @@ class Workbench(w.VBox):
         presets = list_presets()
         causal = presets.loc[presets["kind"] == "causal", "preset"].tolist()
         masked = presets.loc[presets["kind"] == "masked", "preset"].tolist()
-        self.lm = self._resolve(lm, "causal")
+        self.lm = self._resolve(lm, "causal", (server or "").strip())
         self.mlm = self._resolve(mlm, "masked")
         self.lm_picker = w.Dropdown(options=list(dict.fromkeys(causal + [self.lm.name])), value=self.lm.name,
                                     description="causal LM")
+        # continuous_update=False: a URL is tried when typed out (Enter or leaving the box), not per keystroke
+        self.server_box = w.Text(value=server_url(self.lm), description="server", continuous_update=False,
+                                 placeholder="vLLM URL, e.g. http://127.0.0.1:8000/v1 (empty: this kernel)",
+                                 tooltip="score the causal LM on a vLLM server; the API key comes from "
+                                         "Workbench(api_key=...) or $SURFACELAB_API_KEY and is never shown or saved")
         self.mlm_picker = w.Dropdown(options=list(dict.fromkeys(masked + [self.mlm.name])), value=self.mlm.name,
                                      description="masked LM")
         self.source_picker = w.Dropdown(options=[CUSTOM, TEACHING, *DATASETS, SAVED], value=CUSTOM,
@@ -303,7 +331,8 @@ class Workbench(w.VBox):
         self.save_button = w.Button(description="save state", icon="save", tooltip="save the inputs and models as JSON")
         self.files_note = w.HTML("")
         self.rows: list[OptionRow] = []
-        for widget, cls in [(self.lm_picker, "sl-lm-picker"), (self.mlm_picker, "sl-mlm-picker"),
+        for widget, cls in [(self.lm_picker, "sl-lm-picker"), (self.server_box, "sl-server"),
+                            (self.mlm_picker, "sl-mlm-picker"),
                             (self.source_picker, "sl-example-source"), (self.example_picker, "sl-example-picker"),
                             (self.premise_box, "sl-premise"), (self.domain_box, "sl-domain-premise"),
                             (self.options_box, "sl-options"), (self.add_button, "sl-add-option"),
@@ -327,7 +356,8 @@ class Workbench(w.VBox):
 
         rule = w.HTML(f"<div class='sl-rule'>{RULE}</div>")
         controls = w.VBox([
-            row([self.lm_picker, self.mlm_picker, self.source_picker, self.example_picker], "sl-pickers"),
+            row([self.lm_picker, self.server_box, self.mlm_picker, self.source_picker, self.example_picker],
+                "sl-pickers"),
             self.premise_box, self.domain_box, rule, self.options_box,
             row([self.add_button, self.score_button, self.progress, self.status], "sl-actions"),
             row([self.message, self.fix_spaces], "sl-messages"),
@@ -344,10 +374,11 @@ class Workbench(w.VBox):
         self.premise_box.observe(lambda _: self._edited(), "value")
         self.domain_box.observe(lambda _: self._edited(), "value")
         self.add_button.on_click(lambda _: self.add_option())
-        self.score_button.on_click(lambda _: self._kick())
+        self.score_button.on_click(lambda _: self._retry())
         self.fix_spaces.on_click(lambda _: self.fix_leading_spaces())
         self.save_button.on_click(lambda _: self._save_clicked())
         self.lm_picker.observe(lambda _: self._edited(0), "value")
+        self.server_box.observe(lambda _: self._edited(0), "value")
         self.mlm_picker.observe(lambda _: self._edited(0), "value")
         self.source_picker.observe(lambda ch: self._source_changed(ch["new"]), "value")
         self.example_picker.observe(lambda ch: self._example_chosen(ch["new"]), "value")
@@ -355,16 +386,31 @@ class Workbench(w.VBox):
 
     # --- models -----------------------------------------------------------------------------
 
-    def _resolve(self, value: Any, kind: str, progress: Callable[[float, str], None] | None = None) -> Any:
-        """A loaded model for ``value`` (None: the default preset), loaded once per workbench."""
+    def _resolve(self, value: Any, kind: str, server: str = "",
+                 progress: Callable[[float, str], None] | None = None) -> Any:
+        """A loaded model for ``value`` (None: the default preset; a causal one on ``server`` when given),
+        loaded once per workbench and server."""
         if value is None or isinstance(value, (str, Path)):
             name = str(value) if value is not None else (DEFAULT_LM if kind == "causal" else DEFAULT_MLM)
-            if (kind, name) not in self._models:
-                loader = load_lm if kind == "causal" else load_mlm
-                self._models[(kind, name)] = loader(name, progress=progress) if progress else loader(name)
-            return self._models[(kind, name)]
-        self._models[(kind, value.name)] = value
+            key = (kind, name, server)
+            if key not in self._models:
+                if kind == "causal":
+                    remote = {"server": server, "api_key": self._api_key} if server else {}
+                    self._models[key] = load_lm(name, progress=progress, **remote)
+                else:
+                    self._models[key] = load_mlm(name, progress=progress)
+            return self._models[key]
+        if server and server != server_url(value):
+            raise ValueError(f"server: {server!r} given with an LM loaded {'on ' + server_url(value) if server_url(value) else 'in-process'}; "
+                             "pass the model's name instead, or no server")
+        self._models[(kind, value.name, server_url(value))] = value
         return value
+
+    def _wanted(self, kind: str) -> tuple[str, str, str]:
+        """The model the pickers (and the server box) ask for: (kind, name, server URL or "")."""
+        if kind == "causal":
+            return kind, self.lm_picker.value, self.server_box.value.strip()
+        return kind, self.mlm_picker.value, ""
 
     @contextmanager
     def _loading(self, name: str) -> Iterator[Callable[[float, str], None]]:
@@ -396,17 +442,36 @@ class Workbench(w.VBox):
             done.set()
             self.progress.bar_style = ""
 
-    def _load_models(self) -> None:
-        for kind, picker in (("causal", self.lm_picker), ("masked", self.mlm_picker)):
-            if (kind, picker.value) in self._models:
-                continue
-            with self._loading(picker.value) as report:
-                for v in self.views.values():
-                    if v.state != "empty":
-                        v.set_state("stale", "loading model…")
-                self._resolve(picker.value, kind, report)
-        self.lm = self._models[("causal", self.lm_picker.value)]
-        self.mlm = self._models[("masked", self.mlm_picker.value)]
+    def _load_models(self) -> list[Problem]:
+        """Load what the pickers ask for. A model that fails (a bad or unreachable server, a missing folder)
+        becomes a message, and the views keep the model they had; it is tried again on Score / ``update()``.
+
+        Returns:
+            The problems, one per model that could not be loaded.
+        """
+        out = []
+        for kind, attr in (("causal", "lm"), ("masked", "mlm")):
+            key = self._wanted(kind)
+            if key not in self._models and key not in self._failed:
+                try:
+                    with self._loading(key[1] + (f" on {key[2]}" if key[2] else "")) as report:
+                        for v in self.views.values():
+                            if v.state != "empty":
+                                v.set_state("stale", "loading model…")
+                        self._resolve(key[1], kind, key[2], report)
+                except Exception as err:  # a model that fails to load must not kill the UI
+                    self._failed[key] = Problem(load_failure(key, err, getattr(self, attr)), kind="model",
+                                                blocking=False)
+            if key in self._failed:
+                out.append(self._failed[key])
+            else:
+                setattr(self, attr, self._models[key])
+        return out
+
+    def _retry(self) -> None:
+        """Score: try models that failed to load again, then update."""
+        self._failed.clear()
+        self._kick()
 
     # --- editing ----------------------------------------------------------------------------
 
@@ -556,9 +621,11 @@ class Workbench(w.VBox):
             "paraphrases": [""] * len(it.options), "gold": it.gold} for it in task if it.premise_per_option is None}
 
     def load_example(self, example: dict) -> None:
-        """Fill every field from ``example`` (premise, domain_premise, options, paraphrases, gold; and lm, mlm
-        when given, as in a saved state)."""
+        """Fill every field from ``example`` (premise, domain_premise, options, paraphrases, gold; and lm, server,
+        mlm when given, as in a saved state)."""
         with self._holding():
+            if "server" in example:
+                self.server_box.value = example["server"] or ""
             for key, picker in (("lm", self.lm_picker), ("mlm", self.mlm_picker)):
                 if example.get(key):
                     if example[key] not in picker.options:
@@ -574,11 +641,13 @@ class Workbench(w.VBox):
             self.load_example(self._examples[key])
 
     def state(self) -> dict:
-        """The workbench's state: premise, domain premise, options, paraphrases (as typed), gold, model names."""
+        """The workbench's state: premise, domain premise, options, paraphrases (as typed), gold, model names
+        and the causal LM's server URL (never its API key)."""
         return {"format": STATE_FORMAT, "version": 1, "premise": self.premise_box.value,
                 "domain_premise": self.domain_box.value or None, "options": self.options,
                 "paraphrases": [r.paraphrases.value for r in self.rows], "gold": self.gold,
-                "lm": self.lm_picker.value, "mlm": self.mlm_picker.value}
+                "lm": self.lm_picker.value, "server": self.server_box.value.strip() or None,
+                "mlm": self.mlm_picker.value}
 
     def save_state(self, path: str | Path) -> Path:
         """Write ``state()`` as JSON to ``path`` (a ``.json`` file); ``Workbench.from_state`` reads it back."""
@@ -598,10 +667,10 @@ class Workbench(w.VBox):
         """A new Workbench with the models and inputs of a saved state (``lm=``/``mlm=`` and other keyword
         arguments of ``Workbench`` override)."""
         state = read_state(source)
-        kwargs.setdefault("lm", state.get("lm"))
-        kwargs.setdefault("mlm", state.get("mlm"))
+        for key in ("lm", "mlm", "server"):
+            kwargs.setdefault(key, state.get(key))
         bench = cls(**kwargs)
-        bench.load_example({k: v for k, v in state.items() if k not in ("lm", "mlm")})
+        bench.load_example({k: v for k, v in state.items() if k not in ("lm", "mlm", "server")})
         return bench
 
     # --- updating ---------------------------------------------------------------------------
@@ -619,7 +688,8 @@ class Workbench(w.VBox):
     def _stale_views(self) -> list[View]:
         """Views whose inputs are newer than what they show."""
         inp = self.inputs()
-        pickers = {"lm": self.lm_picker.value != self.lm.name, "mlm": self.mlm_picker.value != self.mlm.name}
+        pickers = {"lm": self._wanted("causal") != ("causal", self.lm.name, server_url(self.lm)),
+                   "mlm": self.mlm_picker.value != self.mlm.name}
         out = []
         for v in self.views.values():
             if v.state == "empty":
@@ -683,6 +753,7 @@ class Workbench(w.VBox):
 
     def update(self) -> None:
         """Recompute and redraw every view now (synchronously); problems become messages in the widget."""
+        self._failed.clear()
         with self._computing:
             self._update(everything=True)
 
@@ -705,16 +776,10 @@ class Workbench(w.VBox):
             self.progress.value = 0
             self.status.value = "<i>fix the inputs above to update the views</i>"
             return
-        try:
-            self._load_models()
-        except Exception as err:  # a model that fails to load must not kill the UI
-            self._problems.append(Problem(f"model: {type(err).__name__}: {err}"))
+        failed = self._load_models()
+        if failed:
+            self._problems += failed
             self._show_messages(self._problems)
-            for v in self.views.values():
-                v.set_state("blocked", "model failed to load")
-            self.status.value = ""
-            self.progress.value = 0
-            return
         order = sorted(self.views.values(), key=lambda v: v.cost)
         self.progress.value = 0
         for k, view in enumerate(order):
@@ -750,8 +815,9 @@ class Workbench(w.VBox):
         if not shown:
             self.message.value = ""
             return
-        items = "".join(f"<li class='sl-problem{'' if p.blocking else ' sl-warning'}'>"
-                        f"{'⚠' if p.blocking else 'ⓘ'} {html.escape(p.text)}</li>" for p in shown)
+        serious = [p.blocking or p.kind == "model" for p in shown]
+        items = "".join(f"<li class='sl-problem{'' if bad else ' sl-warning'}{' sl-model-error' if p.kind == 'model' else ''}'>"
+                        f"{'⚠' if bad else 'ⓘ'} {html.escape(p.text)}</li>" for p, bad in zip(shown, serious))
         self.message.value = f"<ul>{items}</ul>"
 
     # --- export -----------------------------------------------------------------------------
@@ -835,7 +901,7 @@ def read_state(source: str | Path | dict) -> dict:
     """Read and check a saved workbench state (a ``save_state`` file or its dict).
 
     Returns:
-        A dict with premise, domain_premise, options, paraphrases, gold, lm and mlm.
+        A dict with premise, domain_premise, options, paraphrases, gold, lm, server and mlm.
     """
     if isinstance(source, dict):
         doc, where = source, "state"
@@ -867,5 +933,8 @@ def read_state(source: str | Path | dict) -> dict:
     for key in ("lm", "mlm"):
         if doc.get(key) is not None and not isinstance(doc[key], str):
             raise ValueError(f"source: {where}: {key} must be a model name")
+    if doc.get("server") is not None and not isinstance(doc["server"], str):
+        raise ValueError(f"source: {where}: server must be a URL string or null")
     return {"premise": doc["premise"], "domain_premise": doc.get("domain_premise"), "options": opts,
-            "paraphrases": para, "gold": gold, "lm": doc.get("lm"), "mlm": doc.get("mlm")}
+            "paraphrases": para, "gold": gold, "lm": doc.get("lm"), "server": doc.get("server") or None,
+            "mlm": doc.get("mlm")}

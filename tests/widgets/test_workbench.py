@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from html import escape as html_escape
 import threading
 import time
 
@@ -438,3 +439,78 @@ def test_construction_does_not_start_an_update(tiny_lm, tiny_mlm):
     bench.wait(10)
     assert bench.frames() == {} and bench.last_update_s is None
     bench.close()
+
+
+@pytest.fixture
+def not_vllm(tmp_path):
+    """A real HTTP server on 127.0.0.1 that is not a vLLM server (it answers 404 to the API)."""
+    from functools import partial
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), partial(Quiet, directory=str(tmp_path)))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_port}/v1"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_a_bad_server_url_is_one_message_and_the_previous_model_stays(wb, tiny_lm, not_vllm, monkeypatch):
+    wb.update()
+    before = wb.frames()["scores"]
+    wb.lm_picker.options = [*wb.lm_picker.options, "smollm2-135m"]
+    for bad in ("not a url", not_vllm):
+        with wb._holding():
+            wb.lm_picker.value = "smollm2-135m"
+        wb.server_box.value = bad
+        wb.update()
+        msgs = _messages(wb)
+        assert len(msgs) == 1 and "sl-model-error" in msgs[0], msgs
+        assert "smollm2-135m" in msgs[0] and f"still use {tiny_lm.name}" in msgs[0] and "Traceback" not in msgs[0]
+        assert "server" in msgs[0] and (bad in msgs[0] or html_escape(bad) in msgs[0])
+        assert wb.lm is tiny_lm
+        assert all(v.state == "ready" for v in wb.views.values()), {n: v.state for n, v in wb.views.items()}
+        pd.testing.assert_frame_equal(wb.frames()["scores"], before)
+    assert wb.state()["server"] == not_vllm  # the URL is kept as typed, for the user to fix
+    # the previous model still answers edits; live updates do not retry the failed URL, Score does
+    calls = []
+    real = wbmod.load_lm
+    monkeypatch.setattr(wbmod, "load_lm", lambda *a, **k: calls.append(k.get("server")) or real(*a, **k))
+    wb.premise_box.value = PREMISE + " big"
+    wb._update(everything=False)
+    assert calls == [] and wb.frames()["scores"]["option"].tolist() == OPTIONS
+    assert wb.lm is tiny_lm and len(_messages(wb)) == 1
+    wb.update()  # an explicit update (like Score) tries the server again
+    assert calls == [not_vllm] and len(_messages(wb)) == 1
+    # clearing the URL and choosing the model again removes the message
+    with wb._holding():
+        wb.lm_picker.value = tiny_lm.name
+    wb.server_box.value = ""
+    wb.update()
+    assert _messages(wb) == [] and wb.lm is tiny_lm
+
+
+def test_the_state_keeps_the_server_url(wb, tmp_path):
+    wb.server_box.value = "http://127.0.0.1:1/v1"
+    doc = json.loads(wb.save_state(tmp_path / "s.json").read_text())
+    assert doc["server"] == "http://127.0.0.1:1/v1" and read_state(doc)["server"] == doc["server"]
+    assert read_state(dict(doc, server=None))["server"] is None
+    with pytest.raises(ValueError, match="server must be a URL"):
+        read_state(dict(doc, server=8000))
+    wb.load_state(dict(doc, server=None))
+    assert wb.server_box.value == ""
+
+
+def test_tokens_view_says_when_the_backend_has_no_entropy(wb, monkeypatch):
+    monkeypatch.setattr(type(wb.lm.backend), "has_entropy", False)
+    wb.update()
+    view = wb.views["tokens"]
+    assert "entropy not available from this backend" in view.text.value and view.heatmap.has_entropy is False
+    monkeypatch.setattr(type(wb.lm.backend), "has_entropy", True)
+    wb.premise_box.value = PREMISE + " today"
+    wb.update()
+    assert "entropy not available" not in view.text.value and view.heatmap.has_entropy is True
