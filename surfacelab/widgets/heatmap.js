@@ -1,5 +1,8 @@
 // Token heatmap: plain DOM spans, one delegated mouseover listener, one shared tooltip.
 // Data arrives columnar in the `rows` trait (see heatmap.py), so thousands of tokens stay cheap.
+// A row's `mode` picks its colour scale: "logprob" (surprisal), "contribution" (DC-PMI share) or
+// "attribution" (a premise word's support for the gold); a row with `tips` shows those lines on hover
+// instead of the token details, and a `plain` row shows its text as written (no ␣ markers).
 // The tooltip lives on <body> with fixed coordinates, clamped to the viewport: never clipped by the
 // heatmap's scroll box or by JupyterLab's output area.
 
@@ -7,7 +10,7 @@ const SPACE = "\u2423";
 
 function colour(value, mode) {
   if (value === null || value === undefined || Number.isNaN(value)) return "transparent";
-  if (mode === "contribution") {
+  if (mode === "contribution" || mode === "attribution") {
     const a = Math.min(1, Math.abs(value) / 4) * 0.75;
     return value >= 0 ? `rgba(46, 160, 67, ${a.toFixed(3)})` : `rgba(218, 54, 51, ${a.toFixed(3)})`;
   }
@@ -27,18 +30,24 @@ function escape(s) {
   return String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
 }
 
-function legend() {
-  const box = document.createElement("div");
-  box.className = "sl-heatmap-legend";
-  const swatches = (mode, values) => values.map((v) =>
-    `<span class="sl-legend-swatch" style="background:${colour(v, mode)}"></span>`).join("");
-  box.innerHTML =
-    `<span class="sl-legend-item"><b>log-prob</b> ${swatches("logprob", [0, -3, -6, -9, -12])}` +
-    ` 0 → −12 nats (darker = more surprising)</span>` +
-    `<span class="sl-legend-item"><b>Δ DC-PMI</b> ${swatches("contribution", [-4, -2, 0, 2, 4])}` +
-    ` −4 → +4 (green: the premise raises the token)</span>` +
-    `<span class="sl-legend-item">${SPACE} = space · \u21b5 = newline · hover a token</span>`;
-  return box;
+const swatches = (mode, values) => values.map((v) =>
+  `<span class="sl-legend-swatch" style="background:${colour(v, mode)}"></span>`).join("");
+const LEGEND = {
+  logprob: `<span class="sl-legend-item"><b>log-prob</b> ${swatches("logprob", [0, -3, -6, -9, -12])}` +
+           ` 0 → −12 nats (darker = more surprising)</span>`,
+  contribution: `<span class="sl-legend-item"><b>Δ DC-PMI</b> ${swatches("contribution", [-4, -2, 0, 2, 4])}` +
+                ` −4 → +4 (green: the premise raises the token)</span>`,
+  attribution: `<span class="sl-legend-item sl-legend-attribution"><b>support for the gold</b> ` +
+               `${swatches("attribution", [-4, -2, 0, 2, 4])} −4 → +4 nats of margin lost when the word is ` +
+               `removed (green: the word helps the gold, red: the other option)</span>`,
+};
+
+function legend(box, rows) {
+  const modes = [...new Set(rows.map((row) => row.mode))].filter((m) => LEGEND[m]);
+  const tokens = rows.some((row) => !row.plain);
+  box.innerHTML = modes.map((m) => LEGEND[m]).join("") +
+    `<span class="sl-legend-item">${tokens ? SPACE + " = space · \u21b5 = newline · " : ""}hover a ` +
+    `${tokens ? "token" : "word"}</span>`;
 }
 
 function render({ model, el }) {
@@ -50,12 +59,15 @@ function render({ model, el }) {
   tip.className = "sl-heatmap-tip";
   tip.style.display = "none";
   document.body.appendChild(tip);
-  root.append(legend(), body);
+  const key = document.createElement("div");
+  key.className = "sl-heatmap-legend";
+  root.append(key, body);
   el.appendChild(root);
   let rows = [];
 
   function draw() {
     rows = model.get("rows") || [];
+    legend(key, rows);
     const frag = document.createDocumentFragment();
     const limit = model.get("max_tokens");
     let shown = 0;
@@ -74,7 +86,8 @@ function render({ model, el }) {
         s.className = "sl-tok";
         s.dataset.r = r;
         s.dataset.i = i;
-        s.textContent = visible(row.token[i]);
+        s.textContent = row.plain ? row.token[i] : visible(row.token[i]);
+        if (row.plain && row.value[i] === null) s.classList.add("sl-tok-gap");
         s.style.backgroundColor = colour(row.value[i], row.mode);
         toks.appendChild(s);
       }
@@ -108,6 +121,15 @@ function render({ model, el }) {
     const s = ev.target.closest ? ev.target.closest(".sl-tok") : null;
     if (!s) { tip.style.display = "none"; return; }
     const row = rows[+s.dataset.r], i = +s.dataset.i;
+    if (row.tips) {
+      const lines = row.tips[i];
+      if (!lines) { tip.style.display = "none"; return; }
+      tip.innerHTML = `<div class="sl-tip-head">${escape(row.token[i])}</div>` +
+        lines.map((line) => `<div>${escape(line)}</div>`).join("");
+      tip.style.display = "block";
+      place(s);
+      return;
+    }
     const alts = (row.alternatives[i] || [])
       .map(([t, lp]) => `<tr><td>${escape(visible(t))}</td><td>${fmt(lp, 2)}</td></tr>`).join("");
     tip.innerHTML =

@@ -9,6 +9,7 @@ is drawn. A colour legend sits above the rows; leading spaces show as ``␣`` as
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import anywidget
 import numpy as np
@@ -67,3 +68,44 @@ class TokenHeatmap(anywidget.AnyWidget):
         self.add_class("sl-token-heatmap")
         if tokens is not None:
             self.rows = heatmap_rows(tokens)
+
+
+def attribution_rows(result: Any) -> list[dict]:
+    """Rows for ``TokenHeatmap.rows`` from a ``WhyResult``: its premise as written, each word coloured by its
+    support for the gold (−``delta_lm`` of removing it; the text between words uncoloured), and on hover both
+    margins (LM and DC-PMI, or PMI against the empty context without a domain premise) before and after the
+    word is removed or replaced."""
+    att = result.attribution
+    words = att[att["unit"] == "word"]
+    removed = words[words["method"] == "remove"].sort_values("start")
+    replaced = {int(r.index): r for r in words[words["method"] == "replace"].itertuples()}
+    pmi = "DC-PMI" if result.meta.get("prior") == "domain" else "PMI (empty context)"
+    lm0, pm0 = result.term("LM gap", "gap"), result.term("premise evidence", "gap")
+    neutral = result.meta.get("neutral", "")
+    premise = result.premise
+    token, value, tips, pos = [], [], [], 0
+
+    def gap(upto: int) -> None:
+        if upto > pos:
+            token.append(premise[pos:upto])
+            value.append(None)
+            tips.append(None)
+
+    for r in removed.itertuples():
+        gap(int(r.start))
+        lines = [f"word {int(r.index) + 1} of the premise",
+                 f"removed: LM margin {lm0:+.2f} → {r.lm_margin:+.2f} ({r.delta_lm:+.2f}); "
+                 f"{pmi} margin {pm0:+.2f} → {r.dcpmi_margin:+.2f} ({r.delta_dcpmi:+.2f})",
+                 f"without it the gold {'wins' if r.gold_wins_lm else 'loses'} under LM and "
+                 f"{'wins' if r.gold_wins_dcpmi else 'loses'} under {pmi}"]
+        rep = replaced.get(int(r.index))
+        if rep is not None:
+            lines.insert(2, f"replaced by {neutral!r}: LM margin → {rep.lm_margin:+.2f}; "
+                            f"{pmi} margin → {rep.dcpmi_margin:+.2f}")
+        token.append(premise[int(r.start):int(r.end)])
+        value.append(_clean([-float(r.delta_lm)])[0])
+        tips.append(lines)
+        pos = int(r.end)
+    gap(len(premise))
+    label = f"premise: ★ {visible(result.options[result.gold])} vs {visible(result.options[result.against])}"
+    return [{"label": label, "mode": "attribution", "plain": True, "token": token, "value": value, "tips": tips}]

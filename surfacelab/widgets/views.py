@@ -27,11 +27,12 @@ import ipywidgets as w
 import pandas as pd
 import plotly.graph_objects as go
 
-from .. import viz
+from .. import viz, viz_why
 from .._format import visible
 from ..alternatives import token_view
 from ..scoring import score
-from .heatmap import TokenHeatmap, heatmap_rows
+from ..why import why
+from .heatmap import TokenHeatmap, attribution_rows, heatmap_rows
 from .plot import PlotView, SightProbe
 
 if TYPE_CHECKING:
@@ -90,6 +91,8 @@ class View:
     main: ClassVar[str | None] = None
     #: compute order (lower first; a view may read the result of one computed before it).
     cost: ClassVar[int] = 0
+    #: a slow view is computed after the others are drawn, beside the next edits (off the keystroke path)
+    slow: ClassVar[bool] = False
 
     def __init__(self, bench: "Workbench") -> None:
         self.bench = bench
@@ -452,5 +455,104 @@ class PLLView(View):
         self.text.value = f"{label}<div class='sl-explain'>{html.escape(reading)}</div>"
 
 
-for _view in (ScoresView, TokensView, ParaphraseView, LettersView, PLLView):
+# --- 6 · why ----------------------------------------------------------------------------------------
+
+#: The "compare with" picker's value for "the LM winner (or the runner-up when the gold wins)".
+AUTO = -1
+
+
+class WhyView(View):
+    """Why the gold (★) lost, or won: ``surfacelab.why`` against the LM winner or a picked option.
+
+    The gap decomposition as a waterfall, the premise coloured by each word's support for the gold
+    (occlusion: every word removed and replaced, all in one engine call), where the gold's mass went
+    at its first token, and the verdict in one sentence. The occlusion costs one forward per premise
+    word and option, so this view is ``slow``: computed after the other views are drawn, beside the
+    next edits, and only when in sight.
+    """
+
+    name, title, cost, main, slow = "why", "6 · Why", 5, "terms", True
+    needs = ("premise", "domain_premise", "options", "gold", "lm")
+
+    def build(self) -> list[w.Widget]:
+        self.verdict = w.HTML("")
+        self.verdict.add_class("sl-why-verdict")
+        self.against = w.Dropdown(options=[("the LM winner", AUTO)], value=AUTO, description="compare with",
+                                  style={"description_width": "initial"})
+        self.against.add_class("sl-why-against")
+        self._choosing = False
+        self.against.observe(lambda _: None if self._choosing else self.bench._edited(0), "value")
+        self.gap = PlotView()
+        self.gap.add_class("sl-why-gap")
+        self.premise_map = TokenHeatmap()
+        self.premise_map.add_class("sl-why-premise")
+        self.competitors = PlotView()
+        self.competitors.add_class("sl-why-competitors")
+        return [self.verdict, self.against, self.gap, self.premise_map, self.competitors]
+
+    def key(self, inp: "Inputs") -> tuple:
+        return (*super().key(inp), ("against", self.against.value))
+
+    def sync_choices(self, inp: "Inputs") -> None:
+        """The "compare with" choices for the current options (every option but the gold; AUTO when the
+        chosen one is gone)."""
+        choices = [("the LM winner (the runner-up when the gold wins)", AUTO)] + [
+            (f"{i + 1}: {visible(o)}", i) for i, o in enumerate(inp.options) if i != inp.gold]
+        if choices != list(self.against.options):
+            value = self.against.value if any(v == self.against.value for _, v in choices) else AUTO
+            self._choosing = True
+            try:
+                self.against.options = choices
+                self.against.value = value
+            finally:
+                self._choosing = False
+
+    def compute(self, inp: "Inputs") -> Any:
+        if inp.gold is None:
+            return None
+        against = self.against.value
+        if against == AUTO or against == inp.gold or not 0 <= against < len(inp.options):
+            against = None
+        scores = self.bench.views["scores"]
+        if scores.result is not None and scores.shown_key == scores.key(inp):
+            return scores.result.why(self.bench.lm, gold=inp.gold, against=against)  # reuses the scores
+        return why(self.bench.lm, inp.premise, list(inp.options), gold=inp.gold,
+                   domain_premise=inp.domain_premise, against=against)
+
+    def show(self, inp: "Inputs", result: Any) -> None:
+        self.sync_choices(inp)
+        if result is None:
+            self.frames = {}
+            self.verdict.value = ("<div class='sl-why-verdict-text sl-hint'>Mark the gold answer with ★ to see why "
+                                  "it lost (or won) against another option.</div>")
+            self.gap.clear()
+            self.competitors.clear()
+            self.premise_map.rows = []
+            self.text.value = ""
+            return
+        self.frames = {"terms": result.terms, "tokens": result.tokens, "attribution": result.attribution,
+                       "competitors": result.competitors}
+        self.spec = viz_why.gap_waterfall_spec(result.terms)
+        self.gap.show(self.spec)
+        self.premise_map.rows = attribution_rows(result)
+        if len(result.competitors):
+            self.competitors.show(viz_why.competitors_bar_spec(result.competitors, top=10))
+        else:
+            self.competitors.clear()
+        sentence = result.terms.loc[result.terms["group"] == "verdict", "sentence"].iloc[0]
+        self.verdict.value = (f"<div class='sl-why-verdict-text'><span class='sl-why-label'>"
+                              f"{html.escape(result.verdict)}</span> {html.escape(sentence)}</div>")
+        mass = result.terms[(result.terms["group"] == "mass") & (result.terms["term"] == "unavailable")]
+        notes = [] if mass.empty else [mass["sentence"].iloc[0]]
+        notes.append(f"Occlusion: {int((result.attribution['method'] == 'remove').sum())} premise words removed and "
+                     f"replaced by {result.meta['neutral']!r}, {result.meta['forwarded_tokens']} tokens forwarded.")
+        self.text.value = "".join(f"<div class='sl-note'>ⓘ {html.escape(n)}</div>" for n in notes) + \
+            f"<details class='sl-why-explain'><summary>the whole account in words</summary>" \
+            f"<pre>{html.escape(result.explain())}</pre></details>"
+
+    def make_figure(self) -> go.Figure | None:
+        return viz_why.gap_waterfall(self.frames["terms"]) if "terms" in self.frames else None
+
+
+for _view in (ScoresView, TokensView, ParaphraseView, LettersView, PLLView, WhyView):
     register_view(_view)

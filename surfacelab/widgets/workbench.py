@@ -9,7 +9,10 @@ PNG / HTML / CSV):
 3. ``paraphrase`` paraphrase mass per concept (options + their listed paraphrases);
 4. ``letters``    option-letter probabilities: observed, content-free prior, calibrated, debiased,
                   with the prompt, the letter → option mapping and each method's pick;
-5. ``pll``        masked-LM PLL of premise+option per subword under original / word_l2r / whole_word.
+5. ``pll``        masked-LM PLL of premise+option per subword under original / word_l2r / whole_word;
+6. ``why``        why the gold (★) lost or won against the LM winner or a chosen option (``surfacelab.why``):
+                  the gap decomposition, the premise coloured by occlusion attribution, where the gold's mass
+                  went, the verdict; computed after the other views, in its own thread (``View.slow``).
 
 The one rule for options: an option is read exactly as typed, straight after the premise; start it
 with a space (shown as ␣) to begin a new word. Paraphrases take their option's leading space, so the
@@ -290,6 +293,8 @@ class Workbench(w.VBox):
         self._computing = threading.Lock()  # one update at a time, whichever thread asks
         self._timer: threading.Timer | None = None
         self._worker: threading.Thread | None = None
+        self._slow_job: tuple | None = None  # (generation, inputs, views) for the slow lane
+        self._slow_worker: threading.Thread | None = None
         self._pending = False
         self._hold = 0
         self._generation = 0
@@ -745,7 +750,8 @@ class Workbench(w.VBox):
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             with self._lock:
-                idle = (self._timer is None or not self._timer.is_alive()) and self._worker is None
+                idle = ((self._timer is None or not self._timer.is_alive()) and self._worker is None
+                        and self._slow_worker is None)
             if idle:
                 return
             time.sleep(0.02)
@@ -758,7 +764,11 @@ class Workbench(w.VBox):
             self._update(everything=True)
 
     def _catch_up(self) -> None:
-        """Bring views that a live update left for later (out of sight) up to date before handing out data."""
+        """Bring views that a live update left for later (out of sight, or in the slow lane) up to date before
+        handing out data."""
+        worker = self._slow_worker
+        if worker is not None and worker is not threading.current_thread():
+            worker.join()
         if any(v.state == "deferred" for v in self.views.values()):
             self.update()
 
@@ -782,6 +792,7 @@ class Workbench(w.VBox):
             self._show_messages(self._problems)
         order = sorted(self.views.values(), key=lambda v: v.cost)
         self.progress.value = 0
+        slow = []
         for k, view in enumerate(order):
             if self.live and self._generation != gen:
                 self.status.value = "<i>newer edit: starting over…</i>"
@@ -793,21 +804,51 @@ class Workbench(w.VBox):
                 view.set_state("blocked")
             elif outdated and not everything and not view.probe.in_sight and view.state != "empty":
                 view.set_state("deferred")
+            elif outdated and view.slow and not everything:
+                view.set_state("busy", "computing… (after the other views)")
+                slow.append(view)
             elif outdated:
                 self.status.value = f"<i>computing {html.escape(view.title)}…</i>"
-                view.set_state("busy")
-                try:
-                    view.publish(inp, view.compute(inp))
-                    view.shown_key = key
-                    view.set_state("ready" if self._generation == gen else "stale")
-                except Exception as err:  # every failure becomes a message inside its view
-                    view.fail(str(err) if isinstance(err, (ValueError, TypeError, ModuleNotFoundError))
-                              else f"{type(err).__name__}: {err}")
+                self._compute(view, inp, key, gen)
             elif self._generation == gen:
                 view.set_state("ready")
             self.progress.value = (k + 1) / len(order)
         self.last_update_s = time.perf_counter() - start
         self.status.value = f"updated in {self.last_update_s:.2f} s"
+        if slow:
+            self._start_slow(gen, inp, slow)
+
+    def _compute(self, view: View, inp: Inputs, key: tuple, gen: int) -> None:
+        """Compute and draw one view for ``inp`` (its key ``key``); ready, or stale if a newer edit came."""
+        view.set_state("busy")
+        try:
+            view.publish(inp, view.compute(inp))
+            view.shown_key = key
+            view.set_state("ready" if self._generation == gen else "stale")
+        except Exception as err:  # every failure becomes a message inside its view
+            view.fail(str(err) if isinstance(err, (ValueError, TypeError, ModuleNotFoundError))
+                      else f"{type(err).__name__}: {err}")
+
+    def _start_slow(self, gen: int, inp: Inputs, views: list[View]) -> None:
+        """Compute slow views (``View.slow``) in their own thread, so the next edit's update need not wait."""
+        with self._lock:
+            self._slow_job = (gen, inp, views)
+            if self._slow_worker is None:
+                self._slow_worker = threading.Thread(target=self._slow_work, daemon=True, name="surfacelab-slow")
+                self._slow_worker.start()
+
+    def _slow_work(self) -> None:
+        while True:
+            with self._lock:
+                job, self._slow_job = self._slow_job, None
+                if job is None:
+                    self._slow_worker = None
+                    return
+            gen, inp, views = job
+            for view in views:
+                if self.live and self._generation != gen:  # a newer edit: its update schedules the view again
+                    break
+                self._compute(view, inp, view.key(inp), gen)
 
     def _show_messages(self, found: list[Problem]) -> None:
         """One line per problem; notices (non-blocking) in the warning colour."""

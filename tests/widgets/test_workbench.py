@@ -46,7 +46,7 @@ def test_update_fills_every_view_from_the_library(wb, tiny_lm, tiny_mlm):
     wb.update()
     assert wb.message.value == ""
     frames = wb.frames()
-    assert set(frames) == {"scores", "tokens", "paraphrase", "letters", "pll"}
+    assert set(frames) == {"scores", "tokens", "paraphrase", "letters", "pll", "why"}
     # view 1: the table is sl.score's table (an independent call) plus the gold column
     ref = sl.score(tiny_lm, PREMISE, OPTIONS, domain_premise=" the")
     pd.testing.assert_frame_equal(frames["scores"].drop(columns="gold"), ref.table)
@@ -88,7 +88,7 @@ def test_editing_marks_affected_views_stale_until_updated(wb):
     before = wb.frames()["scores"]["logprob"].to_numpy()
     wb.domain_box.value = " a"  # the letters and PLL views do not read the domain premise
     stale = {n for n, v in wb.views.items() if "sl-stale" in _classes(v.box)}
-    assert stale == {"scores", "tokens", "paraphrase"}
+    assert stale == {"scores", "tokens", "paraphrase", "why"}
     assert "press Score" in wb.views["scores"].cue.value  # a visible cue, not only a class
     wb.premise_box.value = "The woman went to the store because she needed"
     assert all("sl-stale" in _classes(v.box) for v in wb.views.values())
@@ -514,3 +514,79 @@ def test_tokens_view_says_when_the_backend_has_no_entropy(wb, monkeypatch):
     wb.premise_box.value = PREMISE + " today"
     wb.update()
     assert "entropy not available" not in view.text.value and view.heatmap.has_entropy is True
+
+
+def test_why_view_draws_the_library_account_and_follows_gold_and_picker(wb, tiny_lm):
+    wb.update()
+    view = wb.views["why"]
+    ref = sl.why(tiny_lm, PREMISE, OPTIONS, gold=0, domain_premise=" the")  # an independent call
+    pd.testing.assert_frame_equal(view.frames["terms"], ref.terms)
+    pd.testing.assert_frame_equal(view.frames["attribution"], ref.attribution)
+    assert view.result.against == ref.against != 0
+    # the waterfall draws the gap terms; the verdict is the library's sentence
+    gap = ref.terms[ref.terms["group"] == "gap"].set_index("term")["value"]
+    np.testing.assert_allclose(view.gap.figure["data"][0]["y"],
+                               gap[["length", "prior per token", "premise evidence", "LM gap"]])
+    verdict = ref.terms.loc[ref.terms["group"] == "verdict", "sentence"].iloc[0]
+    assert ref.verdict in view.verdict.value and html_escape(verdict) in view.verdict.value
+    # the premise, as written, coloured by each word's support for the gold; hover has both margins
+    (row,) = view.premise_map.rows
+    assert "".join(row["token"]) == PREMISE and row["mode"] == "attribution"
+    removed = ref.attribution[(ref.attribution["method"] == "remove")].sort_values("start")
+    coloured = [v for v in row["value"] if v is not None]
+    np.testing.assert_allclose(coloured, -removed["delta_lm"].to_numpy(), atol=1e-9)
+    tip = next(t for t in row["tips"] if t)
+    assert any("LM margin" in line and "DC-PMI margin" in line for line in tip)
+    assert any("replaced by 'something'" in line for line in tip)
+    drawn = np.concatenate([t["x"] for t in view.competitors.figure["data"]])
+    np.testing.assert_allclose(sorted(drawn), sorted(ref.competitors["prob"].head(10)))
+    # the picker offers every option but the gold; picking one recomputes this view only
+    assert [v for _, v in view.against.options] == [vmod.AUTO, 1, 2, 3]
+    others = {n: v.shown_key for n, v in wb.views.items() if n != "why"}
+    view.against.value = 3
+    assert view.state == "stale"
+    wb.update()
+    assert view.result.against == 3 and view.result.gold == 0
+    assert {n: v.shown_key for n, v in wb.views.items() if n != "why"} == others
+    # it follows the gold marker
+    wb.rows[2].gold.value = True
+    wb.update()
+    assert view.result.gold == 2 and view.result.against == 3
+    assert [v for _, v in view.against.options] == [vmod.AUTO, 0, 1, 3]
+    wb.remove_option(3)  # the picked option is gone: back to the LM winner
+    wb.update()
+    assert view.against.value == vmod.AUTO and view.result.against != 2
+    wb.rows[2].gold.value = False  # no gold: the view says what to do
+    wb.update()
+    assert view.state == "ready" and "Mark the gold answer" in view.verdict.value and view.data is None
+    assert view.gap.figure == {} and view.premise_map.rows == []
+
+
+def test_why_view_is_computed_after_the_others_and_off_the_keystroke_path(tiny_lm, tiny_mlm, monkeypatch):
+    bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=True, debounce=0.05)
+    bench.update()
+    why = bench.views["why"]
+    gate, entered = threading.Event(), threading.Event()
+    real = why.compute
+
+    def slow(inp):
+        entered.set()
+        gate.wait(30)
+        return real(inp)
+
+    monkeypatch.setattr(why, "compute", slow)
+    bench.premise_box.value = "The woman took a bath in the"
+    assert entered.wait(30)
+    # the other views are drawn and the status says so while Why computes, with its cue
+    assert bench.views["scores"].state == "ready" and bench.status.value.startswith("updated in")
+    assert why.state == "busy" and "computing" in why.cue.value and "sl-busy" in _classes(why.box)
+    # a new edit is answered while Why still computes
+    bench.premise_box.value = "The dog took a bath in the"
+    deadline = time.monotonic() + 30
+    while bench.views["scores"].result.premise != "The dog took a bath in the" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert bench.views["scores"].result.premise == "The dog took a bath in the" and not gate.is_set()
+    gate.set()
+    bench.wait(60)
+    assert why.state == "ready" and why.result.premise == "The dog took a bath in the"
+    bench.close()
