@@ -38,8 +38,8 @@ const LEGEND = {
   contribution: `<span class="sl-legend-item"><b>Δ DC-PMI</b> ${swatches("contribution", [-4, -2, 0, 2, 4])}` +
                 ` −4 → +4 (green: the premise raises the token)</span>`,
   attribution: `<span class="sl-legend-item sl-legend-attribution"><b>support for the gold</b> ` +
-               `${swatches("attribution", [-4, -2, 0, 2, 4])} −4 → +4 nats of margin lost when the word is ` +
-               `removed (green: the word helps the gold, red: the other option)</span>`,
+               `${swatches("attribution", [-4, -2, 0, 2, 4])} −4 → +4 nats: the margin lost without the word ` +
+               `(green: it helps the gold, red: the other option)</span>`,
 };
 
 function legend(box, rows) {

@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update",
          "--disable-sync", "--disable-quic"]
-VIEWS = ["scores", "tokens", "paraphrase", "letters", "pll"]
+VIEWS = ["scores", "tokens", "paraphrase", "letters", "pll", "why"]
 
 
 def free_port() -> int:
@@ -138,20 +138,27 @@ def open_workbench(page: Any, url: str, *, dark: bool = False, file_browser: boo
 
 
 WATCH_JS = """() => {
+  const VIEW_NAMES = %s;
   const root = document.querySelector('.sl-workbench');
   if (window.__slWatch) window.__slWatch.obs.disconnect();
-  const w = {last: performance.now(), key: 0, count: 0, busy: false, obs: null};
+  const w = {last: performance.now(), key: 0, count: 0, busy: false, obs: null, views: {}};
+  const names = VIEW_NAMES;
   w.obs = new MutationObserver((records) => {
-    w.last = performance.now(); w.count++;
+    const now = performance.now();
+    w.last = now; w.count++;
     for (const r of records) {
       if (r.type === 'attributes' && r.target.classList && r.target.classList.contains('sl-busy')) w.busy = true;
+      const el = r.target.nodeType === 1 ? r.target : r.target.parentElement;
+      const view = el && el.closest ? el.closest('.sl-view') : null;
+      const name = view && names.find((n) => view.classList.contains('sl-view-' + n));
+      if (name) w.views[name] = now;  // the last change inside each view
     }
   });
   w.obs.observe(root, {subtree: true, childList: true, attributes: true, characterData: true});
   const box = document.querySelector('.sl-premise textarea');
   box.addEventListener('keydown', () => { w.key = performance.now(); }, true);
   window.__slWatch = w;
-}"""
+}""" % repr(VIEWS)
 
 QUIET_JS = """([quiet, changed]) => {
   const w = window.__slWatch, now = performance.now();
@@ -169,12 +176,14 @@ def wait_quiet(page: Any, quiet_ms: int = 700, timeout_ms: int = 120_000, *, cha
 
 
 def timed_edit(page: Any, base: str, word: str, *, delay_ms: int = 60, quiet_ms: int = 700,
-               stale_seen: list | None = None) -> float:
+               stale_seen: list | None = None, per_view: dict | None = None) -> float:
     """Set the premise to ``base`` (and let it settle), then type ``word`` at its end with ``delay_ms`` between
     keys; returns the seconds from the last keystroke until the DOM was last changed (quiet after it).
 
     ``stale_seen``: if given, gets two booleans appended: some view carried ``sl-stale`` right after the
-    typing, and some view carried ``sl-busy`` while the update ran.
+    typing, and some view carried ``sl-busy`` while the update ran. ``per_view``: if given, gets per view the
+    seconds from the last keystroke to the last change inside it (None: it did not change), and under
+    ``"deferred"`` the views left for later because they were out of sight.
     """
     box = page.locator(".sl-premise textarea")
     box.fill(base)
@@ -188,7 +197,14 @@ def timed_edit(page: Any, base: str, word: str, *, delay_ms: int = 60, quiet_ms:
     if stale_seen is not None:
         stale_seen.append(page.evaluate("document.querySelectorAll('.sl-workbench .sl-stale').length > 0"))
     wait_quiet(page, quiet_ms)
-    w = page.evaluate("(() => { const w = window.__slWatch; return {key: w.key, last: w.last, busy: w.busy}; })()")
+    w = page.evaluate("(() => { const w = window.__slWatch; return {key: w.key, last: w.last, busy: w.busy, "
+                      "views: w.views}; })()")
+    if per_view is not None:
+        for name in VIEWS:
+            t = w["views"].get(name)
+            per_view[name] = (t - w["key"]) / 1000.0 if t is not None and t > w["key"] else None
+        per_view["deferred"] = page.evaluate("[...document.querySelectorAll('.sl-view.sl-deferred')].map(e => "
+                                             "[...e.classList].find(c => c.startsWith('sl-view-')).slice(8))")
     if stale_seen is not None:
         stale_seen.append(w["busy"])
     return (w["last"] - w["key"]) / 1000.0
