@@ -17,7 +17,6 @@ result), then ``register_view(MyView)``. Every ``Workbench`` created afterwards 
 from __future__ import annotations
 
 import html
-import importlib
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,9 @@ import plotly.graph_objects as go
 from .. import viz, viz_why
 from .._format import visible
 from ..alternatives import token_view
+from ..letters import score as letter_scores
+from ..paraphrase import mass
+from ..pll import pll_metrics
 from ..scoring import score
 from ..why import why
 from .heatmap import TokenHeatmap, attribution_rows, heatmap_rows
@@ -44,23 +46,6 @@ STATES = {"empty": (), "ready": ("sl-view-ready",), "stale": ("sl-stale",), "bus
           "blocked": ("sl-stale", "sl-blocked"), "deferred": ("sl-stale", "sl-deferred"),
           "error": ("sl-view-error",)}
 _STATE_CLASSES = {c for cs in STATES.values() for c in cs}
-
-
-def _optional(module: str) -> Any | None:
-    """``surfacelab.<module>`` if it is installed, else None."""
-    try:
-        return importlib.import_module(f"surfacelab.{module}")
-    except ModuleNotFoundError as err:
-        if err.name == f"surfacelab.{module}":
-            return None
-        raise
-
-
-def _need(module: str) -> Any:
-    mod = _optional(module)
-    if mod is None:
-        raise ModuleNotFoundError(f"not available: surfacelab.{module} not installed yet")
-    return mod
 
 
 def html_table(header: list[str], rows: list[list[str]], *, win: list[list[bool]] | None = None,
@@ -356,11 +341,10 @@ class ParaphraseView(View):
         return [self.plot]
 
     def compute(self, inp: "Inputs") -> Any:
-        para = _need("paraphrase")
         concepts = concepts_of(inp.options, inp.paraphrases)
         answer = concepts.names[inp.gold] if inp.gold is not None else None
         # top_k as in the scorer view: the option forms' scores and alternatives come from that pass
-        return para.mass(self.bench.lm, inp.premise, concepts.as_dict(), domain_premise=inp.domain_premise,
+        return mass(self.bench.lm, inp.premise, concepts.as_dict(), domain_premise=inp.domain_premise,
                          answer=answer, top_k=self.bench.top_k)
 
     def show(self, inp: "Inputs", result: Any) -> None:
@@ -389,9 +373,8 @@ class LettersView(View):
         return [self.plot, self.detail]
 
     def compute(self, inp: "Inputs") -> Any:
-        letters = _need("letters")
         # the options' leading spaces join them to the premise; as lettered lines they are plain text
-        return letters.score(self.bench.lm, inp.premise, [o.strip() for o in inp.options], gold=inp.gold)
+        return letter_scores(self.bench.lm, inp.premise, [o.strip() for o in inp.options], gold=inp.gold)
 
     def show(self, inp: "Inputs", result: Any) -> None:
         t = result.table
@@ -430,9 +413,8 @@ class PLLView(View):
         return [self.totals, self.plot]
 
     def compute(self, inp: "Inputs") -> Any:
-        pll = _need("pll")
         sentences = [inp.premise + o for o in inp.options]
-        return list(pll.pll_metrics(self.bench.mlm, sentences, PLL_METRICS, progress=False).values())
+        return list(pll_metrics(self.bench.mlm, sentences, PLL_METRICS, progress=False).values())
 
     def show(self, inp: "Inputs", result: Any) -> None:
         tokens = pd.concat([r.tokens.assign(metric=r.metric) for r in result], ignore_index=True)
@@ -542,8 +524,8 @@ class WhyView(View):
         sentence = result.terms.loc[result.terms["group"] == "verdict", "sentence"].iloc[0]
         self.verdict.value = (f"<div class='sl-why-verdict-text'><span class='sl-why-label'>"
                               f"{html.escape(result.verdict)}</span> {html.escape(sentence)}</div>")
-        mass = result.terms[(result.terms["group"] == "mass") & (result.terms["term"] == "unavailable")]
-        notes = [] if mass.empty else [mass["sentence"].iloc[0]]
+        unmeasured = result.terms[(result.terms["group"] == "mass") & (result.terms["term"] == "unavailable")]
+        notes = [] if unmeasured.empty else [unmeasured["sentence"].iloc[0]]
         notes.append(f"Occlusion: {int((result.attribution['method'] == 'remove').sum())} premise words removed and "
                      f"replaced by {result.meta['neutral']!r}, {result.meta['forwarded_tokens']} tokens forwarded.")
         self.text.value = "".join(f"<div class='sl-note'>ⓘ {html.escape(n)}</div>" for n in notes) + \

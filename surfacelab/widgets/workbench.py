@@ -51,7 +51,9 @@ import plotly.graph_objects as go
 from .._format import visible
 from ..viz import check_gold
 from ..models import DEFAULT_LM, DEFAULT_MLM, list_presets, load_lm, load_mlm
-from .views import VIEWS, View, close_tree, _optional
+from ..paraphrase import load_teaching_set
+from ..tasks import load as load_task
+from .views import VIEWS, View, close_tree
 
 HERE = Path(__file__).parent
 DATASETS = ("copa", "arc-challenge", "openbookqa", "commonsenseqa", "sst-2", "mmlu")
@@ -605,11 +607,8 @@ class Workbench(w.VBox):
                     continue  # some other JSON file in the folder
             return out
         if source == TEACHING:
-            para = _optional("paraphrase")
-            if para is None:
-                raise ValueError("not available: surfacelab.paraphrase not installed yet")
             out = {}
-            for it in para.load_teaching_set():
+            for it in load_teaching_set():
                 forms = list(it["concepts"].values())
                 names = list(it["concepts"])
                 out[f"{it['id']}: {it['premise'][:50]}"] = {
@@ -617,10 +616,7 @@ class Workbench(w.VBox):
                     "options": [f[0] for f in forms], "paraphrases": [", ".join(x.strip() for x in f[1:]) for f in forms],
                     "gold": names.index(it["answer"])}
             return out
-        tasks = _optional("tasks")
-        if tasks is None:
-            raise ValueError("not available: surfacelab.tasks not installed yet")
-        task = tasks.load(source, limit=20)
+        task = load_task(source, limit=20)
         return {f"{it.id}: {it.premise.strip()[:50]}": {
             "premise": it.premise, "domain_premise": it.domain_premise, "options": list(it.options),
             "paraphrases": [""] * len(it.options), "gold": it.gold} for it in task if it.premise_per_option is None}

@@ -228,15 +228,6 @@ def test_problems_are_pure_and_repeated_paraphrases_counted_once():
     assert vmod.concepts_of(inp.options, inp.paraphrases).forms[0] == (" bathtub", " tub")
 
 
-def test_missing_module_shows_not_available(wb, monkeypatch):
-    real = vmod._optional
-    monkeypatch.setattr(vmod, "_optional", lambda m: None if m == "letters" else real(m))
-    wb.update()
-    assert "not available: surfacelab.letters not installed yet" in wb.views["letters"].message
-    assert "sl-view-error" in _classes(wb.views["letters"].box)
-    assert "letters" not in wb.frames() and "scores" in wb.frames()
-
-
 def test_live_edits_are_debounced_into_one_update(tiny_lm, tiny_mlm, monkeypatch):
     bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=True, debounce=0.2)
     calls = []
