@@ -199,6 +199,18 @@ def join_preview(premise: str, option: str, forms: tuple[str, ...]) -> str:
     return out + "</span>"
 
 
+def _check_arguments(debounce: Any, top_k: Any, export_dir: Any, server: Any) -> None:
+    """``ValueError``/``TypeError`` naming the first bad ``Workbench`` argument."""
+    if isinstance(debounce, bool) or not isinstance(debounce, (int, float)) or debounce < 0:
+        raise ValueError(f"debounce: expected seconds >= 0, got {debounce!r}")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise ValueError(f"top_k: expected an int >= 1, got {top_k!r}")
+    if export_dir is not None and not isinstance(export_dir, (str, Path)):
+        raise TypeError(f"export_dir: expected a folder path or None, got {type(export_dir).__name__}")
+    if server is not None and not isinstance(server, str):
+        raise TypeError(f"server: expected a URL string or None, got {type(server).__name__}")
+
+
 def server_url(lm: Any) -> str:
     """The URL of the server ``lm`` scores on ("" for an in-process model)."""
     return str(getattr(getattr(lm, "backend", None), "url", "") or "")
@@ -279,14 +291,7 @@ class Workbench(w.VBox):
     def __init__(self, lm: Any = None, mlm: Any = None, *, live: bool = True, debounce: float = 0.2,
                  top_k: int = 5, export_dir: str | Path | None = None, server: str | None = None,
                  api_key: str | None = None) -> None:
-        if isinstance(debounce, bool) or not isinstance(debounce, (int, float)) or debounce < 0:
-            raise ValueError(f"debounce: expected seconds >= 0, got {debounce!r}")
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-            raise ValueError(f"top_k: expected an int >= 1, got {top_k!r}")
-        if export_dir is not None and not isinstance(export_dir, (str, Path)):
-            raise TypeError(f"export_dir: expected a folder path or None, got {type(export_dir).__name__}")
-        if server is not None and not isinstance(server, str):
-            raise TypeError(f"server: expected a URL string or None, got {type(server).__name__}")
+        _check_arguments(debounce, top_k, export_dir, server)
         self.live, self.debounce, self.top_k = live, float(debounce), top_k
         self._api_key = api_key
         self._models: dict[tuple[str, str, str], Any] = {}  # (kind, name, server URL or "") -> model
@@ -303,12 +308,29 @@ class Workbench(w.VBox):
         self._examples: dict[str, dict] = {}
         self._problems: list[Problem] = []
         self.last_update_s: float | None = None
+        self.lm = self._resolve(lm, "causal", (server or "").strip())
+        self.mlm = self._resolve(mlm, "masked")
+        self.rows: list[OptionRow] = []
+        controls = self._build_controls(export_dir)
+        self.views: dict[str, View] = {name: cls(self) for name, cls in VIEWS.items()}
+        grid = w.GridBox([v.box for v in self.views.values()],
+                         layout=w.Layout(grid_template_columns="repeat(auto-fit, minmax(min(100%, 520px), 1fr))",
+                                         grid_gap="10px", width="100%"))
+        grid.add_class("sl-views")
+        style = w.HTML(f"<style>{(HERE / 'workbench.css').read_text(encoding='utf-8')}</style>")
+        style.layout.display = "none"
+        super().__init__([style, w.HTML("<h3>surfacelab workbench</h3>"), controls, grid])
+        self.add_class("sl-workbench")
+        with self._holding():
+            self.set_options(DEFAULT_EXAMPLE["options"], DEFAULT_EXAMPLE["paraphrases"], gold=DEFAULT_EXAMPLE["gold"])
+        self._wire()
+        self.status.value = "<i>not computed yet: press Score</i>" if not live else ""
 
+    def _build_controls(self, export_dir: str | Path | None) -> w.VBox:
+        """Create the input widgets (pickers, premise, options, actions, messages, files) and lay them out."""
         presets = list_presets()
         causal = presets.loc[presets["kind"] == "causal", "preset"].tolist()
         masked = presets.loc[presets["kind"] == "masked", "preset"].tolist()
-        self.lm = self._resolve(lm, "causal", (server or "").strip())
-        self.mlm = self._resolve(mlm, "masked")
         self.lm_picker = w.Dropdown(options=list(dict.fromkeys(causal + [self.lm.name])), value=self.lm.name,
                                     description="causal LM")
         # continuous_update=False: a URL is tried when typed out (Enter or leaving the box), not per keystroke
@@ -337,7 +359,6 @@ class Workbench(w.VBox):
                                  style={"description_width": "initial"})
         self.save_button = w.Button(description="save state", icon="save", tooltip="save the inputs and models as JSON")
         self.files_note = w.HTML("")
-        self.rows: list[OptionRow] = []
         for widget, cls in [(self.lm_picker, "sl-lm-picker"), (self.server_box, "sl-server"),
                             (self.mlm_picker, "sl-mlm-picker"),
                             (self.source_picker, "sl-example-source"), (self.example_picker, "sl-example-picker"),
@@ -348,36 +369,27 @@ class Workbench(w.VBox):
                             (self.fix_spaces, "sl-fix-spaces"), (self.export_box, "sl-export-dir"),
                             (self.save_button, "sl-save-state"), (self.files_note, "sl-files-note")]:
             widget.add_class(cls)
-        self.views: dict[str, View] = {name: cls(self) for name, cls in VIEWS.items()}
-        for view in self.views.values():
-            view.probe.observe(lambda ch, view=view: self._sighted(view, ch["new"]), "in_sight")
-        grid = w.GridBox([v.box for v in self.views.values()],
-                         layout=w.Layout(grid_template_columns="repeat(auto-fit, minmax(min(100%, 520px), 1fr))",
-                                         grid_gap="10px", width="100%"))
-        grid.add_class("sl-views")
 
         def row(children: list, cls: str) -> w.HBox:
             box = w.HBox(children)
             box.add_class(cls)
             return box
 
-        rule = w.HTML(f"<div class='sl-rule'>{RULE}</div>")
         controls = w.VBox([
             row([self.lm_picker, self.server_box, self.mlm_picker, self.source_picker, self.example_picker],
                 "sl-pickers"),
-            self.premise_box, self.domain_box, rule, self.options_box,
+            self.premise_box, self.domain_box, w.HTML(f"<div class='sl-rule'>{RULE}</div>"), self.options_box,
             row([self.add_button, self.score_button, self.progress, self.status], "sl-actions"),
             row([self.message, self.fix_spaces], "sl-messages"),
             row([self.export_box, self.save_button, self.files_note], "sl-files"),
         ])
         controls.add_class("sl-controls")
-        style = w.HTML(f"<style>{(HERE / 'workbench.css').read_text(encoding='utf-8')}</style>")
-        style.layout.display = "none"
-        super().__init__([style, w.HTML("<h3>surfacelab workbench</h3>"), controls, grid])
-        self.add_class("sl-workbench")
-        with self._holding():
-            self.set_options(DEFAULT_EXAMPLE["options"], DEFAULT_EXAMPLE["paraphrases"], gold=DEFAULT_EXAMPLE["gold"])
+        return controls
 
+    def _wire(self) -> None:
+        """Connect the widgets' events to edits, updates, examples and files."""
+        for view in self.views.values():
+            view.probe.observe(lambda ch, view=view: self._sighted(view, ch["new"]), "in_sight")
         self.premise_box.observe(lambda _: self._edited(), "value")
         self.domain_box.observe(lambda _: self._edited(), "value")
         self.add_button.on_click(lambda _: self.add_option())
@@ -389,7 +401,6 @@ class Workbench(w.VBox):
         self.mlm_picker.observe(lambda _: self._edited(0), "value")
         self.source_picker.observe(lambda ch: self._source_changed(ch["new"]), "value")
         self.example_picker.observe(lambda ch: self._example_chosen(ch["new"]), "value")
-        self.status.value = "<i>not computed yet: press Score</i>" if not live else ""
 
     # --- models -----------------------------------------------------------------------------
 
