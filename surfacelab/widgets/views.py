@@ -526,8 +526,9 @@ class WhyView(View):
                               f"{html.escape(result.verdict)}</span> {html.escape(sentence)}</div>")
         unmeasured = result.terms[(result.terms["group"] == "mass") & (result.terms["term"] == "unavailable")]
         notes = [] if unmeasured.empty else [unmeasured["sentence"].iloc[0]]
-        notes.append(f"Occlusion: {int((result.attribution['method'] == 'remove').sum())} premise words removed and "
-                     f"replaced by {result.meta['neutral']!r}, {result.meta['forwarded_tokens']} tokens forwarded.")
+        notes.append(f"Occlusion: each of the {int((result.attribution['method'] == 'remove').sum())} premise words "
+                     f"removed, and replaced by {result.meta['neutral']!r}; {result.meta['forwarded_tokens']} tokens "
+                     "forwarded for this account (numbers already in the score cache are not forwarded again).")
         self.text.value = "".join(f"<div class='sl-note'>ⓘ {html.escape(n)}</div>" for n in notes) + \
             f"<details class='sl-why-explain'><summary>the whole account in words</summary>" \
             f"<pre>{html.escape(result.explain())}</pre></details>"
