@@ -221,6 +221,8 @@ def load_failure(key: tuple[str, str, str], err: Exception, current: Any) -> str
     kind, name, server = key
     what = f"The {'causal' if kind == 'causal' else 'masked'} LM {name!r}" + (f" on the server {server}" if server else "")
     why = str(err) if isinstance(err, (ValueError, ConnectionError, OSError)) else f"{type(err).__name__}: {err}"
+    why = " ".join(why.split())  # a server's error page arrives as a page of HTML: one line, cut short
+    why = why if len(why) <= 300 else why[:299] + "…"
     where = f" on {server_url(current)}" if server_url(current) else ""
     return (f"{what} could not be loaded: {why}. The views still use {current.name}{where}; fix the "
             f"{'URL' if server else 'model'} or press Score to try again.")

@@ -463,6 +463,7 @@ def test_a_bad_server_url_is_one_message_and_the_previous_model_stays(wb, tiny_l
         assert len(msgs) == 1 and "sl-model-error" in msgs[0], msgs
         assert "smollm2-135m" in msgs[0] and f"still use {tiny_lm.name}" in msgs[0] and "Traceback" not in msgs[0]
         assert "server" in msgs[0] and (bad in msgs[0] or html_escape(bad) in msgs[0])
+        assert len(msgs[0]) < 1000 and "\n" not in msgs[0]  # the 404 page's HTML is not pasted in whole
         assert wb.lm is tiny_lm
         assert all(v.state == "ready" for v in wb.views.values()), {n: v.state for n, v in wb.views.items()}
         pd.testing.assert_frame_equal(wb.frames()["scores"], before)
