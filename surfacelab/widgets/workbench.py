@@ -267,10 +267,10 @@ class OptionRow(w.HBox):
     def refresh(self, number: int, premise: str) -> None:
         """Show the 1-based number and how the option joins ``premise`` (the ␣ marker, the fix button)."""
         self.number.value = f"{number}"
-        self.join.value = join_preview(premise, self.text.value, self.forms())
         bad = glued(premise, self.text.value)
-        self.fix.layout.display = None if bad else "none"
+        self.fix.layout.display = None if bad else "none"  # before the preview: the page sees them in this order
         (self.add_class if bad else self.remove_class)("sl-glued")
+        self.join.value = join_preview(premise, self.text.value, self.forms())
 
 
 class Workbench(w.VBox):

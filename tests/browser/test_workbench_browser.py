@@ -130,7 +130,7 @@ def test_leading_space_marker_and_one_click_fix(session):
     page.wait_for_function("document.querySelectorAll('.sl-option-row')[1].querySelector('input').value === ' sink'",
                            timeout=10_000)
     row.locator(".sl-space-yes").wait_for(timeout=10_000)
-    assert not fix.is_visible()
+    fix.wait_for(state="hidden", timeout=10_000)
     page.wait_for_function("!document.querySelector('.sl-message .sl-warning')", timeout=30_000)
 
 
