@@ -82,6 +82,7 @@ def attribution_rows(result: Any) -> list[dict]:
     pmi = "DC-PMI" if result.meta.get("prior") == "domain" else "PMI (empty context)"
     lm0, pm0 = result.term("LM gap", "gap"), result.term("premise evidence", "gap")
     neutral = result.meta.get("neutral", "")
+    rival = "every other option" if result.meta.get("all_options") else repr(visible(result.options[result.against]))
     premise = result.premise
     token, value, tips, pos = [], [], [], 0
 
@@ -97,7 +98,7 @@ def attribution_rows(result: Any) -> list[dict]:
                  f"removed: LM margin {lm0:+.2f} → {r.lm_margin:+.2f} ({r.delta_lm:+.2f}); "
                  f"{pmi} margin {pm0:+.2f} → {r.dcpmi_margin:+.2f} ({r.delta_dcpmi:+.2f})",
                  f"without it the gold {'wins' if r.gold_wins_lm else 'loses'} under LM and "
-                 f"{'wins' if r.gold_wins_dcpmi else 'loses'} under {pmi}"]
+                 f"{'wins' if r.gold_wins_dcpmi else 'loses'} under {pmi} against {rival}"]
         rep = replaced.get(int(r.index))
         if rep is not None:
             lines.insert(2, f"replaced by {neutral!r}: LM margin → {rep.lm_margin:+.2f}; "

@@ -450,7 +450,8 @@ class WhyView(View):
     (occlusion: every word removed and replaced, all in one engine call), where the gold's mass went
     at its first token, and the verdict in one sentence. The occlusion costs one forward per premise
     word and option, so this view is ``slow``: computed after the other views are drawn, beside the
-    next edits, and only when in sight.
+    next edits, and only when in sight. Occluded premises are scored with the two options compared
+    (``all_options=False``): the margin is the pair's, and it halves the forwards.
     """
 
     name, title, cost, main, slow = "why", "6 · Why", 5, "terms", True
@@ -497,9 +498,9 @@ class WhyView(View):
             against = None
         scores = self.bench.views["scores"]
         if scores.result is not None and scores.shown_key == scores.key(inp):
-            return scores.result.why(self.bench.lm, gold=inp.gold, against=against)  # reuses the scores
+            return scores.result.why(self.bench.lm, gold=inp.gold, against=against, all_options=False)
         return why(self.bench.lm, inp.premise, list(inp.options), gold=inp.gold,
-                   domain_premise=inp.domain_premise, against=against)
+                   domain_premise=inp.domain_premise, against=against, all_options=False)
 
     def show(self, inp: "Inputs", result: Any) -> None:
         self.sync_choices(inp)

@@ -511,7 +511,7 @@ def test_tokens_view_says_when_the_backend_has_no_entropy(wb, monkeypatch):
 def test_why_view_draws_the_library_account_and_follows_gold_and_picker(wb, tiny_lm):
     wb.update()
     view = wb.views["why"]
-    ref = sl.why(tiny_lm, PREMISE, OPTIONS, gold=0, domain_premise=" the")  # an independent call
+    ref = sl.why(tiny_lm, PREMISE, OPTIONS, gold=0, domain_premise=" the", all_options=False)  # independent
     pd.testing.assert_frame_equal(view.frames["terms"], ref.terms)
     pd.testing.assert_frame_equal(view.frames["attribution"], ref.attribution)
     assert view.result.against == ref.against != 0
