@@ -85,7 +85,9 @@ def test_why_view_renders_and_follows_its_picker(session):
     page = session["page"]
     page.locator(".sl-view-why").scroll_into_view_if_needed()
     page.wait_for_selector(".sl-view-why.sl-view-ready .sl-why-gap .main-svg", timeout=60_000)
-    assert page.locator(".sl-view-why .sl-why-competitors .trace.bars").count() >= 1  # the competitors bar
+    page.locator(".sl-view-why .sl-why-competitors").scroll_into_view_if_needed()  # plots draw when in sight
+    page.wait_for_selector(".sl-view-why .sl-why-competitors .trace.bars", timeout=30_000)  # the competitors bar
+    page.locator(".sl-view-why .sl-why-gap").scroll_into_view_if_needed()
     layers = page.evaluate("[...document.querySelectorAll('.sl-view-why .sl-why-gap g[class$=layer]')]"
                            ".map(g => g.getAttribute('class') + ':' + g.querySelectorAll('path').length)")
     assert any(x.startswith("waterfalllayer") and int(x.split(":")[1]) >= 4 for x in layers), layers  # the gap
