@@ -12,7 +12,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _data_root() -> Path | None:
     env = os.environ.get("SURFACELAB_DATA")
-    for cand in ([Path(env)] if env else []) + [REPO.parent / "shared" / "data"]:
+    # ../shared/data beside the checkout, or beside the folder of worktrees (a checkout at <root>/wt/<name>)
+    for cand in ([Path(env)] if env else []) + [REPO.parent / "shared" / "data", REPO.parents[1] / "shared" / "data"]:
         if (cand / "copa" / "val.jsonl").is_file():
             return cand
     return None
