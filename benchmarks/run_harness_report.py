@@ -38,6 +38,7 @@ SPLITS = [("arc-challenge", "test"), ("commonsenseqa", "dev"), ("mmlu", "test"),
 SCORERS = ["lm", "per_char", "pmi_null"]
 FAMILIES = ["code", "lm-eval"]
 MODELS = ["smollm2-135m", "gemma-3-270m"]
+DEFAULT_CAPS = {"smollm2-135m": 500, "gemma-3-270m": 200}  # items per split
 START, END = "<!-- harness-vs-paper:start -->", "<!-- harness-vs-paper:end -->"
 LETTERED = {"commonsenseqa/dev": 5, "mmlu/test": 4}  # the harness scores ' A', ' B', ... here: number of letters
 # What changes between the two prompts, split by split (read off the two templates; no result in here).
@@ -173,7 +174,10 @@ def render(frame: pd.DataFrame, caps: dict[str, int], command: str, csv: str) ->
         "two prompts disagree in correctness (bold: p < 0.05). \"lm-eval reports it\": the harness's YAML lists "
         "the metric for that task (the others are still the same rule, just not printed by the harness by default).",
         "",
-        "Items per split: " + "; ".join(f"`{m}` at most {c}" for m, c in caps.items() if c) + ".",
+        "Items per split: " + "; ".join(f"`{m}` at most {c}" for m, c in caps.items() if c) + "."
+        + (" These are below the script's defaults (" + ", ".join(f"{m}={c}" for m, c in DEFAULT_CAPS.items())
+           + "), to fit the time this run had: the CIs are wide and only large differences reach p < 0.05."
+           if any(0 < caps[m] < DEFAULT_CAPS[m] for m in caps) else ""),
         "",
         "What changes from one prompt to the other:",
         "",
@@ -203,10 +207,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default="docs/results_eval.md")
     p.add_argument("--csv", default="docs/results_eval_harness.csv")
     p.add_argument("--cap", action="append", default=[], metavar="MODEL=N",
-                   help="items per split for a model (default: smollm2-135m=500, gemma-3-270m=200; N=0 skips)")
+                   help="items per split for a model (default: "
+                   + ", ".join(f"{m}={c}" for m, c in DEFAULT_CAPS.items()) + "; N=0 skips)")
     p.add_argument("--only", default=None, help="comma-separated task names (default: all)")
     args = p.parse_args(argv)
-    caps = {"smollm2-135m": 500, "gemma-3-270m": 200}
+    caps = dict(DEFAULT_CAPS)
     for c in args.cap:
         model, _, n = c.partition("=")
         if model not in caps or not n.isdigit():
