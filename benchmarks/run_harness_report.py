@@ -142,10 +142,12 @@ def _in_words(frame: pd.DataFrame) -> list[str]:
         out.append("On the splits where the harness scores option letters, its `acc` is " + ", ".join(lettered) + ".")
     obqa = frame[(frame.split == "openbookqa/test") & (frame.template == "lm-eval")].set_index("scorer")
     if len(obqa):
+        gained, lost = obqa.loc["per_char", "only_this"], obqa.loc["per_char", "only_ref"]
         out.append(f"OpenBookQA sends identical requests under both templates, so `lm` and `pmi_null` cannot move "
-                   f"(Δ {100 * (obqa.loc['lm', 'accuracy'] - ref['openbookqa/test']):+.1f}); `per_char` moves by "
-                   f"{obqa.loc['per_char', 'only_this']} + {obqa.loc['per_char', 'only_ref']} items only because the "
-                   "harness does not count the leading space.")
+                   f"(Δ {100 * (obqa.loc['lm', 'accuracy'] - ref['openbookqa/test']):+.1f}); `per_char` can move only "
+                   "because the harness does not count the leading space, "
+                   + (f"and changes on {gained + lost} items ({gained} gained, {lost} lost)." if gained + lost
+                      else "and changes on no item here."))
     return [" ".join(out), ""]
 
 
