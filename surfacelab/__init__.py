@@ -1,10 +1,11 @@
 """surfacelab: look inside zero-shot answer scoring with causal and masked language models.
 
 >>> import surfacelab as sl
->>> lm = sl.load_lm()                                             # doctest: +SKIP
+>>> lm = sl.load_lm()                     # the packaged smollm2-135m  # doctest: +SKIP
 >>> r = sl.score(lm, "The man took a bath in the", [" bathtub", " xylophone"],
-...              domain_premise=" the")                           # doctest: +SKIP
->>> r.table[["option", "logprob", "per_char", "dcpmi"]]           # doctest: +SKIP
+...              domain_premise=" the")
+>>> r.table[["option", "logprob", "per_char", "dcpmi"]].shape
+(2, 4)
 """
 
 from . import alternatives, letters, paraphrase, tasks

@@ -6,8 +6,8 @@ log-softmax), from the same forward pass that scores the request. The engine kee
 results in memory, so a live view that re-asks for unchanged requests (the domain condition while
 the premise is edited, or requests the scorer view just ran with ``top_k``) pays nothing.
 
->>> alt = alternatives(lm, [("The man took a bath in the", " tub")], k=3)  # doctest: +SKIP
->>> alt.columns.tolist()                                                  # doctest: +SKIP
+>>> alt = alternatives(lm, [("The man took a bath in the", " tub")], k=3)
+>>> alt.columns.tolist()
 ['request', 'position', 'alt_rank', 'alt_id', 'alt_token', 'alt_logprob']
 """
 

@@ -219,7 +219,8 @@ def logprobs(
         this call's ``EngineStats``.
 
     Example:
-        >>> [s.total for s in logprobs(lm, [("The sky is", " blue")])]  # doctest: +SKIP
+        >>> [s.n_tokens for s in logprobs(lm, [("The man took a", " bath"), ("The cat", " sat")], progress=False)]
+        [1, 1]
     """
     reqs = check_requests(requests)
     rows = check_batch_size(batch_size)

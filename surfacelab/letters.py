@@ -500,7 +500,9 @@ def score(
         cache: use the engine's on-disk cache.
 
     Example:
-        >>> score(lm, "2 + 2 =", ["3", "4", "5", "22"]).table  # doctest: +SKIP
+        >>> t = score(lm, "2 + 2 =", ["3", "4", "5", "22"], template="plain").table
+        >>> t.id.tolist(), round(float(t.observed.sum()), 6), round(float(t.debiased.sum()), 6)
+        (['A', 'B', 'C', 'D'], 1.0, 1.0)
     """
     it = _make_item(question, options, gold, subject, "", "score:", distinct=True)
     tpl = _template(template)

@@ -412,10 +412,11 @@ def mass(
         top_k: how many of the model's own next tokens to list in ``.topk``.
 
     Example:
-        >>> r = mass(load_lm(), "The man took a bath in the",
+        >>> r = mass(lm, "The man took a bath in the",
         ...          {"bathtub": [" bathtub", " tub", " bath tub"], "sink": [" sink", " basin", " washbasin"]},
-        ...          domain_premise="in the")  # doctest: +SKIP
-        >>> r.concepts[["concept", "log_mass", "share", "best_form", "dcpmi"]]  # doctest: +SKIP
+        ...          domain_premise="in the")
+        >>> r.concepts[["concept", "log_mass", "share", "best_form", "dcpmi"]].concept.tolist()
+        ['bathtub', 'sink']
     """
     item = {"premise": premise, "concepts": concepts, "domain_premise": domain_premise, "answer": answer}
     return mass_items(lm, [item], top_k=top_k, batch_size=batch_size, progress=False, cache=cache)[0]

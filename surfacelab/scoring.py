@@ -394,10 +394,11 @@ def score(
         top_k: as in ``score_items``.
 
     Example:
-        >>> r = score(load_lm(), "The man took a bath in the", [" bathtub", " xylophone"],
-        ...           domain_premise=" the")  # doctest: +SKIP
-        >>> r.winner("dcpmi")  # doctest: +SKIP
-        ' bathtub'
+        >>> r = score(lm, "The man took a bath in the", [" bathtub", " xylophone"], domain_premise=" the")
+        >>> r.table[["option", "n_chars", "rank_lm"]].columns.tolist(), len(r.table)
+        (['option', 'n_chars', 'rank_lm'], 2)
+        >>> list(r.winners().index)  # every scorer picks one option (random tiny model: which one is noise)
+        ['lm', 'avg', 'per_char', 'per_byte', 'unc', 'dcpmi', 'pmi_null']
     """
     result = score_items(lm, [(premise, options, domain_premise)], batch_size=batch_size, progress=False,
                          cache=cache, top_k=top_k)[0]

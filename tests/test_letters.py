@@ -115,10 +115,18 @@ def test_cross_reference_filter():
     assert letters.drop_cross_references(pool) == [pool[1]]
 
 
-def test_as_items_reads_raw_questions_from_a_task():
+def test_as_items_reads_raw_questions_from_a_task(tmp_path):
+    """Through the real loader, on MMLU-shaped lines written here (no data folder needed)."""
+    import json
+
     from surfacelab.tasks.loader import load
 
-    task = load("mmlu", "test", limit=3, seed=0)
+    rows = [{"subject": s, "question": f"Question {k} about {s}?", "A": f"a{k}", "B": f"b{k}", "C": f"c{k}",
+             "D": f"d{k}", "answer": "ABCD"[k % 4]} for k, s in enumerate(["algebra", "algebra", "law", "law"])]
+    path = tmp_path / "test.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    task = load("mmlu", "test", source=path, limit=3, seed=0)
+    assert len(task) == 3
     items = letters.as_items(task)
     for it, item in zip(items, task):
         raw = item.meta["raw"]

@@ -24,7 +24,7 @@ it affects as stale at once; the update (debounced, in a background thread) redr
 place as soon as its numbers are ready, cheapest first, and starts over if a newer edit arrives.
 
 >>> wb = Workbench()                     # doctest: +SKIP
->>> wb                                   # doctest: +SKIP  (displays the UI)
+>>> wb                                   # displays the UI  # doctest: +SKIP
 >>> wb.premise_box.value = "The man took a bath in the"; wb.update()   # doctest: +SKIP
 >>> wb.frames()["scores"]                # doctest: +SKIP
 >>> wb.save_state("bath.json"); Workbench.from_state("bath.json")      # doctest: +SKIP
