@@ -72,7 +72,7 @@ import pandas as pd
 from scipy.stats import binomtest
 
 from . import engine, tasks, text
-from .scoring import _REGISTRY, check_scorers, get_scorer, option_table
+from .scoring import SCORERS, check_scorers, get_scorer, option_table
 from .tasks import LMEvalTemplate, Task, Template
 from .tasks.harness import lm_eval_metric
 from .why import EVIDENCE_SHARE, LABELS, decompose, is_option_ids, mass_numbers, mass_plan, shares, verdict
@@ -254,7 +254,7 @@ def _scores_frame(task: Task, scored: list[engine.Scored], conditions: list[str]
     })
     table = option_table(raw, by="item")
     keep = {get_scorer(s).column for s in scorers} | {f"rank_{s}" for s in scorers}
-    dropped = {c for s in _REGISTRY.values() for c in (s.column, f"rank_{s.name}")} - keep
+    dropped = {c for s in SCORERS.values() for c in (s.column, f"rank_{s.name}")} - keep
     dropped -= {"logprob", "domain_logprob", "null_logprob"}
     table = table[[c for c in table.columns if c not in dropped]].copy()
     cut = dict(zip(conditions, np.array([s.encoding.truncated for s in scored]).reshape(len(conditions), n)))

@@ -32,25 +32,23 @@ from __future__ import annotations
 import itertools
 import math
 import random
-import string
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
+from scipy.special import logsumexp
 
 from . import engine, text
+from ._checks import check_int, is_int, is_number
 from .cache import ScoreCache
+from .registry import Registry
+from .tasks.core import LETTERS
 from .tasks.loader import sample_indices
 
 #: Questions that replace the real one for the content-free prior (Zhao et al. 2021).
 CONTENT_FREE = ("N/A", "", "[MASK]")
-
-#: Methods of :func:`evaluate`; ``"gold@X"`` (X an ID) is the answer-moving probe.
-METHODS = ("default", "calibrated", "cyclic", "full", "pride")
-
-LETTERS = string.ascii_uppercase
 
 # PriDe drops items whose options refer to other options (its utils.BAD_OPTIONS / REFER_OPTIONS):
 # permuting them changes their meaning.
@@ -109,15 +107,27 @@ PRIDE = LetterTemplate(
 #: A bare template: "Question: ...", the option lines, "Answer:".
 PLAIN = LetterTemplate(name="plain", prompt="Question: {question}\n{options}\nAnswer:")
 
-TEMPLATES = {t.name: t for t in (PRIDE, PLAIN)}
+#: The letter templates by name (``register_letter_template`` adds to it).
+TEMPLATES: Registry[LetterTemplate] = Registry("letter template", argument="template")
+
+
+def register_letter_template(template: LetterTemplate, *, overwrite: bool = False) -> LetterTemplate:
+    """Add a letter template (``score(..., template=name)``, ``evaluate(..., template=name)``)."""
+    if not isinstance(template, LetterTemplate):
+        raise TypeError(f"template: expected a LetterTemplate, got {type(template).__name__}")
+    return TEMPLATES.register(template.name, template, overwrite=overwrite)
+
+
+for _t in (PRIDE, PLAIN):
+    register_letter_template(_t)
 
 
 def _template(template: LetterTemplate | str) -> LetterTemplate:
     if isinstance(template, LetterTemplate):
         return template
-    if isinstance(template, str) and template in TEMPLATES:
+    if isinstance(template, str):
         return TEMPLATES[template]
-    raise ValueError(f"template: expected a LetterTemplate or one of {sorted(TEMPLATES)}, got {template!r}")
+    raise ValueError(f"template: expected a LetterTemplate or one of {list(TEMPLATES)}, got {template!r}")
 
 
 # ----------------------------------------------------------------------------- items
@@ -135,7 +145,7 @@ class LetterItem:
 def _check_gold(gold: Any, n: int, name: str = "gold") -> int | None:
     if gold is None:
         return None
-    if isinstance(gold, bool) or not isinstance(gold, (int, np.integer)) or not 0 <= int(gold) < n:
+    if not is_int(gold) or not 0 <= int(gold) < n:
         raise ValueError(f"{name}: expected an option index in [0, {n}), got {gold!r}")
     return int(gold)
 
@@ -218,7 +228,7 @@ def stratified_sample(task: Any, n: int, *, seed: int = 0) -> Any:
         seed: seed of the draw.
     """
     items = as_items(task)
-    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= len(items):
+    if not is_int(n) or not 1 <= n <= len(items):
         raise ValueError(f"n: expected an int in [1, {len(items)}], got {n!r}")
     groups: dict[str, list[int]] = {}
     for i, it in enumerate(items):
@@ -305,15 +315,8 @@ def _variant_logprobs(lm: Any, prompts: list[str], ids: tuple[str, ...], cue: st
 
 
 # ----------------------------------------------------------------------------- pure maths
-def _logsumexp(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    m = np.max(x, axis=axis, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)
-    with np.errstate(divide="ignore"):
-        return np.log(np.sum(np.exp(x - m), axis=axis)) + np.squeeze(m, axis=axis)
-
-
 def _log_normalise(x: np.ndarray) -> np.ndarray:
-    return x - _logsumexp(x)[..., None]
+    return x - logsumexp(x, axis=-1)[..., None]
 
 
 def _probs(p: Any, name: str) -> np.ndarray:
@@ -357,8 +360,7 @@ def full_permutations(n: int, max_permutations: int = 24) -> list[tuple[int, ...
 
 
 def _check_n(n: Any) -> None:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
-        raise ValueError(f"n: expected an int >= 2, got {n!r}")
+    check_int("n", n, 2)
 
 
 def _check_perms(perms: Any, n: int) -> np.ndarray:
@@ -436,7 +438,7 @@ def move_gold(options: Sequence[str], gold: int, position: int) -> tuple[list[st
     g = _check_gold(gold, len(opts))
     if g is None:
         raise ValueError("gold: the probe needs a gold index")
-    if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position < len(opts):
+    if not is_int(position) or not 0 <= position < len(opts):
         raise ValueError(f"position: expected an index in [0, {len(opts)}), got {position!r}")
     return [opts[c] for c in _swap(len(opts), g, position)], position
 
@@ -514,7 +516,7 @@ def score(
     perm_prompts = [tpl.render(it.question, [it.options[c] for c in pm], id_set, it.subject) for pm in perms]
     cf_prompts = [tpl.render(q, it.options, id_set, it.subject) for q in CONTENT_FREE]
     var = _variant_logprobs(lm, perm_prompts + cf_prompts, id_set, tpl.cue, cache)
-    logp = _log_normalise(_logsumexp(var))
+    logp = _log_normalise(logsumexp(var, axis=-1))
     perm_lp, cf_lp = logp[:len(perms)], logp[len(perms):]
     debiased, perm_prior = _permutation_debias_log(perm_lp, np.asarray(perms))
     observed = np.exp(perm_lp[0])
@@ -564,20 +566,6 @@ class LetterEval:
     n_prompts: int = 0  # unique prompts scored (one forward each, before the cache)
 
 
-def _check_methods(methods: Any, ids: tuple[str, ...]) -> tuple[str, ...]:
-    if isinstance(methods, str) or not isinstance(methods, Iterable):
-        raise TypeError(f"methods: expected a list of method names, got {methods!r}")
-    methods = tuple(methods)
-    for m in methods:
-        ok = m in METHODS or (isinstance(m, str) and m.startswith("gold@") and m[5:] in ids)
-        if not ok:
-            raise ValueError(f"methods: unknown method {m!r}; choose from {list(METHODS)} or 'gold@<ID>' "
-                             f"with an ID in {list(ids)}")
-    if not methods or len(set(methods)) != len(methods):
-        raise ValueError(f"methods: expected distinct method names, got {methods!r}")
-    return methods
-
-
 def _check_prior(prior: Any) -> dict[int, np.ndarray] | None:
     if prior is None:
         return None
@@ -592,9 +580,239 @@ def _check_prior(prior: Any) -> dict[int, np.ndarray] | None:
 
 
 def _alpha(alpha: Any) -> float:
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha <= 1:
+    if not is_number(alpha) or not 0 < alpha <= 1:
         raise ValueError(f"alpha: expected a fraction in (0, 1], got {alpha!r}")
     return float(alpha)
+
+
+# ----------------------------------------------------------------------------- methods
+class Prediction(NamedTuple):
+    """What a method makes of one item: log-probabilities over the item's IDs (argmax = the prediction),
+    forwards spent, the ID prior it divided out (or None), its role ("estimate" / "debias" for PriDe)
+    and the gold index it is scored against (None: the item's)."""
+
+    logp: np.ndarray
+    cost: int
+    prior: np.ndarray | None = None
+    role: str = ""
+    gold: int | None = None
+
+
+@dataclass
+class Run:
+    """One :func:`evaluate` run as the methods see it: plan prompts with :meth:`ask`, read them with :meth:`dist`.
+
+    Attributes:
+        items, ids, template: the items, every ID and the letter template.
+        seed, alpha, given, max_permutations: the arguments of :func:`evaluate` (``given``: a transferred prior).
+        memo: per-run values a method computes once (PriDe's estimation items and prior).
+    """
+
+    items: list[LetterItem]
+    ids: tuple[str, ...]
+    template: LetterTemplate
+    seed: int = 0
+    alpha: float = 0.05
+    given: dict[int, np.ndarray] | None = None
+    max_permutations: int = 24
+    memo: dict[Any, Any] = field(default_factory=dict)
+    prompts: dict[str, int] = field(default_factory=dict)
+    need: dict[tuple[str, int], list[int]] = field(default_factory=dict)
+    logp: np.ndarray | None = None  # (prompts, ids, 2) variant log-probs, after the engine call
+
+    @property
+    def sizes(self) -> list[int]:
+        """The option counts of the items, sorted."""
+        return sorted({len(it.options) for it in self.items})
+
+    def ask(self, stage: str, i: int, orders: Sequence[tuple[str, Sequence[int]]]) -> None:
+        """Plan the prompts of ``stage`` for item ``i``: one per (question, option order); asked once per stage."""
+        it = self.items[i]
+        if (stage, i) not in self.need:
+            self.need[(stage, i)] = [self.prompts.setdefault(
+                self.template.render(q, [it.options[c] for c in order], self.ids[:len(order)], it.subject),
+                len(self.prompts)) for q, order in orders]
+
+    def dist(self, stage: str, i: int) -> np.ndarray:
+        """Log-normalised ID distributions of the prompts of ``stage`` for item ``i``: (prompts, n_options)."""
+        return _log_normalise(logsumexp(self.logp[self.need[(stage, i)], :len(self.items[i].options)], axis=-1))
+
+    def once(self, key: Any, compute: Callable[[], Any]) -> Any:
+        """``compute()`` the first time ``key`` is asked for in this run, the stored value afterwards."""
+        if key not in self.memo:
+            self.memo[key] = compute()
+        return self.memo[key]
+
+
+@dataclass(frozen=True)
+class LetterMethod:
+    """An option-ID scoring method of :func:`evaluate`: what it asks the model and what it predicts.
+
+    Attributes:
+        name: its name in ``evaluate(methods=...)``.
+        prompts: ``prompts(run, i)`` plans item ``i``'s prompts with ``run.ask(stage, i, [(question, order)])``
+            (every item's observed prompt, stage ``"default"``, is always planned).
+        predict: ``predict(run, i)`` -> a :class:`Prediction`, from ``run.dist(stage, i)``.
+        description: one line.
+        setup: optional ``setup(run)`` before planning (PriDe draws its estimation items there).
+        summary_prior: optional ``summary_prior(run)`` for the summary's ``prior`` column; default: the mean of
+            the predictions' priors when every item has the same number of options.
+    """
+
+    name: str
+    prompts: Callable[[Run, int], None]
+    predict: Callable[[Run, int], Prediction]
+    description: str = ""
+    setup: Callable[[Run], None] | None = None
+    summary_prior: Callable[[Run], Any] | None = None
+
+
+#: The methods of :func:`evaluate` (``register_method`` adds to it); ``"gold@X"`` (X an ID) is the answer-moving probe.
+METHODS: Registry[LetterMethod] = Registry("letter method", argument="methods")
+
+
+def register_method(method: LetterMethod, *, overwrite: bool = False) -> LetterMethod:
+    """Add an option-ID method to :func:`evaluate`; a taken name needs ``overwrite``."""
+    if not isinstance(method, LetterMethod):
+        raise TypeError(f"method: expected a LetterMethod, got {type(method).__name__}")
+    if method.name.startswith("gold@"):
+        raise ValueError(f"method: names starting with 'gold@' are the answer-moving probe, got {method.name!r}")
+    return METHODS.register(method.name, method, overwrite=overwrite)
+
+
+def _n(run: Run, i: int) -> int:
+    return len(run.items[i].options)
+
+
+def _observed(run: Run, i: int) -> np.ndarray:
+    return run.dist("default", i)[0]
+
+
+def _ask_cyclic(run: Run, i: int) -> None:
+    run.ask("cyclic", i, [(run.items[i].question, pm) for pm in cyclic_permutations(_n(run, i))])
+
+
+def _cyclic(run: Run, i: int) -> tuple[np.ndarray, np.ndarray]:
+    """Item ``i``'s cyclic-permutation debiased log-probs and its log ID prior (once per run)."""
+    return run.once(("cyclic", i), lambda: _permutation_debias_log(
+        run.dist("cyclic", i), np.asarray(cyclic_permutations(_n(run, i)))))
+
+
+def _ask_full(run: Run, i: int) -> None:
+    run.ask("full", i, [(run.items[i].question, pm) for pm in full_permutations(_n(run, i), run.max_permutations)])
+
+
+def _full(run: Run, i: int) -> Prediction:
+    perms = full_permutations(_n(run, i), run.max_permutations)
+    lp, prior = _permutation_debias_log(run.dist("full", i), np.asarray(perms))
+    return Prediction(lp, len(perms), np.exp(prior))
+
+
+def _calibrated(run: Run, i: int) -> Prediction:
+    p_cf = np.exp(run.dist("cf", i)).mean(0)
+    return Prediction(np.log(calibrate(np.exp(_observed(run, i)), p_cf)), 1 + len(CONTENT_FREE), p_cf)
+
+
+def _pride_setup(run: Run) -> None:
+    """PriDe's estimation items: a seeded shuffle, the first max(1, int(alpha * N_n)) of each option count;
+    none when a prior is transferred (which must then cover every option count)."""
+    estimate: set[int] = set()
+    if run.given is None:
+        order = list(range(len(run.items)))
+        random.Random(run.seed).shuffle(order)
+        for n in run.sizes:
+            group = [i for i in order if len(run.items[i].options) == n]
+            estimate.update(group[:max(1, int(len(group) * run.alpha))])
+    else:
+        missing = [n for n in run.sizes if n not in run.given]
+        if missing:
+            raise ValueError(f"prior: no prior for items with {missing} options (have {sorted(run.given)})")
+    run.memo["pride_estimate"] = estimate
+
+
+def _pride_priors(run: Run) -> dict[int, np.ndarray]:
+    """The PriDe prior per option count: transferred, or the mean per-sample prior of the estimation items."""
+    def estimate() -> dict[int, np.ndarray]:
+        est = sorted(run.memo["pride_estimate"])
+        return {n: np.mean([np.exp(_cyclic(run, i)[1]) for i in est if _n(run, i) == n], axis=0) for n in run.sizes}
+
+    return run.given if run.given is not None else run.once("pride_prior", estimate)
+
+
+def _pride(run: Run, i: int) -> Prediction:
+    if i in run.memo["pride_estimate"]:
+        return Prediction(_cyclic(run, i)[0], _n(run, i), role="estimate")
+    prior = _pride_priors(run)[_n(run, i)]
+    return Prediction(_log_normalise(_observed(run, i) - np.log(prior)), 1, role="debias")
+
+
+def _pride_summary(run: Run) -> Any:
+    priors = _pride_priors(run)
+    return priors[run.sizes[0]].tolist() if len(run.sizes) == 1 else {k: v.tolist() for k, v in priors.items()}
+
+
+for _m in [
+    LetterMethod("default", lambda run, i: None, lambda run, i: Prediction(_observed(run, i), 1),
+                 "observed argmax (one forward)"),
+    LetterMethod("calibrated", lambda run, i: run.ask("cf", i, [(q, range(_n(run, i))) for q in CONTENT_FREE]),
+                 _calibrated, "contextual calibration by the content-free prior (+3 forwards)"),
+    LetterMethod("cyclic", _ask_cyclic, lambda run, i: Prediction(_cyclic(run, i)[0], _n(run, i),
+                                                                  np.exp(_cyclic(run, i)[1])),
+                 "cyclic permutation debiasing (n forwards)"),
+    LetterMethod("full", _ask_full, _full, "full permutation debiasing (n! forwards)"),
+    LetterMethod("pride", lambda run, i: _ask_cyclic(run, i) if i in run.memo["pride_estimate"] else None, _pride,
+                 "PriDe: prior from a fraction alpha of the items, then one forward each", _pride_setup,
+                 _pride_summary),
+]:
+    register_method(_m)
+
+
+def _gold_at(id_: str) -> LetterMethod:
+    """The answer-moving probe ``gold@<id_>``: the gold option swapped to ID ``id_``, scored against that ID."""
+    name = f"gold@{id_}"
+
+    def prompts(run: Run, i: int) -> None:
+        it = run.items[i]
+        run.ask(name, i, [(it.question, _swap(len(it.options), it.gold, run.ids.index(id_)))])
+
+    return LetterMethod(name, prompts, lambda run, i: Prediction(run.dist(name, i)[0], 1, gold=run.ids.index(id_)),
+                        f"the gold option moved to ID {id_}")
+
+
+def _check_methods(methods: Any, ids: tuple[str, ...]) -> list[LetterMethod]:
+    if isinstance(methods, str) or not isinstance(methods, Iterable):
+        raise TypeError(f"methods: expected a list of method names, got {methods!r}")
+    methods = tuple(methods)
+    for m in methods:
+        if not (m in METHODS or (isinstance(m, str) and m.startswith("gold@") and m[5:] in ids)):
+            close = METHODS.close_matches(m)
+            hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+            raise ValueError(f"methods: unknown method {m!r}{hint}; choose from {list(METHODS)} or 'gold@<ID>' "
+                             f"with an ID in {list(ids)}")
+    if not methods or len(set(methods)) != len(methods):
+        raise ValueError(f"methods: expected distinct method names, got {methods!r}")
+    return [METHODS[m] if m in METHODS else _gold_at(m[5:]) for m in methods]
+
+
+def _summarise(run: Run, method: LetterMethod, preds: list[Prediction]) -> tuple[list[dict], dict]:
+    """The item rows and the summary row of one method."""
+    items, ids = run.items, run.ids
+    picks = [int(np.argmax(p.logp)) for p in preds]
+    golds = [it.gold if p.gold is None else p.gold for it, p in zip(items, preds)]
+    rows = [{"item": i, "item_id": it.id, "subject": it.subject, "n_options": len(it.options), "method": method.name,
+             "role": p.role, "gold": ids[g], "pred": ids[k], "correct": k == g, "probs": np.exp(p.logp).tolist()}
+            for i, (it, p, k, g) in enumerate(zip(items, preds, picks, golds))]
+    used = [p.prior for p in preds if p.prior is not None]
+    if method.summary_prior is not None:
+        prior = method.summary_prior(run)
+    else:
+        prior = np.mean(used, axis=0).tolist() if used and len(run.sizes) == 1 else None
+    chosen = np.bincount(picks, minlength=len(ids)) / len(picks) * 100
+    summary = {"method": method.name, "n_items": len(items),
+               "accuracy": float(np.mean(np.asarray(picks) == np.asarray(golds)) * 100),
+               "rstd": rstd(golds, picks), "cost": float(np.mean([p.cost for p in preds])), "prior": prior,
+               **{f"chosen_{ids[j]}": float(chosen[j]) for j in range(len(ids))}}
+    return rows, summary
 
 
 def evaluate(
@@ -634,122 +852,30 @@ def evaluate(
     """
     items = as_items(task)
     if limit is not None:
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValueError(f"limit: expected a positive int, got {limit!r}")
+        check_int("limit", limit, 1)
         items = [items[i] for i in sample_indices(len(items), limit, seed)]
     for i, it in enumerate(items):
         if it.gold is None:
             raise ValueError(f"task[{i}]: item {it.id!r} has no gold answer")
     tpl = _template(template)
     all_ids = _check_ids(ids, max(len(it.options) for it in items))
-    methods = _check_methods(methods, all_ids)
-    alpha = _alpha(alpha)
-    given = _check_prior(prior)
-    sizes = sorted({len(it.options) for it in items})
-    if given is not None and "pride" in methods:
-        missing = [n for n in sizes if n not in given]
-        if missing:
-            raise ValueError(f"prior: no prior for items with {missing} options (have {sorted(given)})")
-    full = {n: full_permutations(n, max_permutations) for n in sizes} if "full" in methods else {}
-    cyclic = {n: cyclic_permutations(n) for n in sizes}
-
-    # PriDe's estimation items: a seeded shuffle, the first max(1, int(alpha * N_n)) of each option count.
-    estimate: set[int] = set()
-    if "pride" in methods and given is None:
-        order = list(range(len(items)))
-        random.Random(seed).shuffle(order)
-        for n in sizes:
-            group = [i for i in order if len(items[i].options) == n]
-            estimate.update(group[:max(1, int(len(group) * alpha))])
-
-    prompts: dict[str, int] = {}
-
-    def ask(it: LetterItem, question: str, order: Sequence[int]) -> int:
-        p = tpl.render(question, [it.options[c] for c in order], all_ids[:len(order)], it.subject)
-        return prompts.setdefault(p, len(prompts))
-
-    need: dict[tuple[str, int], list[int]] = {}  # (stage, item) -> prompt indices
-    for i, it in enumerate(items):
-        n = len(it.options)
-        ident = tuple(range(n))
-        need[("default", i)] = [ask(it, it.question, ident)]
-        if "calibrated" in methods:
-            need[("cf", i)] = [ask(it, q, ident) for q in CONTENT_FREE]
-        if "cyclic" in methods or i in estimate:
-            need[("cyclic", i)] = [ask(it, it.question, pm) for pm in cyclic[n]]
-        if "full" in methods:
-            need[("full", i)] = [ask(it, it.question, pm) for pm in full[n]]
-        for m in methods:
-            if m.startswith("gold@"):
-                need[(m, i)] = [ask(it, it.question, _swap(n, it.gold, all_ids.index(m[5:])))]
-
-    plist = list(prompts)
-    var = _variant_logprobs(lm, plist, all_ids, tpl.cue, cache)
-    n_max = len(all_ids)
-
-    def dist(idx: list[int], n: int) -> np.ndarray:
-        """Log-normalised ID distributions of the given prompts over their first n IDs."""
-        return _log_normalise(_logsumexp(var[idx, :n]))
-
-    per_sample_prior = {i: _permutation_debias_log(dist(need[("cyclic", i)], len(items[i].options)),
-                                                   np.asarray(cyclic[len(items[i].options)]))
-                        for i in range(len(items)) if ("cyclic", i) in need}
-    priors: dict[int, np.ndarray] = {}
-    if "pride" in methods:
-        if given is not None:
-            priors = given
-        else:
-            for n in sizes:
-                est = [np.exp(per_sample_prior[i][1]) for i in sorted(estimate) if len(items[i].options) == n]
-                priors[n] = np.mean(est, axis=0)
-
+    chosen = _check_methods(methods, all_ids)
+    run = Run(items, all_ids, tpl, seed, _alpha(alpha), _check_prior(prior), max_permutations)
+    for m in chosen:  # plan
+        if m.setup is not None:
+            m.setup(run)
+    for i in range(len(items)):
+        run.ask("default", i, [(items[i].question, range(len(items[i].options)))])
+        for m in chosen:
+            m.prompts(run, i)
+    run.logp = _variant_logprobs(lm, list(run.prompts), all_ids, tpl.cue, cache)  # run
     rows, summary = [], []
-    for m in methods:
-        preds, golds, costs, used_priors = [], [], [], []
-        for i, it in enumerate(items):
-            n = len(it.options)
-            obs = dist(need[("default", i)], n)[0]
-            gold, role = it.gold, ""
-            if m == "default":
-                lp, cost = obs, 1
-            elif m == "calibrated":
-                p_cf = np.exp(dist(need[("cf", i)], n)).mean(0)
-                lp, cost = np.log(calibrate(np.exp(obs), p_cf)), 1 + len(CONTENT_FREE)
-                used_priors.append(p_cf)
-            elif m == "cyclic":
-                lp, cost = per_sample_prior[i][0], n
-                used_priors.append(np.exp(per_sample_prior[i][1]))
-            elif m == "full":
-                lp, sample_prior = _permutation_debias_log(dist(need[("full", i)], n), np.asarray(full[n]))
-                cost = len(full[n])
-                used_priors.append(np.exp(sample_prior))
-            elif m == "pride":
-                if i in estimate:
-                    lp, cost, role = per_sample_prior[i][0], n, "estimate"
-                else:
-                    lp, cost, role = _log_normalise(obs - np.log(priors[n])), 1, "debias"
-            else:  # gold@X
-                lp, cost = dist(need[(m, i)], n)[0], 1
-                gold = all_ids.index(m[5:])
-            pred = int(np.argmax(lp))
-            preds.append(pred)
-            golds.append(gold)
-            costs.append(cost)
-            rows.append({"item": i, "item_id": it.id, "subject": it.subject, "n_options": n, "method": m,
-                         "role": role, "gold": all_ids[gold], "pred": all_ids[pred], "correct": pred == gold,
-                         "probs": np.exp(lp).tolist()})
-        chosen = np.bincount(preds, minlength=n_max) / len(preds) * 100
-        if m == "pride":
-            mean_prior = priors[sizes[0]].tolist() if len(sizes) == 1 else {k: v.tolist() for k, v in priors.items()}
-        elif used_priors and len(sizes) == 1:
-            mean_prior = np.mean(used_priors, axis=0).tolist()
-        else:
-            mean_prior = None
-        summary.append({"method": m, "n_items": len(items),
-                        "accuracy": float(np.mean(np.asarray(preds) == np.asarray(golds)) * 100),
-                        "rstd": rstd(golds, preds), "cost": float(np.mean(costs)), "prior": mean_prior,
-                        **{f"chosen_{all_ids[j]}": float(chosen[j]) for j in range(n_max)}})
-    gold_share = pd.Series(np.bincount([it.gold for it in items], minlength=n_max) / len(items) * 100,
+    for m in chosen:  # apply, summarise
+        method_rows, line = _summarise(run, m, [m.predict(run, i) for i in range(len(items))])
+        rows += method_rows
+        summary.append(line)
+    gold_share = pd.Series(np.bincount([it.gold for it in items], minlength=len(all_ids)) / len(items) * 100,
                            index=list(all_ids), name="gold_share")
+    priors = _pride_priors(run) if "pride_estimate" in run.memo else {}
     return LetterEval(pd.DataFrame(summary), pd.DataFrame(rows), priors, gold_share, getattr(lm, "name", ""),
-                      len(plist))
+                      len(run.prompts))

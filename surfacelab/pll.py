@@ -31,17 +31,53 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
 import torch
 
 from . import engine, models, text
+from .registry import Registry
 from .tasks.loader import read_jsonl
 
-METRICS = ("original", "word_l2r", "whole_word")
+Copies = list[tuple[tuple[int, ...], tuple[int, ...]]]
+
+
+@dataclass(frozen=True)
+class PLLMetric:
+    """A way to mask a sentence for PLL.
+
+    ``copies(words)`` gets the sentence's scored input positions grouped by word (a list of position
+    lists, words and positions in order) and returns its masked copies, each ``(masked positions,
+    scored positions)``; every scored position must be scored by exactly one copy.
+    """
+
+    name: str
+    copies: Callable[[list[list[int]]], Copies]
+    description: str
+
+
+#: Every PLL metric, in default order (``register_pll_metric`` adds to it).
+METRICS: Registry[PLLMetric] = Registry("PLL metric", argument="metric")
 _ALIASES = {"within_word_l2r": "word_l2r"}  # minicons' name
+
+
+def register_pll_metric(metric: PLLMetric, *, overwrite: bool = False) -> PLLMetric:
+    """Add a PLL metric (``pll(..., metric=name)``, ``pll_metrics``, ``pll_blimp``); a taken name needs ``overwrite``."""
+    if not isinstance(metric, PLLMetric):
+        raise TypeError(f"metric: expected a PLLMetric, got {type(metric).__name__}")
+    return METRICS.register(metric.name, metric, overwrite=overwrite)
+
+
+for _m in [
+    PLLMetric("original", lambda words: [((p,), (p,)) for w in words for p in w], "mask only the scored token"),
+    PLLMetric("word_l2r", lambda words: [(tuple(w[k:]), (w[k],)) for w in words for k in range(len(w))],
+              "also mask the later subwords of the same word (minicons' within_word_l2r)"),
+    PLLMetric("whole_word", lambda words: [(tuple(w), tuple(w)) for w in words],
+              "mask every subword of the word; one copy scores all of its pieces"),
+]:
+    register_pll_metric(_m)
 
 #: Token budget (rows x padded length) of one automatic batch of masked copies, by device type.
 TOKEN_BUDGET = {"cpu": 2048, "mps": 16384, "cuda": 65536}
@@ -97,10 +133,7 @@ class _Sentence:
 
 
 def _check_metric(metric: Any) -> str:
-    metric = _ALIASES.get(metric, metric)
-    if metric not in METRICS:
-        raise ValueError(f"metric: expected one of {METRICS}, got {metric!r}")
-    return metric
+    return METRICS[_ALIASES.get(metric, metric) if isinstance(metric, str) else metric].name
 
 
 def _check_sentences(sentences: Any, prefix: Any) -> tuple[list[str], list[str]]:
@@ -153,18 +186,12 @@ def _encode(mlm: models.MLM, sentence: str, prefix: str, idx: int) -> _Sentence:
     return _Sentence(ids, scored, words, spans)
 
 
-def _copies(sent: _Sentence, metric: str) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+def _copies(sent: _Sentence, metric: str) -> Copies:
     """(masked positions, scored positions) of every masked copy of one sentence."""
     groups: dict[int, list[int]] = {}
     for pos, w in zip(sent.scored, sent.word_of):
         groups.setdefault(w, []).append(pos)
-    if metric == "whole_word":
-        return [(tuple(g), tuple(g)) for g in groups.values()]
-    out = []
-    for pos, w in zip(sent.scored, sent.word_of):
-        masked = tuple(p for p in groups[w] if p >= pos) if metric == "word_l2r" else (pos,)
-        out.append((masked, (pos,)))
-    return out
+    return METRICS[metric].copies(list(groups.values()))
 
 
 def _head(model: Any) -> torch.nn.Module | None:
@@ -301,6 +328,8 @@ def pll(
 
 
 def _check_metrics(metrics: Any) -> tuple[str, ...]:
+    if metrics is METRICS:
+        metrics = list(METRICS)
     if isinstance(metrics, str):
         metrics = [metrics]
     if not isinstance(metrics, Sequence):

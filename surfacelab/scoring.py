@@ -28,6 +28,7 @@ import pandas as pd
 
 from . import engine
 from ._format import gap
+from .registry import Registry, View
 from .text import check_options, check_text
 
 CONDITIONS = ("premise", "domain", "null")
@@ -35,7 +36,12 @@ CONDITIONS = ("premise", "domain", "null")
 
 @dataclass(frozen=True)
 class Scorer:
-    """A way to turn an option table into one number per option (higher is better)."""
+    """A way to turn an option table into one number per option (higher is better).
+
+    ``compute`` gets the whole option table (raw columns: ``logprob``, ``n_tokens``, ``n_chars``,
+    ``n_bytes``, ``domain_logprob``, ``null_logprob``) and must work row by row; ``label`` is the
+    header views show (default: the name).
+    """
 
     name: str
     column: str
@@ -43,57 +49,77 @@ class Scorer:
     formula: str
     description: str
     compute: Callable[[pd.DataFrame], pd.Series]
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.label:
+            object.__setattr__(self, "label", self.name)
 
 
-_REGISTRY: dict[str, Scorer] = {}
+#: Every scorer, in column order (``register_scorer`` adds to it).
+SCORERS: Registry[Scorer] = Registry("scorer")
+#: The condition whose raw column a scorer reads.
+_RAW = {"premise": ["logprob", "n_tokens", "n_chars", "n_bytes"], "domain": ["domain_logprob"],
+        "null": ["null_logprob"]}
 
 
-def register_scorer(scorer: Scorer) -> Scorer:
-    """Add a scorer to the registry (its column is added to every ``MCResult.table``)."""
+def register_scorer(scorer: Scorer, *, overwrite: bool = False) -> Scorer:
+    """Add a scorer: its column (and ``rank_<name>``) joins every ``MCResult.table`` and the scorer views.
+
+    Args:
+        scorer: the ``Scorer``; its name must be new and its column unused unless ``overwrite``.
+        overwrite: replace the scorer registered under the same name.
+    """
     if not isinstance(scorer, Scorer):
         raise TypeError(f"scorer: expected a Scorer, got {type(scorer).__name__}")
     bad = set(scorer.needs) - set(CONDITIONS)
     if bad:
         raise ValueError(f"scorer: unknown condition(s) {sorted(bad)}; known: {CONDITIONS}")
-    _REGISTRY[scorer.name] = scorer
-    return scorer
+    clash = [s.name for s in SCORERS.values() if s.column == scorer.column and s.name != scorer.name]
+    if clash or scorer.column in (*_RAW["domain"], *_RAW["null"], *_RAW["premise"][1:]):
+        raise ValueError(f"scorer: column {scorer.column!r} is already used by {clash[0] if clash else 'the raw table'}")
+    return SCORERS.register(scorer.name, scorer, overwrite=overwrite)
 
 
 for _s in [
-    Scorer("lm", "logprob", ("premise",), "Σ log P(y|x)", "summed log-prob of the option", lambda t: t["logprob"]),
+    Scorer("lm", "logprob", ("premise",), "Σ log P(y|x)", "summed log-prob of the option", lambda t: t["logprob"],
+           "LM"),
     Scorer("avg", "avg_token", ("premise",), "lm / #tokens(y)", "per-token average (the paper's Avg)",
-           lambda t: t["logprob"] / t["n_tokens"]),
+           lambda t: t["logprob"] / t["n_tokens"], "Avg"),
     Scorer("per_char", "per_char", ("premise",), "lm / len(y)", "per character (lm-eval acc_norm)",
-           lambda t: t["logprob"] / t["n_chars"]),
+           lambda t: t["logprob"] / t["n_chars"], "per char"),
     Scorer("per_byte", "per_byte", ("premise",), "lm / bytes(y)", "per UTF-8 byte (lm-eval acc_bytes)",
-           lambda t: t["logprob"] / t["n_bytes"]),
+           lambda t: t["logprob"] / t["n_bytes"], "per byte"),
     Scorer("unc", "unc", ("domain",), "Σ log P(y|x_dom)", "option prior in the domain, premise ignored",
-           lambda t: t["domain_logprob"]),
+           lambda t: t["domain_logprob"], "Unc"),
     Scorer("dcpmi", "dcpmi", ("premise", "domain"), "lm − unc", "domain-conditional PMI (Holtzman et al. 2021)",
-           lambda t: t["logprob"] - t["domain_logprob"]),
+           lambda t: t["logprob"] - t["domain_logprob"], "DC-PMI"),
     Scorer("pmi_null", "pmi_null", ("premise", "null"), "lm − Σ log P(y|BOS)",
-           "PMI against an empty context (lm-eval acc_mutual_info)", lambda t: t["logprob"] - t["null_logprob"]),
+           "PMI against an empty context (lm-eval acc_mutual_info)", lambda t: t["logprob"] - t["null_logprob"],
+           "PMI-null"),
 ]:
     register_scorer(_s)
 
+#: Live views for figures: scorer column -> display label, scorer column -> its rank column.
+SCORER_LABELS = View(SCORERS, lambda s: s.column, lambda s: s.label)
+SCORER_RANKS = View(SCORERS, lambda s: s.column, lambda s: f"rank_{s.name}")
+
 
 def list_scorers() -> pd.DataFrame:
-    """The registered scorers with their columns, formulas and the conditions they need."""
-    return pd.DataFrame([{"scorer": s.name, "column": s.column, "formula": s.formula, "needs": ",".join(s.needs),
-                          "description": s.description} for s in _REGISTRY.values()])
+    """The registered scorers with their labels, columns, formulas and the conditions they need."""
+    return pd.DataFrame([{"scorer": s.name, "label": s.label, "column": s.column, "formula": s.formula,
+                          "needs": ",".join(s.needs), "description": s.description} for s in SCORERS.values()])
 
 
 def get_scorer(name: str) -> Scorer:
-    """Look up a scorer by name (``ValueError`` naming ``scorer`` if unknown)."""
-    if name not in _REGISTRY:
-        raise ValueError(f"scorer: unknown scorer {name!r}; known: {', '.join(_REGISTRY)}")
-    return _REGISTRY[name]
+    """Look up a scorer by name (``ValueError`` naming ``scorer``, with close matches, if unknown)."""
+    return SCORERS[name]
 
 
 def check_scorers(scorers: str | Sequence[str] | None) -> list[str]:
     """Scorer names from a list or a comma-separated string (None: every registered scorer), each checked, once each."""
     if scorers is None:
-        return list(_REGISTRY)
+        return list(SCORERS)
     if isinstance(scorers, str):
         scorers = [s.strip() for s in scorers.split(",") if s.strip()]
     if not isinstance(scorers, Sequence) or not all(isinstance(s, str) for s in scorers):
@@ -138,7 +164,7 @@ class MCResult:
 
     def winners(self) -> pd.Series:
         """The winning option under every scorer that has scores."""
-        return pd.Series({name: self.winner(name) for name in _REGISTRY
+        return pd.Series({name: self.winner(name) for name in SCORERS
                           if not self.scores(name).isna().all()}, name="winner")
 
     def explain(self) -> str:
@@ -269,14 +295,15 @@ def option_table(raw: pd.DataFrame, *, by: str | None = None) -> pd.DataFrame:
         t["n_chars"] = [len(o) for o in t["option"]]
     if "n_bytes" not in t:
         t["n_bytes"] = [len(o.encode("utf-8")) for o in t["option"]]
-    for s in _REGISTRY.values():
+    for s in SCORERS.values():
         if s.column not in ("logprob", "domain_logprob"):
             t[s.column] = s.compute(t)
-    for s in _REGISTRY.values():
+    for s in SCORERS.values():
         col = t.groupby(by, sort=False)[s.column] if by is not None else t[s.column]
         t[f"rank_{s.name}"] = col.rank(ascending=False, method="min")
-    first = ["option", "logprob", "n_tokens", "n_chars", "n_bytes", "avg_token", "per_char", "per_byte",
-             "domain_logprob", "unc", "dcpmi", "null_logprob", "pmi_null"]
+    # registry order; each condition's raw columns just before the first scorer that reads them
+    order = [c for s in SCORERS.values() for c in (*(r for cond in ("premise", *s.needs) for r in _RAW[cond]), s.column)]
+    first = list(dict.fromkeys(["option", *order, *(c for cols in _RAW.values() for c in cols)]))
     front = [c for c in raw.columns if c not in first]
     return t[front + first + [c for c in t.columns if c not in first and c not in front]]
 

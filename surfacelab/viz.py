@@ -29,13 +29,11 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from ._format import distinct, visible
+from .scoring import SCORER_LABELS, SCORER_RANKS
 
-#: Scorer columns of ``MCResult.table`` shown in the scorer table, with their headers.
-SCORER_COLUMNS = {"logprob": "LM", "avg_token": "Avg", "per_char": "per char", "per_byte": "per byte",
-                  "unc": "Unc", "dcpmi": "DC-PMI", "pmi_null": "PMI-null"}
-#: The rank column of ``MCResult.table`` that says which option wins each scorer column.
-SCORER_RANKS = {"logprob": "rank_lm", "avg_token": "rank_avg", "per_char": "rank_per_char",
-                "per_byte": "rank_per_byte", "unc": "rank_unc", "dcpmi": "rank_dcpmi", "pmi_null": "rank_pmi_null"}
+#: Scorer columns of ``MCResult.table`` shown in the scorer table, with their headers, and the rank
+#: column that says which option wins each: live views of the scorer registry (``register_scorer``).
+SCORER_COLUMNS = SCORER_LABELS
 WINNER_FILL = "rgba(46, 160, 67, 0.45)"
 GOLD_FILL = "rgba(255, 193, 7, 0.30)"
 PLAIN_FILL = "rgba(0, 0, 0, 0)"

@@ -67,7 +67,7 @@ def test_preset_reload_and_fingerprint_stable_across_processes(real_lm):
 
 @pytest.mark.slow
 def test_splade_is_labelled(real_mlm):
-    assert real_mlm.retrieval_head and "retrieval" in real_mlm.note
+    assert "retrieval" in real_mlm.note
 
 
 def test_max_length_past_the_position_table_is_refused(tiny_lm):

@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import surfacelab as sl
@@ -69,14 +70,53 @@ def test_explain_names_the_options(result):
     assert result.winner("lm") in text and result.winner("dcpmi") in text
 
 
-def test_registry_accepts_new_scorers(tiny_lm):
-    new = scoring.Scorer("neg_len", "neg_len", ("premise",), "-len(y)", "test scorer", lambda t: -t["n_chars"])
+def test_registry_accepts_new_scorers_and_the_scorer_table_shows_them(tiny_lm):
+    from surfacelab import viz
+
+    new = scoring.Scorer("neg_len", "neg_len", ("premise",), "-len(y)", "test scorer", lambda t: -t["n_chars"],
+                         label="−length")
     scoring.register_scorer(new)
     try:
         r = sl.score(tiny_lm, "a", [" bb", " c"], cache=False)
         assert r.winner("neg_len") == " c"
+        assert list(r.table.columns).index("neg_len") > list(r.table.columns).index("pmi_null")
+        cols, _, won = viz.scorer_cells(r.table)
+        assert cols[-1] == "neg_len" and list(won[-1]) == [False, True]
+        header = viz.scorer_table(r.table).data[0].header.values
+        assert header[-1] == "−length"
+        assert "neg_len" in set(scoring.list_scorers().scorer)
     finally:
-        scoring._REGISTRY.pop("neg_len")
+        scoring.SCORERS.unregister("neg_len")
+    assert "neg_len" not in viz.SCORER_COLUMNS
+
+
+def test_option_table_columns_follow_the_registry_with_raw_columns_first_needed():
+    raw = pd.DataFrame({"x": [1, 2], "option": [" a", " b"], "logprob": [-1.0, -2.0], "n_tokens": [1, 2],
+                        "domain_logprob": [-1.0, -1.0], "null_logprob": [0.0, 0.0]})
+    cols = scoring.option_table(raw).columns.tolist()
+    assert cols == ["x", "option", "logprob", "n_tokens", "n_chars", "n_bytes", "avg_token", "per_char", "per_byte",
+                    "domain_logprob", "unc", "dcpmi", "null_logprob", "pmi_null",
+                    *(f"rank_{s}" for s in ("lm", "avg", "per_char", "per_byte", "unc", "dcpmi", "pmi_null"))]
+
+
+def test_register_scorer_refuses_a_taken_name_or_column():
+    clone = scoring.Scorer("lm", "lm2", ("premise",), "", "", lambda t: t["logprob"])
+    with pytest.raises(ValueError, match="'lm' is already registered; pass overwrite=True"):
+        scoring.register_scorer(clone)
+    with pytest.raises(ValueError, match="column 'dcpmi' is already used by dcpmi"):
+        scoring.register_scorer(scoring.Scorer("x", "dcpmi", ("premise",), "", "", lambda t: t["logprob"]))
+    original = scoring.get_scorer("lm")
+    scoring.register_scorer(clone, overwrite=True)
+    try:
+        assert scoring.get_scorer("lm").column == "lm2"
+    finally:
+        scoring.register_scorer(original, overwrite=True)
+    assert scoring.get_scorer("lm") is original
+
+
+def test_unknown_scorer_names_close_matches():
+    with pytest.raises(ValueError, match=r"scorer: unknown scorer 'dcpm' \(did you mean 'dcpmi'\?\)"):
+        scoring.get_scorer("dcpm")
 
 
 def test_save_roundtrip(result, tmp_path):

@@ -21,7 +21,7 @@ from .core import Item, Task, Template, resolve_template
 from .harness import LMEvalTemplate
 from .harness import table as harness_table
 from .loader import default_data_root, fewshot, list_tasks, load, read_jsonl
-from .registry import SPECS, TaskSpec, detokenize
+from .registry import SPECS, TaskSpec, detokenize, register_task
 from .templates import available as available_templates
 from .templates import templates
 
@@ -37,6 +37,7 @@ __all__ = [
     "harness_table",
     "TaskSpec",
     "SPECS",
+    "register_task",
     "list",
     "list_tasks",
     "load",

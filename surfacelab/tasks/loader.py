@@ -33,12 +33,6 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 VARIANTS = FAMILIES
 
 
-def _spec(name: str) -> TaskSpec:
-    if not isinstance(name, str) or name not in SPECS:
-        raise ValueError(f"name: unknown task {name!r}; known tasks: {', '.join(SPECS)}")
-    return SPECS[name]
-
-
 def check_variant(spec: TaskSpec, variant: str) -> None:
     """Raise a ValueError naming ``variant`` unless the task has that template family."""
     if variant not in VARIANTS:
@@ -220,7 +214,7 @@ def load(
     Returns:
         a :class:`Task`.
     """
-    spec = _spec(name)
+    spec = SPECS[name]
     if split is None:
         split = spec.default_split
     if split not in spec.all_splits:
@@ -292,7 +286,7 @@ def fewshot(task: Task, n: int, *, seed: int = 0, source_split: str | None = Non
         source: where that split is read (default: the same ``source`` the task was loaded from).
     """
     _check_int("n", n, 1)
-    spec = _spec(task.name)
+    spec = SPECS[task.name]
     if task.template.per_option_premise is not None:
         raise ValueError(f"task: few-shot prefixes are not defined for {task.name!r} (per-option contexts)")
     if source_split is None:

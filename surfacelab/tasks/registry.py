@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..registry import Registry
 from .core import LETTERS, Template
 from .harness import TEMPLATES as LM_EVAL_TEMPLATES
 
@@ -539,67 +540,83 @@ def _variants(code: Template, paper: Template | None = None, harness: str | None
     return out
 
 
-def _spec(**kw: Any) -> TaskSpec:
-    return TaskSpec(**kw)
+#: Every task by name, in listing order (``register_task`` adds to it).
+SPECS: Registry[TaskSpec] = Registry("task", argument="name")
 
 
-SPECS: dict[str, TaskSpec] = {s.name: s for s in [
-    _spec(name="copa", dataset="COPA", folder="copa", splits=("dev", "val"), default_split="dev", n_options=2,
+def register_task(spec: TaskSpec, *, overwrite: bool = False) -> TaskSpec:
+    """Add a task: ``tasks.load(spec.name, source=...)`` then reads its JSON Lines with ``spec.parse`` and renders
+    them with ``spec.templates`` (at least the ``"code"`` family).
+
+    Args:
+        spec: the ``TaskSpec``; its name must be new unless ``overwrite``.
+        overwrite: replace the task registered under the same name.
+    """
+    if not isinstance(spec, TaskSpec):
+        raise TypeError(f"spec: expected a TaskSpec, got {type(spec).__name__}")
+    if not isinstance(spec.templates.get("code"), Template):
+        raise ValueError(f"spec: task {spec.name!r} needs a Template under templates['code'] (the default family)")
+    return SPECS.register(spec.name, spec, overwrite=overwrite)
+
+
+for _s in [
+    TaskSpec(name="copa", dataset="COPA", folder="copa", splits=("dev", "val"), default_split="dev", n_options=2,
           parse=parse_copa, templates=_variants(COPA, harness="copa"),
           description="cause/effect bridge ' so' / ' because'; domain premise is the bridge",
           hub=("super_glue", "copa"), hub_splits={"val": "validation"}),
-    _spec(name="copa-flipped", dataset="COPA", folder="copa", splits=("dev", "val"), default_split="dev",
+    TaskSpec(name="copa-flipped", dataset="COPA", folder="copa", splits=("dev", "val"), default_split="dev",
           n_options=2, parse=parse_copa, templates=_variants(COPA_FLIPPED),
           description="diagnostic: each option is the context, the premise the shared continuation"),
-    _spec(name="storycloze", dataset="StoryCloze 2016", folder="storycloze", splits=("val", "test"),
+    TaskSpec(name="storycloze", dataset="StoryCloze 2016", folder="storycloze", splits=("val", "test"),
           default_split="test", n_options=2, parse=parse_storycloze, templates=_variants(STORYCLOZE, harness="storycloze"),
           description="' The story continues:'", shot_split="val"),
-    _spec(name="arc-challenge", dataset="ARC-Challenge", folder="arc-challenge", splits=("test", "pride_test"),
+    TaskSpec(name="arc-challenge", dataset="ARC-Challenge", folder="arc-challenge", splits=("test", "pride_test"),
           default_split="test", n_options=None, parse=parse_arc, templates=_variants(ARC, harness="arc-challenge"),
           description="' the answer is:'", hub=("allenai/ai2_arc", "ARC-Challenge"),
           hub_splits={"test": "test", "validation": "validation", "train": "train"}),
-    _spec(name="arc-easy", dataset="ARC-Easy", folder="arc-easy", splits=("test",), default_split="test",
+    TaskSpec(name="arc-easy", dataset="ARC-Easy", folder="arc-easy", splits=("test",), default_split="test",
           n_options=None, parse=parse_arc, templates=_variants(ARC, harness="arc-easy"),
           description="' the answer is:' (hub only)", hub=("allenai/ai2_arc", "ARC-Easy"),
           hub_splits={"test": "test", "validation": "validation", "train": "train"}, local=False),
-    _spec(name="openbookqa", dataset="OpenBookQA", folder="openbookqa", splits=("test",), default_split="test",
+    TaskSpec(name="openbookqa", dataset="OpenBookQA", folder="openbookqa", splits=("test",), default_split="test",
           n_options=4, parse=parse_obqa, templates=_variants(OBQA, harness="openbookqa"), description="' the answer is:'"),
-    _spec(name="commonsenseqa", dataset="CommonsenseQA", folder="commonsenseqa", splits=("dev", "pride_test"),
+    TaskSpec(name="commonsenseqa", dataset="CommonsenseQA", folder="commonsenseqa", splits=("dev", "pride_test"),
           default_split="dev", n_options=5, parse=parse_cqa, templates=_variants(CQA, harness="commonsenseqa"),
           description="' the answer is:'; options quoted and lower-cased"),
-    _spec(name="boolq", dataset="BoolQ", folder="boolq", splits=("dev",), default_split="dev", n_options=2,
+    TaskSpec(name="boolq", dataset="BoolQ", folder="boolq", splits=("dev",), default_split="dev", n_options=2,
           parse=parse_boolq, templates=_variants(BOOLQ, _paper(BOOLQ, domain_premise=" answer:"), harness="boolq"),
           description="'\\n answer:' (table: ' answer:')"),
-    _spec(name="rte", dataset="RTE", folder="rte", splits=("dev",), default_split="dev", n_options=2,
+    TaskSpec(name="rte", dataset="RTE", folder="rte", splits=("dev",), default_split="dev", n_options=2,
           parse=parse_rte, templates=_variants(RTE, _paper(RTE, domain_premise=" true or false? answer:"), harness="rte"),
           description="' true or false?\\n answer:' (table: ' true or false? answer:')"),
-    _spec(name="cb", dataset="CB", folder="cb", splits=("dev",), default_split="dev", n_options=3,
+    TaskSpec(name="cb", dataset="CB", folder="cb", splits=("dev",), default_split="dev", n_options=3,
           parse=parse_cb, templates=_variants(CB, harness="cb"), description="' the answer is:'"),
-    _spec(name="sst-2", dataset="SST-2", folder="sst-2", splits=("dev", "test"), default_split="test", n_options=2,
+    TaskSpec(name="sst-2", dataset="SST-2", folder="sst-2", splits=("dev", "test"), default_split="test", n_options=2,
           parse=parse_sst2, templates=_variants(SST2, harness="sst-2"), description="' The quote has a tone that is'",
           shot_split="dev"),
-    _spec(name="sst-5", dataset="SST-5", folder="sst-5", splits=("dev", "test"), default_split="test", n_options=5,
+    TaskSpec(name="sst-5", dataset="SST-5", folder="sst-5", splits=("dev", "test"), default_split="test", n_options=5,
           parse=parse_sst5, templates=_variants(SST5), description="' The quote has a tone that is'",
           shot_split="dev"),
-    _spec(name="ag_news", dataset="AG News", folder="ag_news", splits=("test",), default_split="test", n_options=4,
+    TaskSpec(name="ag_news", dataset="AG News", folder="ag_news", splits=("test",), default_split="test", n_options=4,
           parse=parse_agn, templates=_variants(AGN, _paper(AGN, domain_premise=" topic:")),
           description="'\\n topic:' (table: ' topic:')"),
-    _spec(name="trec", dataset="TREC", folder="trec", splits=("test",), default_split="test", n_options=6,
+    TaskSpec(name="trec", dataset="TREC", folder="trec", splits=("test",), default_split="test", n_options=6,
           parse=parse_trec, templates=_variants(TREC), description="' The answer to this question will be'"),
-    _spec(name="mmlu", dataset="MMLU", folder="mmlu", splits=("test", "dev"), default_split="test", n_options=4,
+    TaskSpec(name="mmlu", dataset="MMLU", folder="mmlu", splits=("test", "dev"), default_split="test", n_options=4,
           parse=parse_mmlu, templates=_variants(MMLU, harness="mmlu"), description="' the answer is:' (surfacelab; not in the paper)",
           shot_split="dev"),
-    _spec(name="hellaswag", dataset="HellaSwag", folder="hellaswag", splits=("val",), default_split="val",
+    TaskSpec(name="hellaswag", dataset="HellaSwag", folder="hellaswag", splits=("val",), default_split="val",
           n_options=4, parse=parse_hellaswag,
           templates=_variants(HELLASWAG, _paper(HELLASWAG, domain_premise=""), harness="hellaswag"),
           description="last word of the context (code; the table gives none)", hub=("Rowan/hellaswag", None),
           hub_splits={"val": "validation", "train": "train"}, local=False),
-    _spec(name="race-m", dataset="RACE-M", folder="race-m", splits=("test",), default_split="test", n_options=4,
+    TaskSpec(name="race-m", dataset="RACE-M", folder="race-m", splits=("test",), default_split="test", n_options=4,
           parse=parse_race, explode=explode_race, templates=_variants(RACE, harness="race-m"),
           description="'?'", hub=("ehovy/race", "middle"), hub_splits={"test": "test", "dev": "validation", "train": "train"},
           local=False),
-    _spec(name="race-h", dataset="RACE-H", folder="race-h", splits=("test",), default_split="test", n_options=4,
+    TaskSpec(name="race-h", dataset="RACE-H", folder="race-h", splits=("test",), default_split="test", n_options=4,
           parse=parse_race, explode=explode_race, templates=_variants(RACE, harness="race-h"),
           description="'?'", hub=("ehovy/race", "high"), hub_splits={"test": "test", "dev": "validation", "train": "train"},
           local=False),
-]}
+]:
+    register_task(_s)
