@@ -12,7 +12,8 @@ from . import alternatives, letters, paraphrase, tasks
 from .engine import logprobs, next_token_logprobs
 from .evaluate import EvalResult, ablate, evaluate, evaluate_fewshot
 from .models import DEFAULT_LM, DEFAULT_MLM, LM, MLM, list_presets, load_lm, load_mlm
-from .pll import BlimpResult, PLLResult, load_blimp, pll, pll_blimp, pll_metrics
+from .pll import BlimpResult, PLLResult, pll, pll_blimp, pll_metrics
+from .tasks.blimp import load_blimp
 from .paraphrase import MassResult, load_teaching_set, mass, mass_items
 from .scoring import MCResult, list_scorers, register_scorer, score, score_items
 from .why import WhyResult, why

@@ -18,6 +18,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from ._checks import is_int
 from . import engine
 
 COLUMNS = ["request", "position", "alt_rank", "alt_id", "alt_token", "alt_logprob"]
@@ -38,7 +39,7 @@ def alternatives(lm: Any, requests: Sequence[tuple[str, str]], *, k: int = 5,
         ``requests``), ``position`` (index of the scored token, as in ``Scored.frame()``),
         ``alt_rank`` (1 = most likely), ``alt_id``, ``alt_token`` (decoded) and ``alt_logprob``.
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+    if not is_int(k) or k < 1:
         raise ValueError(f"k: expected an int >= 1, got {k!r}")
     scored = engine.logprobs(lm, requests, batch_size=batch_size, progress=False, top_k=k)
     frames = []

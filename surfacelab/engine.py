@@ -21,6 +21,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from ._checks import is_int
 from . import text
 from .backends.base import RANK_TOL, EngineStats, NextTokenScores, TokenScores
 from .backends.plan import unique_prefix_tokens
@@ -120,7 +121,7 @@ def check_batch_size(batch_size: int | str) -> int | None:
     """Rows per batch from ``batch_size`` (None for "auto"); anything else is a ValueError."""
     if batch_size == "auto":
         return None
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+    if not is_int(batch_size) or batch_size < 1:
         raise ValueError(f"batch_size: expected a positive int or 'auto', got {batch_size!r}")
     return batch_size
 
@@ -178,7 +179,7 @@ def _store(cache: bool | ScoreCache) -> ScoreCache | None:
 
 
 def _check_top_k(top_k: Any) -> int:
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
+    if not is_int(top_k) or top_k < 0:
         raise ValueError(f"top_k: expected an int >= 0, got {top_k!r}")
     return top_k
 

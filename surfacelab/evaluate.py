@@ -72,6 +72,7 @@ import pandas as pd
 from scipy.stats import binomtest
 
 from . import engine, tasks, text
+from ._checks import check_int
 from .scoring import SCORERS, check_scorers, get_scorer, option_table
 from .tasks import LMEvalTemplate, Task, Template
 from .tasks.harness import lm_eval_metric
@@ -162,15 +163,8 @@ def _check_task(task: Task | str) -> Task:
     return task
 
 
-def _check_int(name: str, value: Any, minimum: int, allow_none: bool = False) -> None:
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name}: expected an integer >= {minimum}{' or None' if allow_none else ''}, got {value!r}")
-
-
 def _limited(task: Task, limit: int | None) -> Task:
-    _check_int("limit", limit, 1, allow_none=True)
+    check_int("limit", limit, 1, allow_none=True)
     if limit is None or limit >= len(task):
         return task
     return dataclasses.replace(task, items=task.items[:limit])
@@ -467,8 +461,8 @@ def _warn_truncation(results: list[EvalResult], window: int) -> None:
 def _evaluate_many(lm: Any, task_list: list[Task], scorers: list[str], *, batch_size: int | str, progress: bool,
                    n_boot: int, seed: int, too_long: str, labels: bool = False) -> list[EvalResult]:
     """Evaluate several tasks with ONE engine call (and, with ``labels``, one next-token call for split mass)."""
-    _check_int("n_boot", n_boot, 0)
-    _check_int("seed", seed, 0)
+    check_int("n_boot", n_boot, 0)
+    check_int("seed", seed, 0)
     if too_long not in ("error", "skip"):
         raise ValueError(f"too_long: expected 'error' or 'skip', got {too_long!r}")
     conditions = _conditions(scorers)
@@ -577,13 +571,13 @@ def evaluate_fewshot(
         std over seeds, NaN for one seed) and ``acc_seed_<s>`` per seed.
     """
     scorers = check_scorers(scorers)
-    _check_int("n_shot", n_shot, 1)
+    check_int("n_shot", n_shot, 1)
     if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence) or not seeds:
         raise ValueError(f"seeds: expected a non-empty list of integers, got {seeds!r}")
     for s in seeds:
-        _check_int("seeds", s, 0)
+        check_int("seeds", s, 0)
     if isinstance(task, str):
-        _check_int("limit", limit, 1, allow_none=True)
+        check_int("limit", limit, 1, allow_none=True)
         runs = [tasks.load(task, split, source=source, limit=limit, n_shot=n_shot, shot_seed=s) for s in seeds]
     else:
         base = _limited(_check_task(task), limit)

@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterator
 import pandas as pd
 import torch
 
+from ._checks import is_int
 from .registry import Registry
 
 DEFAULT_LM = "smollm2-135m"
@@ -455,7 +456,7 @@ def _window(model: Any, max_length: int | None) -> int:
 
     table = position_table(model.config)
     if max_length is not None:
-        if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 2:
+        if not is_int(max_length) or max_length < 2:
             raise ValueError(f"max_length: expected an int >= 2, got {max_length!r}")
         if table is not None and max_length > table:
             raise ValueError(f"max_length: {max_length} exceeds the model's position table of {table} "

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ._checks import is_int
 from . import engine, text
 from ._format import distinct
 from .variants import variants  # noqa: F401 - public as sl.paraphrase.variants before variants.py existed
@@ -344,7 +345,7 @@ def mass_items(
     if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
         raise TypeError("items: expected a list of items")
     parsed = [_parse_item(it, i) for i, it in enumerate(items)]
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
+    if not is_int(top_k) or top_k < 0:
         raise ValueError(f"top_k: expected an int >= 0, got {top_k!r}")
     requests = []
     for premise, concepts, domain, _ in parsed:

@@ -26,6 +26,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from ._checks import is_int
 from . import engine
 from ._format import gap
 from .registry import Registry, View
@@ -430,7 +431,7 @@ def score(
     result = score_items(lm, [(premise, options, domain_premise)], batch_size=batch_size, progress=False,
                          cache=cache, top_k=top_k)[0]
     if gold is not None:
-        if isinstance(gold, bool) or not isinstance(gold, (int, np.integer)) or not 0 <= gold < len(result.options):
+        if not is_int(gold) or not 0 <= gold < len(result.options):
             raise ValueError(f"gold: expected an option index in [0, {len(result.options)}), got {gold!r}")
         result.gold = int(gold)
     return result

@@ -78,6 +78,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from ._checks import is_int
 from . import engine, text
 from .variants import variants as _variants
 from .scoring import MCResult, get_scorer, score
@@ -751,7 +752,7 @@ def _index(value: Any, options: list[str], name: str) -> int:
         if value not in options:
             raise ValueError(f"{name}: {value!r} is not one of the options {options}")
         return options.index(value)
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < len(options):
+    if not is_int(value) or not 0 <= value < len(options):
         raise ValueError(f"{name}: expected an option index in [0, {len(options)}) or an option string, got {value!r}")
     return int(value)
 
@@ -785,7 +786,7 @@ def from_result(
     scores = result.table[s.column].to_numpy(dtype=float)
     if not np.isfinite(scores).all():
         raise ValueError(f"scorer: {scorer!r} needs a domain premise, and this result has none")
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+    if not is_int(top_k) or top_k < 1:
         raise ValueError(f"top_k: expected an int >= 1, got {top_k!r}")
     text.check_text(neutral, "neutral", allow_empty=False)
     if not neutral.strip():

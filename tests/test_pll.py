@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from surfacelab import models
-from surfacelab.pll import METRICS, TOKEN_BUDGET, load_blimp, pll, pll_blimp, pll_metrics
+from surfacelab.pll import METRICS, TOKEN_BUDGET, pll, pll_blimp, pll_metrics
+from surfacelab.tasks import load_blimp
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "benchmarks" / "pll_reference" / "minicons_reference.json"

@@ -49,6 +49,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
+from .._checks import is_number
 from .base import RANK_TOL, NextTokenScores, OnDone, TokenScores
 
 #: Environment variable read when no ``api_key`` is given.
@@ -537,7 +538,7 @@ def connect(server: str, tokenizer: Any, vocab_size: int, *, served_model: str |
     """
     if served_model is not None and (not isinstance(served_model, str) or not served_model):
         raise ValueError(f"served_model: expected a model name served by the server, got {served_model!r}")
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+    if not is_number(timeout) or not timeout > 0:
         raise ValueError(f"timeout: expected a positive number of seconds, got {timeout!r}")
     backend = VLLMBackend(normalize_url(server), served_model or "", api_key=api_key_from(api_key), timeout=timeout,
                           **options)

@@ -21,6 +21,7 @@ from .core import Item, Task, Template, resolve_template
 from .harness import LMEvalTemplate
 from .harness import table as harness_table
 from .loader import default_data_root, fewshot, list_tasks, load, read_jsonl
+from .blimp import load_blimp
 from .registry import SPECS, TaskSpec, detokenize, register_task
 from .templates import available as available_templates
 from .templates import templates
@@ -46,5 +47,6 @@ __all__ = [
     "available_templates",
     "default_data_root",
     "read_jsonl",
+    "load_blimp",
     "detokenize",
 ]

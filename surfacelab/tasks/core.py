@@ -33,8 +33,6 @@ answers differently from the task's label).
 
 from __future__ import annotations
 
-import builtins
-import string
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -42,7 +40,7 @@ from typing import Any
 import pandas as pd
 
 Renderer = str | Callable[[dict[str, Any]], str]
-OptionRenderer = str | Sequence[str] | Callable[[dict[str, Any]], builtins.list[str]]
+OptionRenderer = str | Sequence[str] | Callable[[dict[str, Any]], list[str]]
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -119,11 +117,11 @@ class Template:
             raise ValueError(f"template {self.name!r}: {part} must be a str or callable, got {type(spec).__name__}")
         return _fmt(spec, values, self.name, part)
 
-    def render_options(self, fields: dict[str, Any]) -> builtins.list[str]:
+    def render_options(self, fields: dict[str, Any]) -> list[str]:
         """Option strings for one record (each starting with ``target_delimiter``)."""
         spec = self.options
         if callable(spec):
-            options = builtins.list(spec(fields))
+            options = list(spec(fields))
         elif isinstance(spec, str):
             choices = fields.get("choices")
             if choices is None:
@@ -144,7 +142,7 @@ class Template:
         """Index of the gold option for one record."""
         return int(fields["label"]) if self.gold is None else int(self.gold(fields))
 
-    def render(self, fields: dict[str, Any]) -> tuple[str, builtins.list[str], str, builtins.list[str] | None]:
+    def render(self, fields: dict[str, Any]) -> tuple[str, list[str], str, list[str] | None]:
         """Return ``(premise, options, domain_premise, premise_per_option)`` for one record.
 
         The premise includes the preamble; :meth:`render_body` gives it without.
@@ -182,11 +180,6 @@ class Template:
         """Copy of this template with another domain premise."""
         return replace(self, domain_premise=domain_premise, name=name or f"{self.name}+dp")
 
-    @staticmethod
-    def fields_of(pattern: str) -> builtins.list[str]:
-        """Names of the ``{fields}`` a format string uses."""
-        return [f for _, f, _, _ in string.Formatter().parse(pattern) if f]
-
 
 @dataclass
 class Item:
@@ -206,11 +199,11 @@ class Item:
 
     id: str
     premise: str
-    options: builtins.list[str]
+    options: list[str]
     gold: int
     domain_premise: str
     meta: dict[str, Any] = field(default_factory=dict)
-    premise_per_option: builtins.list[str] | None = None
+    premise_per_option: list[str] | None = None
 
     def __post_init__(self) -> None:
         if not 0 <= self.gold < len(self.options):
@@ -223,17 +216,17 @@ class Item:
         """The gold option string."""
         return self.options[self.gold]
 
-    def contexts(self) -> builtins.list[str]:
+    def contexts(self) -> list[str]:
         """The context each option is scored under."""
         if self.premise_per_option is not None:
-            return builtins.list(self.premise_per_option)
+            return list(self.premise_per_option)
         return [self.premise] * len(self.options)
 
-    def requests(self) -> builtins.list[tuple[str, str]]:
+    def requests(self) -> list[tuple[str, str]]:
         """``(context, continuation)`` per option for the conditional score."""
-        return builtins.list(zip(self.contexts(), self.options))
+        return list(zip(self.contexts(), self.options))
 
-    def domain_requests(self) -> builtins.list[tuple[str, str]]:
+    def domain_requests(self) -> list[tuple[str, str]]:
         """``(domain_premise, continuation)`` per option for the domain-conditional score."""
         return [(self.domain_premise, o) for o in self.options]
 
@@ -248,7 +241,7 @@ class Task:
 
     name: str
     split: str
-    items: builtins.list[Item]
+    items: list[Item]
     template: Template
     source: str
     variant: str = "code"
@@ -275,14 +268,14 @@ class Task:
             row: dict[str, Any] = {
                 "id": it.id,
                 "premise": it.premise,
-                "options": builtins.list(it.options),
+                "options": list(it.options),
                 "n_options": len(it.options),
                 "gold": it.gold,
                 "gold_option": it.gold_option,
                 "domain_premise": it.domain_premise,
             }
             if it.premise_per_option is not None:
-                row["premise_per_option"] = builtins.list(it.premise_per_option)
+                row["premise_per_option"] = list(it.premise_per_option)
             for k, v in it.meta.items():
                 if k not in row and isinstance(v, (str, int, float, bool)) and k not in ("fewshot_prefix",):
                     row[k] = v
@@ -337,4 +330,4 @@ def resolve_template(task: str, template: Template | str) -> tuple[Template, str
     if found:
         return found[0], None
     raise ValueError(f"template: no template family or template named {template!r} for task {task!r}; "
-                     f"families: {builtins.list(families)}; named: {[t.name for t in named]}")
+                     f"families: {list(families)}; named: {[t.name for t in named]}")

@@ -15,7 +15,6 @@ Where data comes from (``source``):
 
 from __future__ import annotations
 
-import builtins
 import json
 import os
 import random
@@ -25,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 
+from .._checks import check_int
 from .core import Item, Task
 from .registry import FAMILIES, SPECS, TaskSpec
 from .render import render_item
@@ -36,7 +36,7 @@ VARIANTS = FAMILIES
 def check_variant(spec: TaskSpec, variant: str) -> None:
     """Raise a ValueError naming ``variant`` unless the task has that template family."""
     if variant not in VARIANTS:
-        raise ValueError(f"variant: unknown variant {variant!r}; choose one of {builtins.list(VARIANTS)}")
+        raise ValueError(f"variant: unknown variant {variant!r}; choose one of {list(VARIANTS)}")
     if variant not in spec.templates:
         with_it = [n for n, s in SPECS.items() if variant in s.templates]
         raise ValueError(f"variant: task {spec.name!r} has no {variant!r} template (lm-evaluation-harness 0.4.13 has "
@@ -107,14 +107,14 @@ def _resolve(spec: TaskSpec, split: str, source: str | os.PathLike | None) -> tu
     raise FileNotFoundError(f"source: {src} does not exist (task {spec.name!r}, split {split!r}). {_WHERE}{hint}")
 
 
-def read_jsonl(path: str | os.PathLike, limit: int | None = None) -> builtins.list[tuple[int, dict[str, Any]]]:
+def read_jsonl(path: str | os.PathLike, limit: int | None = None) -> list[tuple[int, dict[str, Any]]]:
     """Read JSON Lines as ``(1-based line number, record)``, the first ``limit`` records (all if None).
 
     Raises:
         ValueError: naming the file and line, for a line that is not UTF-8 (with the byte), not
             JSON, or not a JSON object.
     """
-    out: builtins.list[tuple[int, dict[str, Any]]] = []
+    out: list[tuple[int, dict[str, Any]]] = []
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
             if limit is not None and len(out) >= limit:
@@ -136,7 +136,7 @@ def read_jsonl(path: str | os.PathLike, limit: int | None = None) -> builtins.li
     return out
 
 
-def _read_hub(spec: TaskSpec, hub_id: str, split: str) -> builtins.list[tuple[int | None, dict[str, Any]]]:
+def _read_hub(spec: TaskSpec, hub_id: str, split: str) -> list[tuple[int | None, dict[str, Any]]]:
     try:
         import datasets  # noqa: PLC0415 - optional dependency, imported lazily
     except ImportError:
@@ -149,10 +149,10 @@ def _read_hub(spec: TaskSpec, hub_id: str, split: str) -> builtins.list[tuple[in
     return [(None, dict(r)) for r in ds]
 
 
-def sample_indices(n: int, limit: int | None, seed: int) -> builtins.list[int]:
+def sample_indices(n: int, limit: int | None, seed: int) -> list[int]:
     """Indices kept: all when ``limit`` is None or >= n, else a seeded sample in original order."""
     if limit is None or limit >= n:
-        return builtins.list(range(n))
+        return list(range(n))
     return sorted(random.Random(seed).sample(range(n), limit))
 
 
@@ -161,11 +161,6 @@ def _item_id(rec: dict[str, Any], spec: TaskSpec, split: str, index: int) -> str
         if key in rec and rec[key] not in (None, ""):
             return str(rec[key])
     return f"{spec.name}/{split}/{index}"
-
-
-def _check_int(name: str, value: Any, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
 
 
 def _checked_item(at: str, item_id: str, meta: dict[str, Any], template: Any) -> Item:
@@ -218,11 +213,11 @@ def load(
     if split is None:
         split = spec.default_split
     if split not in spec.all_splits:
-        raise ValueError(f"split: {split!r} is not a split of task {name!r}; valid splits: {builtins.list(spec.all_splits)}")
+        raise ValueError(f"split: {split!r} is not a split of task {name!r}; valid splits: {list(spec.all_splits)}")
     check_variant(spec, variant)
     if limit is not None:
-        _check_int("limit", limit, 1)
-    _check_int("n_shot", n_shot, 0)
+        check_int("limit", limit, 1)
+    check_int("n_shot", n_shot, 0)
     if not isinstance(seed, int):
         raise ValueError(f"seed must be an integer, got {seed!r}")
 
@@ -230,7 +225,7 @@ def load(
     rows = _read_hub(spec, where, split) if kind == "hub" else read_jsonl(where)
     template = spec.templates[variant]
 
-    parsed: builtins.list[tuple[int | None, dict[str, Any], dict[str, Any]]] = []
+    parsed: list[tuple[int | None, dict[str, Any], dict[str, Any]]] = []
     for lineno, rec in rows:
         for sub in (spec.explode(rec) if spec.explode else [rec]):
             try:
@@ -242,7 +237,7 @@ def load(
                                  f"(missing or bad field: {msg})") from None
             parsed.append((lineno, sub, fields))
 
-    items: builtins.list[Item] = []
+    items: list[Item] = []
     for index in sample_indices(len(parsed), limit, seed):
         lineno, rec, fields = parsed[index]
         meta: dict[str, Any] = {"raw": rec, "fields": fields, "index": index, "line": lineno}
@@ -285,7 +280,7 @@ def fewshot(task: Task, n: int, *, seed: int = 0, source_split: str | None = Non
             SST-2 dev, or the evaluated split itself).
         source: where that split is read (default: the same ``source`` the task was loaded from).
     """
-    _check_int("n", n, 1)
+    check_int("n", n, 1)
     spec = SPECS[task.name]
     if task.template.per_option_premise is not None:
         raise ValueError(f"task: few-shot prefixes are not defined for {task.name!r} (per-option contexts)")

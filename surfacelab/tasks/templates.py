@@ -15,7 +15,6 @@ The folder is ``$SURFACELAB_TEMPLATES`` if set, else ``data/templates`` in the r
 
 from __future__ import annotations
 
-import builtins
 import json
 import os
 from dataclasses import replace
@@ -34,14 +33,14 @@ def template_dir() -> Path:
     return Path(env) if env else TEMPLATE_DIR
 
 
-def available() -> builtins.list[str]:
+def available() -> list[str]:
     """Task names that have a template set."""
     d = template_dir()
     names = sorted(p.stem for p in d.glob("*.json")) if d.is_dir() else []
     return names + sorted(a for a, b in _ALIASES.items() if b in names)
 
 
-def _parse(path: Path, task: str) -> builtins.list[Template]:
+def _parse(path: Path, task: str) -> list[Template]:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
@@ -66,13 +65,13 @@ def _parse(path: Path, task: str) -> builtins.list[Template]:
                 changes["shot"] = None  # the default shot (premise + answer + newline) fits a new premise
             if "description" not in changes:
                 changes["description"] = ""
-            if "options" in changes and isinstance(changes["options"], builtins.list):
-                changes["options"] = builtins.tuple(changes["options"])
+            if "options" in changes and isinstance(changes["options"], list):
+                changes["options"] = tuple(changes["options"])
             out.append(replace(base, **changes))
     return out
 
 
-def templates(name: str) -> builtins.list[Template]:
+def templates(name: str) -> list[Template]:
     """Templates shipped for a task (e.g. 15+ SST-2 prompts, domain-premise variants for ARC / CQA).
 
     Args:
