@@ -72,8 +72,8 @@ import pandas as pd
 from scipy.stats import binomtest
 
 from . import engine, tasks, text
-from ._checks import check_int
-from .scoring import SCORERS, check_scorers, get_scorer, option_table
+from ._checks import check_int, is_int
+from .scoring import SCORERS, MCResult, check_scorers, get_scorer, option_table, result_meta
 from .tasks import LMEvalTemplate, Task, Template
 from .tasks.harness import lm_eval_metric
 from .why import EVIDENCE_SHARE, LABELS, decompose, is_option_ids, mass_numbers, mass_plan, shares, verdict
@@ -92,7 +92,7 @@ class EvalResult:
             ``truncated`` / ``domain_truncated``: context tokens cut from the left of the premise /
             domain premise to fit the model's window (0: nothing cut).
         items: one row per item: ``item``, ``id``, ``gold``, ``gold_option``, ``n_options``,
-            ``premise``, then per scorer ``pred_<scorer>`` (predicted option index), ``correct_<scorer>``
+            ``premise``, ``domain_premise``, then per scorer ``pred_<scorer>`` (predicted option index), ``correct_<scorer>``
             and ``tie_<scorer>`` (the top score is shared), then the verdict columns (``against``,
             ``gap_*``, ``prior``, ``mass_ratio``, ``mass_gain``, ``why``, ``rescued_by``; see the module docstring),
             ``truncated`` (most premise tokens cut from any option) and ``truncation_differs`` (its options
@@ -136,9 +136,60 @@ class EvalResult:
         for name in ("items", "scores", "accuracy", "paired", "labels"):
             getattr(self, name).to_csv(d / f"{name}.csv", index=False)
         meta = {"task": self.task, "split": self.split, "model": self.model, "template": self.template,
-                "scorers": self.scorers, **self.meta}
+                "scorers": self.scorers, **self.meta,
+                "text_columns": {name: [c for c, t in getattr(self, name).dtypes.items() if not
+                                        (pd.api.types.is_numeric_dtype(t) or pd.api.types.is_bool_dtype(t))]
+                                 for name in ("items", "scores", "accuracy", "paired", "labels")}}
         (d / "meta.json").write_text(json.dumps(meta, indent=1, default=str))
         return d
+
+    @classmethod
+    def load(cls, directory: str | Path) -> "EvalResult":
+        """Read a run written by ``save`` (frames from CSV; text columns, named in ``meta.json``, come back as text)."""
+        d = Path(directory)
+        if not (d / "meta.json").is_file():
+            raise ValueError(f"directory: {str(d)!r} holds no meta.json of a saved EvalResult")
+        meta = json.loads((d / "meta.json").read_text())
+        head = {k: meta.pop(k) for k in ("task", "split", "model", "template", "scorers")}
+        text = meta.pop("text_columns", {})
+        frames = {}
+        for name in ("items", "scores", "accuracy", "paired", "labels"):
+            try:
+                f = pd.read_csv(d / f"{name}.csv")
+            except pd.errors.EmptyDataError:
+                f = pd.DataFrame()
+            for c in text.get(name, []):
+                f[c] = f[c].astype(object).where(f[c].notna(), "").astype(str)
+            frames[name] = f
+        return cls(**head, **frames, meta=meta)
+
+    def show(self) -> Any:
+        """Accuracy per scorer with its 95% CI and the chance line (``viz.accuracy_ci``)."""
+        from . import viz
+
+        n_options = self.items["n_options"] if "n_options" in self.items else None
+        chance = float((1 / n_options).mean()) if n_options is not None and len(n_options) else None
+        return viz.accuracy_ci(self.accuracy.assign(task=self.task), "task", chance=chance,
+                               title=f"{self.task}/{self.split}: accuracy with 95% CI")
+
+    def result(self, i: int) -> MCResult:
+        """Item ``i``'s scores as an ``MCResult``, without scoring it again: its option rows of ``.scores``
+        completed with every registered scorer's column; the token frame is empty (``evaluate`` keeps only
+        each option's totals)."""
+        if not is_int(i) or not 0 <= i < len(self.items):
+            raise ValueError(f"i: expected an item position in [0, {len(self.items)}), got {i!r}")
+        row = self.items.iloc[int(i)]
+        rows = self.scores[self.scores["item"] == row["item"]].reset_index(drop=True)
+        raw = ["option", "logprob", "n_tokens", "n_chars", "n_bytes", "domain_logprob", "null_logprob"]
+        table = option_table(rows[raw])  # every scorer's column, from the run's own raw numbers
+        table["truncated"], table["domain_truncated"] = rows["truncated"], rows["domain_truncated"]
+        domain = None if table["domain_logprob"].isna().all() else row["domain_premise"]
+        tokens = pd.DataFrame({"option": pd.Series(dtype=str), "condition": pd.Series(dtype=str),
+                               "token": pd.Series(dtype=str), "logprob": pd.Series(dtype=float)})
+        return MCResult(str(row["premise"]), [str(o) for o in table["option"]], domain, self.model, table, tokens,
+                        int(row["gold"]), meta={"template": self.template, **{k: self.meta.get(k) for k in
+                                                                             ("fingerprint", "backend", "seed")},
+                                                "scorers": self.scorers})
 
     def __repr__(self) -> str:
         acc = ", ".join(f"{r.scorer}{f' ({r.lm_eval_metric})' if r.lm_eval_metric else ''}={r.accuracy:.3f}"
@@ -270,6 +321,7 @@ def _items_frame(task: Task, scores: pd.DataFrame, scorers: list[str],
         "gold_option": [it.gold_option for it in task.items],
         "n_options": [len(it.options) for it in task.items],
         "premise": [it.premise for it in task.items],
+        "domain_premise": [it.domain_premise for it in task.items],
     })
     by_item = scores["item"].to_numpy()
     for s in scorers:
@@ -485,7 +537,7 @@ def _evaluate_many(lm: Any, task_list: list[Task], scorers: list[str], *, batch_
         accuracy["lm_eval_metric"], accuracy["lm_eval_reports"] = _harness_names(scorers, task.template)
         meta = {"source": task.source, "variant": task.variant, "n_shot": task.n_shot, "n_boot": n_boot,
                 "seed": seed, "flipped": task.template.per_option_premise is not None, "skipped_too_long": skipped,
-                "why_cost": cost}
+                "why_cost": cost, **result_meta(lm, scorers=scorers)}
         if isinstance(task.template, LMEvalTemplate):
             meta.update(lm_eval_task=task.template.lm_eval_task, lm_eval_yaml=task.template.yaml)
         out.append(EvalResult(

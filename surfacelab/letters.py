@@ -43,6 +43,7 @@ from scipy.special import logsumexp
 from . import engine, text
 from ._checks import check_int, is_int, is_number
 from .cache import ScoreCache
+from ._results import JSONResult
 from .registry import Registry
 from .tasks.core import LETTERS
 from .tasks.loader import sample_indices
@@ -445,7 +446,7 @@ def move_gold(options: Sequence[str], gold: int, position: int) -> tuple[list[st
 
 # ----------------------------------------------------------------------------- single question
 @dataclass
-class LetterResult:
+class LetterResult(JSONResult):
     """Option-ID scores of one question.
 
     ``table``: one row per ID (default order): id, position, option, gold, p_space / p_bare (full-
@@ -471,6 +472,12 @@ class LetterResult:
         if column not in cols:
             raise ValueError(f"column: expected one of {cols}, got {column!r}")
         return str(self.table.loc[self.table[column].idxmax(), "id"])
+
+    def show(self) -> Any:
+        """The observed / prior / calibrated / debiased ID distributions (``viz.letter_priors``)."""
+        from . import viz
+
+        return viz.letter_priors(self.table, gold=self.gold)
 
 
 def score(

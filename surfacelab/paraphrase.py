@@ -33,7 +33,6 @@ again inside the longer one. Such forms are named in the ``prefix_of`` column.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from ._checks import is_int
+from ._results import JSONResult, read_json
 from . import engine, text
 from ._format import distinct
 from .variants import variants  # noqa: F401 - public as sl.paraphrase.variants before variants.py existed
@@ -117,7 +117,7 @@ def check_concepts(concepts: Any, name: str = "concepts") -> dict[str, list[str]
 
 
 @dataclass
-class MassResult:
+class MassResult(JSONResult):
     """Surface-form mass of one premise and concept set.
 
     Attributes:
@@ -188,20 +188,19 @@ class MassResult:
             lines.append(f"The intended answer {self.answer!r} wins under: {', '.join(right) or 'no rule'}.")
         return " ".join(lines)
 
+    def show(self) -> Any:
+        """The paraphrase-mass figure (``viz.paraphrase_mass``)."""
+        from . import viz
+
+        return viz.paraphrase_mass(self.forms, self.concepts, self.winners, answer=self.answer)
+
     def save(self, path: str | Path) -> Path:
-        """Write ``.concepts`` as CSV (``*.csv``) or every frame as JSON (``*.json``)."""
+        """Write ``.concepts`` as CSV (``*.csv``) or every field and frame as JSON (``*.json``, ``MassResult.load``)."""
         path = Path(path)
         if path.suffix == ".csv":
             self.concepts.to_csv(path, index=False)
-        elif path.suffix == ".json":
-            frames = {k: json.loads(getattr(self, k).to_json(orient="records"))
-                      for k in ("forms", "concepts", "winners", "topk")}
-            path.write_text(json.dumps({"premise": self.premise, "domain_premise": self.domain_premise,
-                                        "model": self.model, "answer": self.answer, "coverage": self.coverage,
-                                        **frames}, indent=1))
-        else:
-            raise ValueError(f"path: expected a .csv or .json file name, got {path.name!r}")
-        return path
+            return path
+        return super().save(path)
 
     def _repr_html_(self) -> str:
         return self.concepts.to_html(index=False, float_format=lambda v: f"{v:.3f}")
@@ -465,12 +464,7 @@ def load_teaching_set(path: str | Path | None = None) -> list[dict[str, Any]]:
         ready for ``mass_items``.
     """
     p = Path(TEACHING_SET if path is None else path)
-    try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ValueError(f"path: no teaching set at {str(p)!r}") from None
-    except json.JSONDecodeError as err:
-        raise ValueError(f"path: {p.name} is not valid JSON ({err})") from None
+    doc = read_json(p, "teaching set")
     items = doc.get("items") if isinstance(doc, dict) else None
     if not isinstance(items, list) or not items:
         raise ValueError(f"path: {p.name} needs a non-empty 'items' list")

@@ -37,6 +37,7 @@ import pandas as pd
 import torch
 
 from . import engine, models, text
+from ._results import JSONResult
 from .registry import Registry
 from .tasks.blimp import load_blimp
 
@@ -83,7 +84,7 @@ TOKEN_BUDGET = {"cpu": 2048, "mps": 16384, "cuda": 65536}
 
 
 @dataclass
-class PLLResult:
+class PLLResult(JSONResult):
     """Pseudo-log-likelihoods of a list of sentences under one metric.
 
     Attributes:
@@ -115,6 +116,12 @@ class PLLResult:
     def scores(self) -> np.ndarray:
         """The per-sentence PLLs, in input order."""
         return self.table["pll"].to_numpy()
+
+    def show(self) -> Any:
+        """The PLL-by-subword figure (``viz.pll_subwords``), with the model's note."""
+        from . import viz
+
+        return viz.pll_subwords(self.tokens.assign(metric=self.metric), note=self.note)
 
     def __repr__(self) -> str:
         label = f", note={self.note!r}" if self.note else ""

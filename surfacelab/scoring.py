@@ -17,7 +17,6 @@ pmi_null      pmi_null                        lm − Σ log P(y | empty context 
 
 from __future__ import annotations
 
-import json
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +28,7 @@ import pandas as pd
 from ._checks import is_int
 from . import engine
 from ._format import gap
+from ._results import JSONResult
 from .registry import Registry, View
 from .text import check_options, check_text
 
@@ -133,7 +133,7 @@ def check_scorers(scorers: str | Sequence[str] | None) -> list[str]:
 
 
 @dataclass
-class MCResult:
+class MCResult(JSONResult):
     """Scores of one multiple-choice item.
 
     ``table`` has one row per option (the raw log-probs, lengths, every scorer's column,
@@ -165,8 +165,8 @@ class MCResult:
 
     def winners(self) -> pd.Series:
         """The winning option under every scorer that has scores."""
-        return pd.Series({name: self.winner(name) for name in SCORERS
-                          if not self.scores(name).isna().all()}, name="winner")
+        return pd.Series({name: self.winner(name) for name, s in SCORERS.items()
+                          if s.column in self.table and not self.scores(name).isna().all()}, name="winner")
 
     def explain(self) -> str:
         """Plain words on why the LM winner differs from the DC-PMI winner (length, prior, costly tokens)."""
@@ -179,21 +179,19 @@ class MCResult:
 
         return from_result(lm, self, **kwargs)
 
+    def show(self) -> Any:
+        """The scorer table figure (``viz.scorer_table``), gold marked."""
+        from . import viz
+
+        return viz.scorer_table(self.table, gold=self.gold)
+
     def save(self, path: str | Path) -> Path:
-        """Write ``.table`` as CSV (``*.csv``) or both frames as JSON (``*.json``)."""
+        """Write ``.table`` as CSV (``*.csv``) or every field and frame as JSON (``*.json``, ``MCResult.load``)."""
         path = Path(path)
         if path.suffix == ".csv":
             self.table.to_csv(path, index=False)
-        elif path.suffix == ".json":
-            path.write_text(json.dumps({
-                "premise": self.premise, "domain_premise": self.domain_premise, "model": self.model,
-                "options": self.options, "gold": self.gold,
-                "table": json.loads(self.table.to_json(orient="records")),
-                "tokens": json.loads(self.tokens.to_json(orient="records")),
-            }, indent=1))
-        else:
-            raise ValueError(f"path: expected a .csv or .json file name, got {path.name!r}")
-        return path
+            return path
+        return super().save(path)
 
     def _repr_html_(self) -> str:
         return self.table.to_html(index=False, float_format=lambda v: f"{v:.3f}")
@@ -379,9 +377,18 @@ def score_items(
         table["truncated"] = [cut[("premise", o)] for o in options]
         table["domain_truncated"] = [cut.get(("domain", o), 0) for o in options]
         out.append(MCResult(premise, options, domain, lm.name, table, pd.concat(frames, ignore_index=True), gold,
-                            meta={"engine": results.stats}))  # the counters of the engine call behind it
+                            meta=result_meta(lm, engine=results.stats)))
     _warn_truncation(out, lm.max_length)
     return out
+
+
+def result_meta(lm: Any, **more: Any) -> dict[str, Any]:
+    """What a result records of its model and run: ``fingerprint`` (model + tokenizer + dtype), ``backend``
+    ("transformers", "vllm"), ``scorers`` (the registered scorers behind its columns) and ``more``
+    (``engine``: the counters of the engine call; a template, a seed)."""
+    backend = getattr(lm, "backend", None)
+    return {"fingerprint": getattr(lm, "fingerprint", ""), "backend": getattr(backend, "kind", ""),
+            "scorers": list(SCORERS), **more}
 
 
 def _warn_truncation(results: list[MCResult], window: int) -> None:

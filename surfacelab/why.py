@@ -67,18 +67,17 @@ the negative parts of the three gap terms; each term's *share* is its negative p
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
 from ._checks import is_int
+from ._results import JSONResult
 from . import engine, text
 from .variants import variants as _variants
 from .scoring import MCResult, get_scorer, score
@@ -585,31 +584,8 @@ def _verdict_detail(label: str, d: dict[str, float], og: str, oa: str, mass: dic
 
 
 # ----------------------------------------------------------------------------- result
-def _cell(v: Any) -> Any:
-    """A frame cell as exact JSON: native Python scalars (floats by repr), NaN as null, infinities as strings."""
-    v = v.item() if isinstance(v, np.generic) else v
-    if isinstance(v, float) and not math.isfinite(v):
-        return None if math.isnan(v) else str(v)
-    return v
-
-
-def _frame_to_json(frame: pd.DataFrame) -> dict:
-    return {"columns": list(frame.columns), "dtypes": {c: str(t) for c, t in frame.dtypes.items()},
-            "data": [[_cell(v) for v in row] for row in frame.itertuples(index=False, name=None)]}
-
-
-def _frame_from_json(doc: dict) -> pd.DataFrame:
-    if not doc["data"]:
-        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in doc["dtypes"].items()})
-    frame = pd.DataFrame(doc["data"], columns=doc["columns"])
-    return frame.astype({c: t for c, t in doc["dtypes"].items() if t != "object"})
-
-
-FRAMES = ("table", "terms", "tokens", "attribution", "competitors")
-
-
 @dataclass
-class WhyResult:
+class WhyResult(JSONResult):
     """A contrastive account of why ``options[gold]`` lost to (or beat) ``options[against]``.
 
     Attributes:
@@ -712,34 +688,6 @@ class WhyResult:
         if view not in figs:
             raise ValueError(f"view: expected one of {list(figs)}, got {view!r}")
         return figs[view]
-
-    def save(self, path: str | Path) -> Path:
-        """Write every frame and field to ``*.json`` (``WhyResult.load`` reads it back exactly)."""
-        path = Path(path)
-        if path.suffix != ".json":
-            raise ValueError(f"path: expected a .json file name, got {path.name!r}")
-        doc = {k: getattr(self, k) for k in ("premise", "options", "domain_premise", "model", "gold", "against",
-                                             "scorer", "verdict", "meta")}
-        doc.update({k: _frame_to_json(getattr(self, k)) for k in FRAMES})
-        path.write_text(json.dumps(doc, indent=1, allow_nan=False))
-        return path
-
-    @classmethod
-    def load(cls, path: str | Path) -> "WhyResult":
-        """Read a result written by ``save``."""
-        path = Path(path)
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ValueError(f"path: no file {str(path)!r}") from None
-        except json.JSONDecodeError as err:
-            raise ValueError(f"path: {path.name} is not valid JSON ({err})") from None
-        missing = [k for k in ("premise", "options", "gold", "against", *FRAMES) if k not in doc]
-        if missing:
-            raise ValueError(f"path: {path.name} is not a saved WhyResult (missing {missing})")
-        return cls(**{k: doc[k] for k in ("premise", "options", "domain_premise", "model", "gold", "against",
-                                          "scorer", "verdict", "meta")},
-                   **{k: _frame_from_json(doc[k]) for k in FRAMES})
 
     def _repr_html_(self) -> str:
         t = self.terms[self.terms["group"].isin(["gap", "verdict"])][["term", "value", "sentence"]]

@@ -127,7 +127,9 @@ def test_save_roundtrip(result, tmp_path):
     back = pd.read_csv(result.save(tmp_path / "r.csv"))
     assert list(back["option"]) == OPTIONS
     data = json.loads(result.save(tmp_path / "r.json").read_text())
-    assert len(data["tokens"]) == len(result.tokens)
+    assert data["type"] == "MCResult" and len(data["tokens"]) == len(result.tokens)
+    back = scoring.MCResult.load(tmp_path / "r.json")
+    pd.testing.assert_frame_equal(back.tokens, result.tokens, check_dtype=False)
     with pytest.raises(ValueError, match="path"):
         result.save(tmp_path / "r.txt")
 

@@ -1,0 +1,126 @@
+"""One way for result objects to be written and read back: ``save(path)`` / ``Result.load(path)`` as one JSON file.
+
+Every ``pd.DataFrame`` field is stored as a list of records (native Python scalars, floats exact, NaN as null,
+infinities as strings) with its column dtypes under ``"dtypes"`` (and tuple columns under ``"tuples"``), every
+other field as JSON (a dataclass such as the engine's counters as its fields), so ``load`` gives back equal frames.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+
+def _cell(v: Any) -> Any:
+    """A frame cell as exact JSON: native Python scalars (floats by repr), NaN as null, infinities as strings."""
+    v = v.item() if isinstance(v, np.generic) else v
+    if isinstance(v, float) and not math.isfinite(v):
+        return None if math.isnan(v) else str(v)
+    if isinstance(v, (list, tuple, np.ndarray)):
+        return [_cell(x) for x in v]
+    return v
+
+
+def frame_to_json(frame: pd.DataFrame) -> dict:
+    """A frame as ``{"columns", "dtypes", "data"}`` (plus ``"tuples"``: object columns that hold tuples)."""
+    doc = {"columns": list(frame.columns), "dtypes": {c: str(t) for c, t in frame.dtypes.items()},
+           "data": [[_cell(v) for v in row] for row in frame.itertuples(index=False, name=None)]}
+    tuples = [c for c in frame.columns if frame[c].dtype == object and len(frame) and isinstance(frame[c].iloc[0], tuple)]
+    if tuples:
+        doc["tuples"] = tuples
+    return doc
+
+
+def frame_from_json(doc: dict) -> pd.DataFrame:
+    """The frame ``frame_to_json`` wrote."""
+    if not doc["data"]:
+        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in doc["dtypes"].items()})
+    frame = pd.DataFrame(doc["data"], columns=doc["columns"])
+    for c in doc.get("tuples", []):
+        frame[c] = [tuple(v) if isinstance(v, list) else v for v in frame[c]]
+    numeric = {c: t for c, t in doc["dtypes"].items() if t != "object"}
+    for c, t in numeric.items():  # infinities were written as strings
+        if t.startswith("float") and frame[c].dtype == object:
+            frame[c] = [float(v) if isinstance(v, str) else v for v in frame[c]]
+    return frame.astype(numeric)
+
+
+def read_json(path: Path, what: str) -> Any:
+    """The JSON document at ``path``, or a ``ValueError`` naming ``path`` (no such ``what``, not valid JSON)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"path: no {what} at {str(path)!r}") from None
+    except json.JSONDecodeError as err:
+        raise ValueError(f"path: {path.name} is not valid JSON ({err})") from None
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+def _is_frame(f: dataclasses.Field) -> bool:
+    return f.type in ("pd.DataFrame", pd.DataFrame)
+
+
+class JSONResult:
+    """Mixin for result dataclasses: ``save(path)`` writes ``*.json``, ``load(path)`` reads it back."""
+
+    def _save_json(self, path: Path) -> Path:
+        doc: dict[str, Any] = {"type": type(self).__name__}
+        dtypes, tuples = {}, {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if not _is_frame(f):
+                doc[f.name] = value
+                continue
+            frame = frame_to_json(value)
+            doc[f.name] = [dict(zip(frame["columns"], row)) for row in frame["data"]]
+            dtypes[f.name] = frame["dtypes"]
+            tuples[f.name] = frame.get("tuples", [])
+        doc["dtypes"], doc["tuples"] = dtypes, tuples
+        path.write_text(json.dumps(doc, indent=1, default=_plain))
+        return path
+
+    def save(self, path: str | Path) -> Path:
+        """Write every frame and field to ``*.json`` (``load`` reads it back)."""
+        path = Path(path)
+        if path.suffix != ".json":
+            raise ValueError(f"path: expected a .json file name, got {path.name!r}")
+        return self._save_json(path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Any:
+        """Read a result written by ``save`` (``ValueError`` naming ``path`` if it is not one)."""
+        path = Path(path)
+        doc = read_json(path, "file")
+        if not isinstance(doc, dict) or doc.get("type", cls.__name__) != cls.__name__:
+            raise ValueError(f"path: {path.name} is not a saved {cls.__name__}")
+        fields = dataclasses.fields(cls)
+        missing = [f.name for f in fields if f.name not in doc and f.default is dataclasses.MISSING
+                   and f.default_factory is dataclasses.MISSING]
+        if missing:
+            raise ValueError(f"path: {path.name} is not a saved {cls.__name__} (missing {missing})")
+        return cls(**{f.name: _read_frame(doc, f.name) if _is_frame(f) else doc[f.name] for f in fields if f.name in doc})
+
+
+def _read_frame(doc: dict, name: str) -> pd.DataFrame:
+    value = doc[name]
+    if isinstance(value, dict):  # {"columns", "dtypes", "data"} (WhyResult files before records)
+        return frame_from_json(value)
+    dtypes = doc.get("dtypes", {}).get(name, {})
+    columns = list(dtypes) or list(dict.fromkeys(k for r in value for k in r))
+    return frame_from_json({"columns": columns, "dtypes": dtypes, "tuples": doc.get("tuples", {}).get(name, []),
+                            "data": [[r.get(c) for c in columns] for r in value]})

@@ -1,0 +1,87 @@
+"""Result objects: save/load round-trips, show() figures and meta (fingerprint, backend, scorers, template, seed)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+import surfacelab as sl
+from surfacelab import letters, paraphrase
+from surfacelab.evaluate import EvalResult
+from surfacelab.pll import PLLResult
+from surfacelab.scoring import MCResult
+from surfacelab.tasks import Item, Task
+
+
+def _same(a, b, frames):
+    for name in frames:
+        pd.testing.assert_frame_equal(getattr(a, name), getattr(b, name), check_dtype=False)
+
+
+def test_mcresult_round_trip_and_meta(tiny_lm, tmp_path):
+    r = sl.score(tiny_lm, "The man took a bath in the", [" bathtub", " tub"], domain_premise=" the", gold=1,
+                 cache=False)
+    assert r.meta["fingerprint"] == tiny_lm.fingerprint and r.meta["backend"] == "transformers"
+    assert r.meta["scorers"] == list(sl.scoring.SCORERS) and r.meta["engine"].requests == 6
+    back = MCResult.load(r.save(tmp_path / "r.json"))
+    _same(r, back, ["table", "tokens"])
+    assert (back.premise, back.options, back.domain_premise, back.gold) == (r.premise, r.options, " the", 1)
+    assert back.meta["engine"]["requests"] == 6 and back.explain() == r.explain()
+    assert r.show().data[0].header.values[0] == "option"
+    with pytest.raises(ValueError, match="path: .* is not a saved MCResult"):
+        MCResult.load(paraphrase.mass(tiny_lm, "a", {"x": [" x"], "y": [" y"]}, top_k=0).save(tmp_path / "m.json"))
+    with pytest.raises(ValueError, match="path: no file at"):
+        MCResult.load(tmp_path / "missing.json")
+
+
+def test_mass_pll_letter_round_trips(tiny_lm, tiny_mlm, tmp_path):
+    m = paraphrase.mass(tiny_lm, "The man took a bath in the", {"tub": [" tub", " bathtub"], "sink": [" sink"]},
+                        domain_premise=" the", answer="tub")
+    back = paraphrase.MassResult.load(m.save(tmp_path / "m.json"))
+    _same(m, back, ["forms", "concepts", "winners", "topk"])
+    assert back.coverage == pytest.approx(m.coverage, nan_ok=True) and back.explain() == m.explain()
+    assert len(m.show().data) > 0
+
+    p = sl.pll(tiny_mlm, ["The souvenir was cheap.", "A cat sat."])
+    back = PLLResult.load(p.save(tmp_path / "p.json"))
+    _same(p, back, ["table", "tokens", "words"])
+    assert isinstance(back.tokens["masked"].iloc[0], tuple) and back.stats == p.stats
+    assert len(p.show().data) > 0
+
+    lr = letters.score(tiny_lm, "2 + 2 =", ["3", "4", "5"], template="plain", gold=1)
+    back = letters.LetterResult.load(lr.save(tmp_path / "l.json"))
+    _same(lr, back, ["table", "permutations", "content_free"])
+    assert back.winner("debiased") == lr.winner("debiased")
+    assert len(lr.show().data) == 4  # observed, prior, calibrated, debiased
+
+
+def _task() -> Task:
+    copa = sl.tasks.SPECS["copa"].templates["code"]
+    items = [Item(str(k), p, [" bathtub", " stove"], gold, " so") for k, (p, gold) in
+             enumerate([("The man took a bath in the", 0), ("She cooked dinner on the", 1), ("He washed in the", 0)])]
+    return Task("constructed", "test", items, copa, "memory")
+
+
+def test_evalresult_round_trip_meta_show_and_result(tiny_lm, tmp_path):
+    res = sl.evaluate(tiny_lm, _task(), "lm,dcpmi", n_boot=50, seed=3, progress=False)
+    assert res.meta["fingerprint"] == tiny_lm.fingerprint and res.meta["backend"] == "transformers"
+    assert res.meta["seed"] == 3 and res.template == "copa/code" and res.scorers == ["lm", "dcpmi"]
+    back = EvalResult.load(res.save(tmp_path / "run"))
+    for name in ("accuracy", "paired"):
+        pd.testing.assert_frame_equal(getattr(res, name), getattr(back, name), check_dtype=False)
+    pd.testing.assert_frame_equal(res.scores[["item", "option", "logprob", "dcpmi"]],
+                                  back.scores[["item", "option", "logprob", "dcpmi"]], check_dtype=False)
+    assert (back.task, back.template, back.scorers, back.meta["seed"]) == ("constructed", "copa/code", ["lm", "dcpmi"], 3)
+    assert len(res.show().data) == 2  # one bar trace per scorer
+    # result(i): the item's MCResult from the run's own rows, equal to scoring it alone
+    one = res.result(1)
+    alone = sl.score(tiny_lm, "She cooked dinner on the", [" bathtub", " stove"], domain_premise=" so", cache=False)
+    assert one.gold == 1 and one.domain_premise == " so"
+    assert one.table["logprob"].to_numpy() == pytest.approx(alone.table["logprob"].to_numpy(), abs=1e-5)
+    assert one.winner("dcpmi") == alone.winner("dcpmi") and list(one.winners().index) == list(alone.winners().index)[:-1]  # pmi_null: no null context scored
+    assert one.table["per_char"].to_numpy() == pytest.approx(alone.table["per_char"].to_numpy(), abs=1e-6)
+    assert "DC-PMI" in one.explain()
+    with pytest.raises(ValueError, match=r"i: expected an item position in \[0, 3\)"):
+        res.result(3)
+    with pytest.raises(ValueError, match="directory: .* holds no meta.json"):
+        EvalResult.load(tmp_path)
