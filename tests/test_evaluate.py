@@ -112,12 +112,23 @@ def test_mcnemar_against_a_hand_computed_binomial():
         mcnemar([True], [True, False])
 
 
-def test_paired_frame_counts_discordant_items(result):
-    for r in result.paired.itertuples():
-        ca, cb = result.items[f"correct_{r.scorer_a}"], result.items[f"correct_{r.scorer_b}"]
-        assert r.only_a == int((ca & ~cb).sum()) and r.only_b == int((~ca & cb).sum())
-        assert 0 <= r.p_value <= 1
-    assert len(result.paired) == len(SCORERS) * (len(SCORERS) - 1) // 2
+def test_mcnemar_on_known_tables():
+    # 2 items only a gets right, 1 only b: two-sided binomial P(X <= 1 or X >= 2 | n=3, 1/2) = 1
+    assert mcnemar([1, 1, 0, 0, 1, 1], [0, 1, 1, 0, 0, 1]) == (2, 1, 1.0)
+    # 8 discordant items all for a: 2 * 0.5**8
+    assert mcnemar([1] * 8 + [0, 1], [0] * 8 + [0, 1]) == (8, 0, pytest.approx(2 * 0.5**8))
+    # 6 vs 1: 2 * P(X <= 1 | n=7) = 2 * 8 / 128
+    assert mcnemar([1] * 6 + [0], [0] * 6 + [1])[2] == pytest.approx(16 / 128)
+    assert mcnemar([1, 0], [1, 0]) == (0, 0, 1.0)
+
+
+def test_paired_frame_has_every_pair_in_scorer_order(result):
+    pairs = [(r.scorer_a, r.scorer_b) for r in result.paired.itertuples()]
+    assert pairs == [(a, b) for k, a in enumerate(SCORERS) for b in SCORERS[k + 1:]]
+    first = result.paired.iloc[0]
+    a, b = result.items["correct_" + first.scorer_a], result.items["correct_" + first.scorer_b]
+    assert (first.only_a, first.only_b, first.p_value) == mcnemar(a, b)
+    assert first.acc_a == pytest.approx(a.mean()) and first.acc_b == pytest.approx(b.mean())
 
 
 # --------------------------------------------------------------------------- why labels on constructed items

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -89,18 +90,23 @@ def test_form_logprob_matches_an_independent_forward(tiny_lm, result):
         assert f.loc[form, "n_tokens"] == len(tiny_lm.tokenizer(form, add_special_tokens=False)["input_ids"])
 
 
-def test_shares_sum_to_one(result):
-    f, c = result.forms, result.concepts
-    assert f["share_of_listed"].sum() == pytest.approx(1.0, abs=1e-12)
-    assert c["share"].sum() == pytest.approx(1.0, abs=1e-12)
-    assert c["domain_share"].sum() == pytest.approx(1.0, abs=1e-12)
+def test_shares_are_the_engines_probabilities_split_by_concept(tiny_lm, result):
+    """Shares from the forms' log-probs as the engine gives them for (premise, form), not from mass's own columns."""
+    forms = [f for fs in CONCEPTS.values() for f in fs]
+    p = {f: math.exp(s.total) for f, s in zip(forms, engine.logprobs(tiny_lm, [(PREMISE, f) for f in forms],
+                                                                         progress=False, cache=False))}
+    mass = {c: sum(p[f] for f in fs) for c, fs in CONCEPTS.items()}
+    f = result.forms.set_index("form")
+    for c, fs in CONCEPTS.items():
+        for form in fs:
+            assert f.loc[form, "share_of_concept"] == pytest.approx(p[form] / mass[c], rel=1e-5)
+            assert f.loc[form, "share_of_listed"] == pytest.approx(p[form] / sum(p.values()), rel=1e-5)
+    c = result.concepts.set_index("concept")
     for concept in CONCEPTS:
-        rows = f[f["concept"] == concept]
-        assert rows["share_of_concept"].sum() == pytest.approx(1.0, abs=1e-12)
-        assert rows["domain_share_of_concept"].sum() == pytest.approx(1.0, abs=1e-12)
-        np.testing.assert_allclose(rows["share_of_concept"], rows["prob"] / rows["prob"].sum(), rtol=1e-9)
-    np.testing.assert_allclose(f["prob"], np.exp(f["logprob"]), rtol=1e-12)
-    assert result.coverage["listed_mass"] == pytest.approx(f["prob"].sum(), rel=1e-9)
+        assert c.loc[concept, "log_mass"] == pytest.approx(math.log(mass[concept]), abs=1e-5)
+        assert c.loc[concept, "share"] == pytest.approx(mass[concept] / sum(mass.values()), rel=1e-5)
+    np.testing.assert_allclose(result.forms["prob"], np.exp(result.forms["logprob"]), rtol=1e-12)
+    assert result.coverage["listed_mass"] == pytest.approx(sum(p.values()), rel=1e-5)
 
 
 def test_winners_follow_their_rules(result):

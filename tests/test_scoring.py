@@ -65,9 +65,21 @@ def test_without_domain_the_domain_scorers_are_nan(tiny_lm):
     assert "no domain premise" in r.explain()
 
 
-def test_explain_names_the_options(result):
-    text = result.explain()
-    assert result.winner("lm") in text and result.winner("dcpmi") in text
+def test_explain_tells_length_and_prior_with_the_numbers():
+    """A hand-made item: ' tub' wins LM (short, a-priori likely), ' bathtub' wins DC-PMI."""
+    raw = pd.DataFrame({"option": [" tub", " bathtub"], "logprob": [-2.0, -5.0], "n_tokens": [1, 3],
+                        "domain_logprob": [-3.0, -9.0], "null_logprob": [-4.0, -8.0]})
+    tokens = pd.DataFrame({"option": [" bathtub"] * 3, "condition": ["premise"] * 3, "token": [" bath", "t", "ub"],
+                           "logprob": [-3.5, -1.0, -0.5]})
+    r = scoring.MCResult("p", [" tub", " bathtub"], " the", "m", scoring.option_table(raw), tokens)
+    text = r.explain()
+    assert "Under LM, ' tub' beats ' bathtub' by 3.00 nats; under DC-PMI, ' bathtub' wins by 3.00 nats." in text
+    assert "' bathtub' has 3 tokens against 1" in text
+    assert "prefers ' tub' by 6.00 nats" in text  # -3 - (-9)
+    assert "' bath' (-3.50), 't' (-1.00)" in text
+    same = scoring.MCResult("p", [" tub", " bathtub"], " the", "m", scoring.option_table(raw.assign(
+        domain_logprob=[-3.0, -3.5])), tokens)
+    assert same.explain().startswith("' tub' wins under both LM and DC-PMI (DC-PMI margin +2.50 nats)")  # 1 - (-1.5)
 
 
 def test_registry_accepts_new_scorers_and_the_scorer_table_shows_them(tiny_lm):
