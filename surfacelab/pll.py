@@ -38,6 +38,7 @@ import torch
 
 from . import engine, models, text
 from ._results import JSONResult
+from .backends.transformers import MASKED_TOKEN_BUDGET, back_off
 from .registry import Registry
 from .tasks.blimp import load_blimp
 
@@ -79,8 +80,6 @@ for _m in [
 ]:
     register_pll_metric(_m)
 
-#: Token budget (rows x padded length) of one automatic batch of masked copies, by device type.
-TOKEN_BUDGET = {"cpu": 2048, "mps": 16384, "cuda": 65536}
 
 
 @dataclass
@@ -249,7 +248,7 @@ def _run_copies(mlm: models.MLM, sents: list[_Sentence], copies: list[tuple[int,
     logprob = np.zeros(starts[-1], dtype=np.float32)
     rank = np.zeros(starts[-1], dtype=np.int64)
     stats = {"copies": len(copies), "batches": 0, "max_rows": 0, "max_tokens": 0, "tokens_forwarded": 0}
-    budget = TOKEN_BUDGET.get(mlm.device.type, 4096)
+    budget = MASKED_TOKEN_BUDGET.get(mlm.device.type, 4096)
     bar = tqdm(total=len(copies), desc=f"PLL ({mlm.name})", unit="copy",
                disable=not progress or len(copies) < 5000)
     plan = _plan(lengths, rows, budget)  # indices into ``order``
@@ -272,11 +271,7 @@ def _run_copies(mlm: models.MLM, sents: list[_Sentence], copies: list[tuple[int,
                 lp, rk = _masked_logprobs(mlm, ids.to(mlm.device), torch.tensor(s_rows, device=mlm.device),
                                           torch.tensor(s_cols, device=mlm.device), targets.to(mlm.device))
             except torch.OutOfMemoryError:
-                if rows is not None or len(batch) == 1:
-                    raise
-                budget //= 2
-                if mlm.device.type == "cuda":
-                    torch.cuda.empty_cache()
+                budget = back_off(budget, mlm.device, fixed=rows is not None or len(batch) == 1)
                 done = plan[step][0]
                 plan = plan[:step] + [[done + j for j in b] for b in _plan(lengths[done:], None, budget)]
                 continue

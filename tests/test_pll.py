@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from surfacelab import models
-from surfacelab.pll import METRICS, TOKEN_BUDGET, pll, pll_blimp, pll_metrics
+from surfacelab.backends.transformers import MASKED_TOKEN_BUDGET as TOKEN_BUDGET
+from surfacelab.pll import METRICS, pll, pll_blimp, pll_metrics
 from surfacelab.tasks import load_blimp
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -350,3 +351,28 @@ def test_blimp_real_data_fields(real_mlm):
     assert set(res.fields.field) == {"morphology", "semantics", "syntax_semantics"}
     assert res.overall.n.item() == 9 and res.note == real_mlm.note
     assert isinstance(res.summary(), pd.DataFrame)
+
+
+def test_out_of_memory_halves_the_budget_and_gives_the_same_scores(tiny_mlm, monkeypatch):
+    import importlib
+
+    pll_module = importlib.import_module("surfacelab.pll")  # surfacelab.pll is also the function
+    sents = ["The souvenir was cheap.", "A cat sat on the mat; the dog barked."]
+    want = pll(tiny_mlm, sents, metric="original").tokens
+    real, calls, fail = pll_module._masked_logprobs, [], [True]
+
+    def flaky(mlm, ids, *a, **k):
+        calls.append(ids.shape[0])
+        if fail[0]:
+            fail[0] = False
+            raise torch.OutOfMemoryError("simulated")
+        return real(mlm, ids, *a, **k)
+
+    monkeypatch.setattr(pll_module, "_masked_logprobs", flaky)
+    monkeypatch.setattr(pll_module, "MASKED_TOKEN_BUDGET", {"cpu": 120})  # batches of a few copies
+    got = pll(tiny_mlm, sents, metric="original").tokens
+    assert calls[1] < calls[0]  # the failed batch was planned again, smaller
+    np.testing.assert_allclose(got.logprob, want.logprob, atol=1e-6)
+    fail[0] = True
+    with pytest.raises(torch.OutOfMemoryError):  # fixed rows: nothing to shrink
+        pll(tiny_mlm, sents, metric="original", batch_size=4)

@@ -32,8 +32,20 @@ from .base import RANK_TOL, EngineStats, NextTokenScores, OnDone, TokenScores
 #: scored position to its row of ``features``, ``targets`` are the scored token ids (if any).
 Head = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
-#: Token budget of one automatic batch, by device type (rows x padded length).
+#: Token budget of one automatic batch, by device type (rows x padded length): causal forwards, and the masked
+#: copies of PLL (``pll.py``; on CPU half as many, its copies all being as long as their sentence).
 TOKEN_BUDGET = {"cpu": 4096, "mps": 16384, "cuda": 65536}
+MASKED_TOKEN_BUDGET = {"cpu": 2048, "mps": 16384, "cuda": 65536}
+
+
+def back_off(budget: int, device: torch.device, *, fixed: bool, floor: int = 0) -> int:
+    """Called while handling an out-of-memory error: the halved automatic token budget (CUDA's cache emptied),
+    or the error re-raised when nothing can shrink (``fixed``: rows given or a one-row batch; budget < ``floor``)."""
+    if fixed or budget < floor:
+        raise  # noqa: PLE0704 - re-raises the out-of-memory error being handled
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    return budget // 2
 #: Most logits (positions x vocabulary) projected at once (small chunks keep the log-softmax passes in cache).
 PROJECT_ELEMENTS = 1 << 22
 #: Largest |difference| of a probe's log-probs that a shortcut may show against a plain forward.
@@ -343,12 +355,9 @@ class TransformersBackend:
                     for batch in batches:
                         self._execute(sub, batch, budget, stats, finish)
                 except torch.OutOfMemoryError:
-                    if rows is not None or len(batch.members) == 1 or budget < 32:
-                        raise
-                    budget //= 2
+                    budget = back_off(budget, self.device, fixed=rows is not None or len(batch.members) == 1,
+                                      floor=32)
                     stats.oom_backoffs += 1
-                    if self.device.type == "cuda":
-                        torch.cuda.empty_cache()
                 todo = [i for i in todo if results[i] is None]
         bar.close()
         return results
