@@ -296,10 +296,13 @@ def test_preset_whose_package_is_missing_names_it_and_the_install(kind, hub_id, 
         return models._package_dir("surfacelab_no_such_package", "surfacelab-no-such-package")
 
     preset = models.Preset("ghost-preset", kind, "surfacelab-no-such-package", hub_id, "a preset for this test", locate)
-    monkeypatch.setitem(models.PRESETS, preset.name, preset)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.chdir(tmp_path)
-    rc, out, err = run(capsys, argv)
+    models.register_preset(preset)  # the preset registry refuses item assignment
+    try:
+        rc, out, err = run(capsys, argv)
+    finally:
+        models.PRESETS.unregister(preset.name)
     assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1, err
     assert err.startswith(f"surfacelab {argv[0]}: error: --model: preset 'ghost-preset'"), err
     assert "pip install --no-deps surfacelab-no-such-package" in err and "Traceback" not in err
