@@ -38,7 +38,7 @@ import torch
 
 from . import engine, models, text
 from ._results import JSONResult
-from .backends.transformers import MASKED_TOKEN_BUDGET, back_off
+from .backends.transformers import MASKED_TOKEN_BUDGET, back_off, token_budget
 from .registry import Registry
 from .tasks.blimp import load_blimp
 
@@ -248,7 +248,7 @@ def _run_copies(mlm: models.MLM, sents: list[_Sentence], copies: list[tuple[int,
     logprob = np.zeros(starts[-1], dtype=np.float32)
     rank = np.zeros(starts[-1], dtype=np.int64)
     stats = {"copies": len(copies), "batches": 0, "max_rows": 0, "max_tokens": 0, "tokens_forwarded": 0}
-    budget = MASKED_TOKEN_BUDGET.get(mlm.device.type, 4096)
+    budget = token_budget(MASKED_TOKEN_BUDGET, mlm.device, mlm.model.config)
     bar = tqdm(total=len(copies), desc=f"PLL ({mlm.name})", unit="copy",
                disable=not progress or len(copies) < 5000)
     plan = _plan(lengths, rows, budget)  # indices into ``order``
