@@ -137,7 +137,7 @@ def test_why_on_a_server_lm(remote_lm, real_lm):
 
 
 def test_every_workbench_view_works_on_a_server_lm(remote_lm, real_lm, tiny_mlm):
-    from surfacelab.widgets import Workbench
+    from surfacelab.widgets import VIEWS, Workbench
 
     frames = []
     for lm in (remote_lm, real_lm):
@@ -150,7 +150,7 @@ def test_every_workbench_view_works_on_a_server_lm(remote_lm, real_lm, tiny_mlm)
         assert set(bench.figures()) >= {"scores", "tokens", "paraphrase", "letters"}
         frames.append(bench.frames())
     remote, local = frames
-    assert set(remote) == set(local) == {"scores", "tokens", "paraphrase", "letters", "pll"}
+    assert set(remote) == set(local) == set(VIEWS)
     np.testing.assert_allclose(remote["scores"]["dcpmi"], local["scores"]["dcpmi"], atol=1e-3)
     np.testing.assert_allclose(remote["tokens"]["contribution"], local["tokens"]["contribution"], atol=1e-3)
     np.testing.assert_allclose(remote["letters"]["observed"], local["letters"]["observed"], atol=1e-4)
