@@ -30,7 +30,7 @@ from . import engine
 from ._format import gap
 from ._results import JSONResult
 from .registry import Registry, View
-from .text import check_options, check_text
+from .text import check_options, check_text, glued
 
 CONDITIONS = ("premise", "domain", "null")
 
@@ -437,6 +437,12 @@ def score(
     """
     result = score_items(lm, [(premise, options, domain_premise)], batch_size=batch_size, progress=False,
                          cache=cache, top_k=top_k)[0]
+    joined = [f"options[{i}] {o!r} reads '…{premise.split()[-1]}{o}'" for i, o in enumerate(result.options)
+              if glued(premise, o)]
+    if joined:
+        warnings.warn(f"{'; '.join(joined)}: glued to the premise's last word (no space on either side). Start an "
+                      "option with a space to score it as a new word; an option is read exactly as typed.",
+                      UserWarning, stacklevel=2)
     if gold is not None:
         if not is_int(gold) or not 0 <= gold < len(result.options):
             raise ValueError(f"gold: expected an option index in [0, {len(result.options)}), got {gold!r}")

@@ -93,6 +93,12 @@ def check_text(value: Any, name: str, *, allow_empty: bool = True) -> str:
     return value
 
 
+def glued(premise: str, option: str) -> bool:
+    """True when ``option`` would be glued to the premise's last word (neither side has whitespace there):
+    ``"into a" + "cup"`` reads "into acup"."""
+    return bool(premise.strip()) and bool(option.strip()) and not premise[-1:].isspace() and not option[:1].isspace()
+
+
 def check_options(options: Any, name: str = "options", *, min_count: int = 1, distinct: bool = True) -> list[str]:
     """Validate a list of answer options: the one set of rules for scoring, letters and paraphrase views.
 

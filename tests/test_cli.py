@@ -386,3 +386,14 @@ def test_pll_with_the_packaged_masked_model(capsys, monkeypatch):
                               "word_l2r", "--tokens"])
     assert rc == 0 and "retrained for retrieval" in flat(out)  # splade-tiny's note comes with its numbers
     assert "##uven" in out and "(4, 5, 6)" in out  # word_l2r masks the later subwords of "souvenir" too
+
+
+def test_an_option_glued_to_the_premise_is_a_note_counted_from_one(lm_dir, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "160")
+    rc, out, err = run(capsys, ["score", "--premise", "The man took a bath in the", "--option", " tub",
+                                "--option", "bathtub", "--model", lm_dir])
+    assert rc == 0 and "--option 2 'bathtub' reads '…thebathtub'" in flat(out) and "--option 1" not in out
+    assert "Warning" not in err
+    rc, out, _ = run(capsys, ["score", "--premise", "The man took a bath in the", "--option", " tub",
+                              "--option", " bathtub", "--model", lm_dir])
+    assert rc == 0 and "glued" not in out

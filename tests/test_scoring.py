@@ -206,3 +206,15 @@ def test_truncation_is_a_column_a_warning_and_a_line_in_explain(tiny_lm):
 def test_no_truncation_no_note(tiny_lm, result):
     assert (result.table[["truncated", "domain_truncated"]] == 0).all().all()
     assert "Truncated" not in result.explain()
+
+
+def test_score_warns_when_an_option_is_glued_to_the_premise(tiny_lm):
+    import warnings
+
+    with pytest.warns(UserWarning, match=r"options\[1\] 'cup' reads '…acup': glued to the premise"):
+        r = scoring.score(tiny_lm, "I poured the tea into a", [" mug", "cup"])
+    assert r.options == [" mug", "cup"]  # read exactly as typed, only reported
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a leading space, or a premise ending in whitespace: no warning
+        scoring.score(tiny_lm, "I poured the tea into a", [" mug", " cup"])
+        scoring.score(tiny_lm, "I poured the tea into a ", ["mug", "cup"])

@@ -8,6 +8,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import re
 import warnings
 from typing import Any
 
@@ -64,10 +65,13 @@ def run(args: argparse.Namespace) -> int:
     from ..scoring import score
 
     lm = load_lm(args.model, device=args.device, server=args.server, served_model=args.served_model)
-    with warnings.catch_warnings():  # truncation is reported below, in the explanation's first sentence
-        warnings.filterwarnings("ignore", message="Truncated to fit")
+    with warnings.catch_warnings(record=True) as caught:  # truncation is reported in the explanation's first sentence
+        warnings.simplefilter("always")
         result = score(lm, args.premise, args.option, domain_premise=args.domain)
     printer = _output.Printer(args.format, args.wide)
+    for w in caught:  # other warnings (an option glued to the premise, the cache) as notes, options counted from 1
+        if "Truncated to fit" not in str(w.message):
+            printer.note("note: " + re.sub(r"options\[(\d+)\]", lambda m: f"--option {int(m[1]) + 1}", str(w.message)))
     printer.note(f"model {result.model} · premise {_clip(result.premise)}"
                  + (f" · domain premise {_clip(result.domain_premise)}" if result.domain_premise is not None else ""))
     printer.show([view(result, scorers)], extra={"model": result.model, "premise": result.premise,

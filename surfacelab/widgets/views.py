@@ -32,7 +32,7 @@ from ..alternatives import token_view
 from ..letters import score as letter_scores
 from ..paraphrase import mass
 from ..pll import pll_metrics
-from ..scoring import score
+from ..scoring import score_items
 from ..why import why
 from .heatmap import TokenHeatmap, attribution_rows, heatmap_rows
 from .plot import PlotView, SightProbe
@@ -252,9 +252,12 @@ class ScoresView(View):
         return [self.table]
 
     def compute(self, inp: "Inputs") -> Any:
-        # top_k: the token view's alternatives come from this same pass
-        return score(self.bench.lm, inp.premise, list(inp.options), domain_premise=inp.domain_premise,
-                     gold=inp.gold, top_k=self.bench.top_k)
+        # top_k: the token view's alternatives come from this same pass; score_items rather than score, whose
+        # warning about an option glued to the premise the workbench shows as its own notice
+        result = score_items(self.bench.lm, [(inp.premise, list(inp.options), inp.domain_premise)], progress=False,
+                             top_k=self.bench.top_k)[0]
+        result.gold = inp.gold
+        return result
 
     def show(self, inp: "Inputs", result: Any) -> None:
         table = result.table.copy()

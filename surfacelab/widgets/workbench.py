@@ -49,6 +49,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from .._format import visible
+from ..text import glued
 from ..viz import check_gold
 from ..models import DEFAULT_LM, DEFAULT_MLM, list_presets, load_lm, load_mlm
 from ..paraphrase import load_teaching_set
@@ -107,11 +108,6 @@ def split_forms(value: str, lead: str = " ") -> tuple[str, ...]:
 def leading(text: str) -> str:
     """The leading whitespace of ``text``."""
     return text[:len(text) - len(text.lstrip())]
-
-
-def glued(premise: str, option: str) -> bool:
-    """True when ``option`` would be glued to the premise's last word (neither side has whitespace there)."""
-    return bool(premise.strip()) and bool(option.strip()) and not premise[-1:].isspace() and not option[:1].isspace()
 
 
 def _quote(text: str) -> str:

@@ -150,7 +150,7 @@ def test_export_dir_none_uses_the_default_folder(tiny_lm, tiny_mlm):
 
 def test_one_message_per_problem_numbered_from_one(wb, monkeypatch):
     calls = []
-    monkeypatch.setattr(vmod, "score", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr(vmod, "score_items", lambda *a, **k: calls.append(a))
     wb.set_options([" bathtub", "", " milk", " bathtub"], gold=0)
     wb.update()
     msgs = _messages(wb)
