@@ -397,3 +397,11 @@ def test_an_option_glued_to_the_premise_is_a_note_counted_from_one(lm_dir, capsy
     rc, out, _ = run(capsys, ["score", "--premise", "The man took a bath in the", "--option", " tub",
                               "--option", " bathtub", "--model", lm_dir])
     assert rc == 0 and "glued" not in out
+
+
+def test_eval_names_the_flag_of_a_bad_task_or_split(copa_file, capsys):
+    rc, out, err = run(capsys, ["eval", "--task", "copaa", "--data-dir", copa_file])
+    assert rc == 2 and err.startswith("surfacelab eval: error: --task: unknown task 'copaa' (did you mean 'copa'?)")
+    rc, out, err = run(capsys, ["eval", "--task", "copa", "--split", "vall", "--data-dir", copa_file])
+    assert rc == 2 and err.startswith("surfacelab eval: error: --split: 'vall' is not a split")
+    assert len(err.strip().splitlines()) == 1 and out == ""  # one line, nothing else

@@ -45,6 +45,11 @@ def _notes(res: Any) -> list[str]:
     return out
 
 
+#: tasks.load's argument names -> the flags that set them
+LOAD_FLAGS = {"name": "--task", "split": "--split", "source": "--data-dir", "limit": "--limit", "seed": "--seed",
+              "variant": "--variant", "n_shot": "--n-shot", "shot_seed": "--shot-seed"}
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``surfacelab eval`` from parsed arguments; prints the results and returns the exit code."""
     from .. import tasks
@@ -56,8 +61,14 @@ def run(args: argparse.Namespace) -> int:
     _checks.machine(args.device)
     out = _checks.output_file(args.out, "--out", ".csv")
     save_dir = _checks.output_dir(args.save_dir, "--save-dir")
-    task = tasks.load(args.task, args.split, source=args.data_dir, limit=args.limit, seed=args.seed,
-                      variant=args.variant, n_shot=args.n_shot, shot_seed=args.shot_seed)
+    try:
+        task = tasks.load(args.task, args.split, source=args.data_dir, limit=args.limit, seed=args.seed,
+                          variant=args.variant, n_shot=args.n_shot, shot_seed=args.shot_seed)
+    except ValueError as err:  # name the flag, not tasks.load's argument
+        arg, sep, rest = str(err).partition(": ")
+        if sep and arg in LOAD_FLAGS:
+            raise ValueError(f"{LOAD_FLAGS[arg]}: {rest}") from None
+        raise
     if out is None:
         model = (args.model or DEFAULT_LM).replace("/", "_")
         out = _checks.output_file(f"eval-{task.name}-{task.split}-{model}.csv", "--out", ".csv")
