@@ -51,7 +51,7 @@ lab: setup
 
 test: setup vllm
 	SURFACELAB_REQUIRE_VLLM=1 VLLM_PYTHON=$(abspath $(VLLM_PYTHON)) \
-		$(PY) -m pytest --nbmake --nbmake-timeout=300 --doctest-modules surfacelab tests notebooks
+		$(PY) -m pytest --durations=15 --nbmake --nbmake-timeout=300 --doctest-modules surfacelab tests notebooks
 
 # the fast part: unit tests on the tiny in-memory models and the docstring examples; no real model, browser or vLLM
 unit: setup

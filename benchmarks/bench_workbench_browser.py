@@ -116,7 +116,7 @@ def main() -> None:
             sync_playwright() as p:
         for width, height in [(1440, 900), (1440, 3200)]:
             browser, page, errors = labkit.launch(p, width, height)
-            labkit.open_workbench(page, lab.url)
+            labkit.open_workbench(page, lab.url, log=lab.log)
             page.evaluate("document.querySelector('.sl-workbench').scrollIntoView()")
             label = f"{width}x{height}"
             out["viewports"][label] = measure(page, args.edits, label)

@@ -28,7 +28,7 @@ from typing import Any, Iterator
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update",
+FLAGS = ["--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--disable-background-networking", "--disable-component-update",
          "--disable-sync", "--disable-quic"]
 VIEWS = ["scores", "tokens", "paraphrase", "letters", "pll", "why"]
 
@@ -117,24 +117,62 @@ def launch(p: Any, width: int = 1440, height: int = 900, *, dark: bool = False) 
     return browser, page, errors
 
 
+def page_state(page: Any, log: Path | None = None) -> str:
+    """What the page shows now, for a failure message: the status line, each view's classes, the cells' stderr and
+    the tail of the server's log."""
+    parts = []
+    try:
+        parts.append("status: " + repr(page.evaluate("document.querySelector('.sl-status')?.innerText ?? null")))
+        parts.append("kernel: " + repr(page.evaluate(
+            "window.jupyterapp?.shell.currentWidget?.sessionContext?.session?.kernel?.status ?? null")))
+        parts.append("views: " + repr(page.evaluate(
+            "[...document.querySelectorAll('.sl-view')].map(e => e.className)")))
+        stderr = page.locator("[data-mime-type='application/vnd.jupyter.stderr']").all_inner_texts()
+        parts.append("stderr: " + " | ".join(stderr)[-3000:])
+    except Exception as exc:  # the page itself may be gone (a crashed tab)
+        parts.append(f"page unreadable: {exc!r}")
+    if log is not None and log.exists():
+        parts.append("server log tail: " + log.read_text()[-2000:])
+    return "\n".join(parts)
+
+
 def open_workbench(page: Any, url: str, *, dark: bool = False, file_browser: bool = False,
-                   timeout_ms: int = 240_000) -> None:
-    """Open ``url`` (a notebook with a Workbench), run all cells and wait until every view is ready."""
-    page.goto(url)
-    page.wait_for_function("window.jupyterapp && document.querySelector('.jp-Notebook')", timeout=90_000)
-    page.wait_for_function("(() => { const k = window.jupyterapp.shell.currentWidget?.sessionContext?.session"
-                           "?.kernel; return k && k.status === 'idle'; })()", timeout=90_000)
-    if dark:
-        page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})")
-        page.wait_for_function("document.body.dataset.jpThemeLight === 'false'", timeout=30_000)
-    left_open = page.evaluate("!window.jupyterapp.shell.leftCollapsed")
-    if left_open != file_browser:
-        page.evaluate("window.jupyterapp.commands.execute('application:toggle-left-area')")
-    page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
-    for view in VIEWS:
-        page.wait_for_selector(f".sl-view-{view}.sl-view-ready", timeout=timeout_ms)
-    page.wait_for_function("document.querySelector('.sl-status')?.innerText.startsWith('updated')",
-                           timeout=timeout_ms)
+                   timeout_s: float = 300.0, log: Path | None = None) -> None:
+    """Open ``url`` (a notebook with a Workbench), run all cells and wait until every view is ready.
+
+    One deadline, ``timeout_s``, for all of it; past it, an ``AssertionError`` says what the page showed
+    (``page_state``, with the tail of ``log``)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    end = time.monotonic() + timeout_s
+
+    def left_ms() -> float:
+        return max(1_000.0, (end - time.monotonic()) * 1000.0)
+
+    step = "opening the URL"
+    try:
+        page.goto(url, timeout=left_ms())
+        step = "JupyterLab showing the notebook"
+        page.wait_for_function("window.jupyterapp && document.querySelector('.jp-Notebook')", timeout=left_ms())
+        step = "the kernel becoming idle"
+        page.wait_for_function("(() => { const k = window.jupyterapp.shell.currentWidget?.sessionContext?.session"
+                               "?.kernel; return k && k.status === 'idle'; })()", timeout=left_ms())
+        if dark:
+            page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})")
+            page.wait_for_function("document.body.dataset.jpThemeLight === 'false'", timeout=left_ms())
+        left_open = page.evaluate("!window.jupyterapp.shell.leftCollapsed")
+        if left_open != file_browser:
+            page.evaluate("window.jupyterapp.commands.execute('application:toggle-left-area')")
+        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        for view in VIEWS:
+            step = f"the {view} view becoming ready"
+            page.wait_for_selector(f".sl-view-{view}.sl-view-ready", timeout=left_ms())
+        step = "the status line saying 'updated'"
+        page.wait_for_function("document.querySelector('.sl-status')?.innerText.startsWith('updated')",
+                               timeout=left_ms())
+    except PlaywrightTimeout:
+        raise AssertionError(f"the workbench did not open within {timeout_s:.0f} s, waiting for {step}:\n"
+                             f"{page_state(page, log)}") from None
 
 
 WATCH_JS = """() => {

@@ -41,7 +41,7 @@ def session(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("lab")
     with make_lab(tmp) as lab, sync_playwright() as p:
         browser, page, errors = launch(p, 1440, 900)
-        open_workbench(page, lab.url)
+        open_workbench(page, lab.url, log=lab.log)
         yield {"lab": lab, "page": page, "errors": errors, "git_before": before, "tmp": tmp}
         browser.close()
 
