@@ -48,3 +48,9 @@ def _doctest_setup(request, monkeypatch, tmp_path_factory):
     path = tmp_path_factory.getbasetemp() / "doctest-scores.sqlite"
     monkeypatch.setattr(engine, "default_cache", lambda: cache.ScoreCache(path))
     request.getfixturevalue("doctest_namespace").update(request.getfixturevalue("_doctest_models"))
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """The browser tests run last: they drive a whole JupyterLab + Chromium, the part most likely to be slow on a
+    loaded machine, so every other result is already on record if they fail or are cut short."""
+    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)  # stable: file order otherwise

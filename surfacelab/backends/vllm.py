@@ -39,6 +39,7 @@ is never part of a repr, an error message, a log line, the fingerprint, a result
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import json
 import math
 import os
@@ -107,6 +108,23 @@ def normalize_url(server: Any) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path or "/v1", "", ""))
 
 
+def on_this_machine(url: str) -> bool:
+    """Whether ``url`` names a loopback host; such a server is reached directly, never through ``$HTTP_PROXY`` /
+    ``$HTTPS_PROXY`` / ``$ALL_PROXY`` (set for a registry, with no ``$NO_PROXY``, they would send 127.0.0.1 to the
+    proxy).
+
+    >>> on_this_machine("http://127.0.0.1:8000/v1"), on_this_machine("http://localhost:8000"), on_this_machine("http://gpu-box:8000")
+    (True, True, False)
+    """
+    host = (urlsplit(url).hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def _token_key(key: str) -> int:
     """The token id of a ``return_tokens_as_token_ids`` key ("token_id:123")."""
     if not key.startswith("token_id:"):
@@ -162,7 +180,8 @@ class VLLMBackend:
 
         headers = {"Authorization": f"Bearer {self._key.value}"} if self._key.value else {}
         return httpx.Client(base_url=self.url, headers=headers, timeout=httpx.Timeout(self.timeout, connect=10.0),
-                            limits=httpx.Limits(max_connections=max(1, self.concurrency)))
+                            limits=httpx.Limits(max_connections=max(1, self.concurrency)),
+                            trust_env=not on_this_machine(self.url))
 
     def close(self) -> None:
         """Close the HTTP connections."""
@@ -615,7 +634,7 @@ class LocalServer:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"vLLM server exited with code {self.proc.returncode}:\n{self.log_tail()}")
             try:
-                if httpx.get(health, timeout=5.0).status_code == 200:
+                if httpx.get(health, timeout=5.0, trust_env=not on_this_machine(health)).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass

@@ -17,7 +17,8 @@ import pytest
 
 from labkit import CHROMIUM, REPO, VIEWS, launch, make_lab, no_horizontal_scroll, open_workbench, timed_edit
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+# the module shares one server and page; the first test also opens them (about a minute here)
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 
 #: The bound the browser test asserts on a shared CI machine; the target (1 s) is the benchmark's.
 EDIT_BOUND_S = 5.0

@@ -19,6 +19,7 @@ from surfacelab.backends.base import RANK_TOL
 from surfacelab.backends.vllm import ServerError, VLLMBackend
 from surfacelab.cache import ScoreCache
 
+from conftest import SERVED
 from test_engine import PAIRS
 from tiny_models import tiny_causal
 
@@ -66,6 +67,17 @@ def test_score_table_token_view_and_cache(remote_lm, real_lm, tmp_path):
     again = engine.logprobs(remote_lm, [(premise, o) for o in options], cache=store, progress=False)
     assert again.stats.cached == again.stats.unique == len(options) and again.stats.batches == 0
     assert [s.total for s in again] == pytest.approx(list(a.table["logprob"]), abs=1e-6)
+
+
+def test_a_proxy_in_the_environment_does_not_catch_a_server_on_this_machine(vllm_server, api_key, monkeypatch):
+    # a proxy set for the package registry (nothing listens on port 9) and no NO_PROXY
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.setenv(var, "http://127.0.0.1:9")
+    for var in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    lm = sl.load_lm(SERVED, server=vllm_server.url, api_key=api_key)
+    res = sl.score(lm, "The man took a bath in the", [" bathtub", " tub"], cache=False)
+    assert np.isfinite(res.table["logprob"]).all()
 
 
 def test_fingerprint_is_stable_and_not_the_in_process_one(vllm_server, api_key, remote_lm, real_lm):
