@@ -73,7 +73,8 @@ from scipy.stats import binomtest
 
 from . import engine, tasks, text
 from ._checks import check_int, is_int
-from .scoring import SCORERS, MCResult, check_scorers, get_scorer, option_table, result_meta
+from .request_plan import CONDITIONS, Entry, Plan, Scores
+from .scoring import SCORERS, MCResult, check_scorers, get_scorer, option_table, plan_table, result_meta
 from .tasks import LMEvalTemplate, Task, Template
 from .tasks.harness import lm_eval_metric
 from .why import EVIDENCE_SHARE, LABELS, decompose, is_option_ids, mass_numbers, mass_plan, shares, verdict
@@ -224,42 +225,33 @@ def _limited(task: Task, limit: int | None) -> Task:
 # ----------------------------------------------------------------------------- scoring
 def _conditions(scorers: list[str]) -> list[str]:
     needs = {"premise"} | {c for s in scorers for c in get_scorer(s).needs}
-    return [c for c in ("premise", "domain", "null") if c in needs]
+    return [c for c in CONDITIONS if c in needs]
 
 
-_CONDITION_REQUESTS = {
-    "premise": lambda it: it.requests(),
-    "domain": lambda it: it.domain_requests(),
-    "null": lambda it: [("", o) for o in it.options],
-}
-
-
-def _requests(task: Task, conditions: list[str]) -> list[tuple[str, str]]:
-    """Requests of one task, laid out condition by condition, each block item by item and option by option."""
-    return [r for c in conditions for it in task.items for r in _CONDITION_REQUESTS[c](it)]
-
-
-def _misfit(lm: Any, item: Any, conditions: list[str]) -> str | None:
-    """Why one of the item's requests cannot be scored within the model's window (``text.encode``'s
-    message), or None when all fit. Only options long enough to come near the window are encoded: a
-    token covers at least one UTF-8 byte (plus, at most, one prefix token)."""
-    for c in conditions:
-        for ctx, cont in _CONDITION_REQUESTS[c](item):
-            if len(text.move_whitespace(ctx, cont)[1].encode("utf-8")) + 3 <= lm.max_length:
+def _misfits(lm: Any, plan: Plan, task: int) -> dict[int, str]:
+    """Item -> why one of its requests cannot be scored within the model's window (``text.encode``'s
+    message, the first in request order). Only options long enough to come near the window are
+    encoded: a token covers at least one UTF-8 byte (plus, at most, one prefix token)."""
+    out: dict[int, str] = {}
+    for i in range(len(plan.tasks[task])):
+        for r in plan.of(task, i):
+            if len(text.move_whitespace(r.context, r.continuation)[1].encode("utf-8")) + 3 <= lm.max_length:
                 continue
             try:
-                text.encode(lm, ctx, cont)
+                text.encode(lm, r.context, r.continuation)
             except ValueError as err:
-                return str(err)
-    return None
+                out[i] = str(err)
+                break
+    return out
 
 
 def _fit_to_window(lm: Any, task: Task, conditions: list[str], too_long: str) -> tuple[Task, list[str]]:
     """The task without the items that cannot be scored (``too_long="skip"``) and their ids, or a ValueError
     naming the first such item (``"error"``)."""
+    misfits = _misfits(lm, Plan([[Entry.of(it) for it in task.items]], conditions), 0)
     keep, skipped = [], []
     for i, it in enumerate(task.items):
-        why = _misfit(lm, it, conditions)
+        why = misfits.get(i)
         if why is None:
             keep.append(it)
             continue
@@ -275,37 +267,17 @@ def _fit_to_window(lm: Any, task: Task, conditions: list[str], too_long: str) ->
     return (dataclasses.replace(task, items=keep) if skipped else task), skipped
 
 
-def _scores_frame(task: Task, scored: list[engine.Scored], conditions: list[str], scorers: list[str]) -> pd.DataFrame:
-    """The long (item, option) frame of one task from its engine results."""
-    n = sum(len(it.options) for it in task.items)
-    total = np.array([s.total for s in scored], dtype=float).reshape(len(conditions), n)
-    options = [o for it in task.items for o in it.options]
+def _scores_frame(task: Task, plan: Plan, scores: Scores, j: int, scorers: list[str]) -> pd.DataFrame:
+    """The long (item, option) frame of task ``j`` of the plan, read from its results by key; only the
+    columns of the selected scorers (the raw columns stay)."""
     delim = task.template.target_delimiter  # the harness's joining space is not part of the answer's length
-    block = dict(zip(conditions, total))
-    nan = np.full(n, np.nan)
-    raw = pd.DataFrame({
-        "item": [i for i, it in enumerate(task.items) for _ in it.options],
-        "id": [it.id for it in task.items for _ in it.options],
-        "option_index": [j for it in task.items for j in range(len(it.options))],
-        "is_gold": [j == it.gold for it in task.items for j in range(len(it.options))],
-        "context": [c for it in task.items for c in it.contexts()],
-        "option": options,
-        "logprob": block["premise"],
-        "n_tokens": [s.n_tokens for s in scored[:n]],
-        "n_chars": [len(o) - len(delim) for o in options],
-        "n_bytes": [len(o.encode("utf-8")) - len(delim.encode("utf-8")) for o in options],
-        "domain_logprob": block.get("domain", nan),
-        "null_logprob": block.get("null", nan),
-    })
-    table = option_table(raw, by="item")
+    table = plan_table(plan, scores, j, delimiter=delim)
+    table.insert(1, "id", [task.items[i].id for i in table["item"]])
+    table.insert(3, "is_gold", [task.items[i].gold == k for i, k in zip(table["item"], table["option_index"])])
     keep = {get_scorer(s).column for s in scorers} | {f"rank_{s}" for s in scorers}
     dropped = {c for s in SCORERS.values() for c in (s.column, f"rank_{s.name}")} - keep
     dropped -= {"logprob", "domain_logprob", "null_logprob"}
-    table = table[[c for c in table.columns if c not in dropped]].copy()
-    cut = dict(zip(conditions, np.array([s.encoding.truncated for s in scored]).reshape(len(conditions), n)))
-    table["truncated"] = cut["premise"]
-    table["domain_truncated"] = cut.get("domain", np.zeros(n, dtype=int))
-    return table
+    return table[[c for c in table.columns if c not in dropped]].copy()
 
 
 def _items_frame(task: Task, scores: pd.DataFrame, scorers: list[str],
@@ -520,12 +492,9 @@ def _evaluate_many(lm: Any, task_list: list[Task], scorers: list[str], *, batch_
     conditions = _conditions(scorers)
     fitted = [_fit_to_window(lm, t, conditions, too_long) for t in task_list]
     task_list = [t for t, _ in fitted]
-    plans = [_requests(t, conditions) for t in task_list]
-    scored = engine.logprobs(lm, [r for p in plans for r in p], batch_size=batch_size, progress=progress)
-    frames, start = [], 0
-    for task, plan in zip(task_list, plans):
-        frames.append(_scores_frame(task, scored[start:start + len(plan)], conditions, scorers))
-        start += len(plan)
+    plan = Plan([[Entry.of(it) for it in t.items] for t in task_list], conditions)
+    scores = plan.run(lm, batch_size=batch_size, progress=progress)
+    frames = [_scores_frame(task, plan, scores, j, scorers) for j, task in enumerate(task_list)]
     mass, cost = _mass(lm, list(zip(range(len(task_list)), task_list, frames)), batch_size) if labels else ({}, {})
     out = []
     for j, (task, scores, (_, skipped)) in enumerate(zip(task_list, frames, fitted)):
