@@ -62,7 +62,7 @@ from scipy.stats import binomtest
 from . import tasks, text
 from ._checks import check_int, is_int
 from .request_plan import CONDITIONS, Entry, Plan, Scores
-from .scoring import SCORERS, MCResult, check_scorers, get_scorer, option_table, plan_table, result_meta
+from .scoring import SCORERS, MCResult, check_scorers, get_scorer, item_table, plan_table, result_meta
 from .tasks import LMEvalTemplate, Task, Template
 from .tasks.harness import lm_eval_metric
 from .verdicts import label_counts, split_mass, verdict_columns
@@ -168,10 +168,7 @@ class EvalResult:
         if not is_int(i) or not 0 <= i < len(self.items):
             raise ValueError(f"i: expected an item position in [0, {len(self.items)}), got {i!r}")
         row = self.items.iloc[int(i)]
-        rows = self.scores[self.scores["item"] == row["item"]].reset_index(drop=True)
-        raw = ["option", "logprob", "n_tokens", "n_chars", "n_bytes", "domain_logprob", "null_logprob"]
-        table = option_table(rows[raw])  # every scorer's column, from the run's own raw numbers
-        table["truncated"], table["domain_truncated"] = rows["truncated"], rows["domain_truncated"]
+        table = item_table(self.scores[self.scores["item"] == row["item"]])  # every scorer, from the run's rows
         domain = None if table["domain_logprob"].isna().all() else row["domain_premise"]
         tokens = pd.DataFrame({"option": pd.Series(dtype=str), "condition": pd.Series(dtype=str),
                                "token": pd.Series(dtype=str), "logprob": pd.Series(dtype=float)})

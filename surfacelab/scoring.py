@@ -301,7 +301,7 @@ def option_table(raw: pd.DataFrame, *, by: str | None = None) -> pd.DataFrame:
 
 
 def plan_table(plan: Plan, scores: Scores, task: int = 0, *, delimiter: str = "") -> pd.DataFrame:
-    """One task's option table from a request plan's results (``score_items`` and ``evaluate`` read theirs here).
+    """One task's option table from a request plan's results (how ``evaluate`` reads its run).
 
     Args:
         plan, scores: a ``request_plan.Plan`` and what its ``run`` returned.
@@ -312,10 +312,28 @@ def plan_table(plan: Plan, scores: Scores, task: int = 0, *, delimiter: str = ""
         ``item``, ``option_index``, ``context``, then the columns of ``option_table`` (ranks within each
         item), then ``truncated`` / ``domain_truncated``.
     """
-    raw = plan.frame(scores, task, delimiter=delimiter)
+    return _with_cuts(plan.frame(scores, task, delimiter=delimiter), by="item")
+
+
+def item_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """One item's ``MCResult.table`` from its raw option rows (of ``Plan.frame`` or ``EvalResult.scores``).
+
+    Args:
+        rows: the item's rows, in option order, with the raw columns of ``Plan.frame`` (other columns,
+            such as scorer columns a run left out, are ignored: every registered scorer is computed anew).
+
+    Returns:
+        ``option_table`` of the raw columns, then ``truncated`` / ``domain_truncated``.
+    """
+    raw = ["option", *(c for cols in _RAW.values() for c in cols), *CUT_COLUMNS.values()]
+    return _with_cuts(rows[raw].reset_index(drop=True))
+
+
+def _with_cuts(raw: pd.DataFrame, by: str | None = None) -> pd.DataFrame:
+    """``option_table`` of raw rows with their truncation columns kept at the end."""
     cut = list(CUT_COLUMNS.values())
-    table = option_table(raw.drop(columns=cut), by="item")
-    table[cut] = raw[cut]
+    table = option_table(raw.drop(columns=cut), by=by)
+    table[cut] = raw[cut].to_numpy()
     return table
 
 
@@ -372,11 +390,10 @@ def score_items(
     parsed = [_parse_item(i, it) for i, it in enumerate(items)]
     plan = Plan([[Entry((p,) * len(o), tuple(o), d) for p, o, d, _ in parsed]])
     scores = plan.run(lm, batch_size=batch_size, progress=progress, cache=cache, top_k=top_k)
-    rows = dict(tuple(plan_table(plan, scores).groupby("item", sort=False)))
+    rows = dict(tuple(plan.frame(scores).groupby("item", sort=False)))
     out = []
     for i, (premise, options, domain, gold) in enumerate(parsed):
-        table = rows[i].drop(columns=["item", "option_index", "context"]).reset_index(drop=True)
-        out.append(MCResult(premise, options, domain, lm.name, table, _tokens(plan, scores, i), gold,
+        out.append(MCResult(premise, options, domain, lm.name, item_table(rows[i]), _tokens(plan, scores, i), gold,
                             meta=result_meta(lm, engine=scores.stats)))
     _warn_truncation(out, lm.max_length)
     return out
