@@ -13,7 +13,9 @@ deduplication and the on-disk cache act across the whole run: a rerun is free.
 
 Scorers are those of :mod:`surfacelab.scoring` (``list_scorers()``); option ``i`` of an item is the
 request ``item.requests()[i]`` (premise condition), ``item.domain_requests()[i]`` (domain
-condition, for Unc/DC-PMI) and ``("", options[i])`` (empty context, for PMI-null). A scorer's
+condition, for Unc/DC-PMI) and ``("", options[i])`` (empty context, for PMI-null), each keyed by
+(task, item, condition, option) in the :class:`surfacelab.request_plan.Plan` that ``score`` uses too,
+and read back by that key. A scorer's
 prediction is the option with the highest score, the first one in option order when several share
 the top score (as ``MCResult.winner``); ``tie_<scorer>`` marks those items.
 
@@ -26,21 +28,8 @@ scores the shared string under the shared domain premise: every option gets the 
 item is a tie and Unc "predicts" option 0. This is the paper's point: with one shared string there
 is no surface-form competition to correct.
 
-``why`` labels (column ``why`` of ``EvalResult.items``): the verdict labels of
-:func:`surfacelab.why.verdict` (rules and thresholds in :mod:`surfacelab.why`), one scheme for
-``sl.why`` and ``evaluate``. They explain the LM comparison of the gold with LM's pick (with the LM
-runner-up when LM is right): ``right``, ``tie``, ``premise evidence``, ``split mass``, ``length``,
-``prior`` / ``letter bias``, ``mixed`` (``lost`` if no prior context was scored). The numbers behind
-them are columns: ``against`` (the option compared), ``gap_lm`` = ``gap_length`` +
-``gap_prior_per_token`` + ``gap_evidence`` (exact), ``prior`` (which context plays the prior: the
-domain premise if a scorer needed it, else the empty context if PMI-null ran, else none),
-``mass_ratio`` and ``mass_gain`` (the gold's unlisted-forms ratio at the first token where the
-options differ, from ONE extra batched next-token call over the items whose label it can decide: LM
-wrong, not a tie, not "premise evidence"; NaN elsewhere and on flipped tasks; its cost is in
-``meta["why_cost"]``), and ``rescued_by`` (the
-scorers that pick the gold on an item LM gets wrong). ``EvalResult.labels`` counts the labels and,
-per scorer, how many of each label's items it gets right; ``label_table`` stacks those of several
-runs (datasets).
+``why`` labels (column ``why`` of ``EvalResult.items``, counted in ``EvalResult.labels``): the verdict
+labels of :func:`surfacelab.why.verdict` and the numbers behind them, see :mod:`surfacelab.verdicts`.
 
 lm-evaluation-harness numbers: evaluate under the task's ``"lm-eval"`` template family
 (``evaluate(lm, task, template="lm-eval")`` or ``tasks.load(..., variant="lm-eval")``) and the
@@ -62,7 +51,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-import time
 import warnings
 from pathlib import Path
 from typing import Any, Sequence
@@ -71,12 +59,13 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binomtest
 
-from . import engine, tasks, text
+from . import tasks, text
 from ._checks import check_int, is_int
-from .scoring import SCORERS, MCResult, check_scorers, get_scorer, option_table, result_meta
+from .request_plan import CONDITIONS, Entry, Plan, Scores
+from .scoring import SCORERS, MCResult, check_scorers, get_scorer, item_table, plan_table, result_meta
 from .tasks import LMEvalTemplate, Task, Template
 from .tasks.harness import lm_eval_metric
-from .why import EVIDENCE_SHARE, LABELS, decompose, is_option_ids, mass_numbers, mass_plan, shares, verdict
+from .verdicts import label_counts, split_mass, verdict_columns
 
 
 @dataclasses.dataclass
@@ -94,7 +83,7 @@ class EvalResult:
         items: one row per item: ``item``, ``id``, ``gold``, ``gold_option``, ``n_options``,
             ``premise``, ``domain_premise``, then per scorer ``pred_<scorer>`` (predicted option index), ``correct_<scorer>``
             and ``tie_<scorer>`` (the top score is shared), then the verdict columns (``against``,
-            ``gap_*``, ``prior``, ``mass_ratio``, ``mass_gain``, ``why``, ``rescued_by``; see the module docstring),
+            ``gap_*``, ``prior``, ``mass_ratio``, ``mass_gain``, ``why``, ``rescued_by``; see :mod:`surfacelab.verdicts`),
             ``truncated`` (most premise tokens cut from any option) and ``truncation_differs`` (its options
             were cut by different amounts).
         accuracy: one row per scorer: ``n``, ``correct``, ``accuracy``, ``ci_low``/``ci_high`` (95%
@@ -179,10 +168,7 @@ class EvalResult:
         if not is_int(i) or not 0 <= i < len(self.items):
             raise ValueError(f"i: expected an item position in [0, {len(self.items)}), got {i!r}")
         row = self.items.iloc[int(i)]
-        rows = self.scores[self.scores["item"] == row["item"]].reset_index(drop=True)
-        raw = ["option", "logprob", "n_tokens", "n_chars", "n_bytes", "domain_logprob", "null_logprob"]
-        table = option_table(rows[raw])  # every scorer's column, from the run's own raw numbers
-        table["truncated"], table["domain_truncated"] = rows["truncated"], rows["domain_truncated"]
+        table = item_table(self.scores[self.scores["item"] == row["item"]])  # every scorer, from the run's rows
         domain = None if table["domain_logprob"].isna().all() else row["domain_premise"]
         tokens = pd.DataFrame({"option": pd.Series(dtype=str), "condition": pd.Series(dtype=str),
                                "token": pd.Series(dtype=str), "logprob": pd.Series(dtype=float)})
@@ -224,42 +210,33 @@ def _limited(task: Task, limit: int | None) -> Task:
 # ----------------------------------------------------------------------------- scoring
 def _conditions(scorers: list[str]) -> list[str]:
     needs = {"premise"} | {c for s in scorers for c in get_scorer(s).needs}
-    return [c for c in ("premise", "domain", "null") if c in needs]
+    return [c for c in CONDITIONS if c in needs]
 
 
-_CONDITION_REQUESTS = {
-    "premise": lambda it: it.requests(),
-    "domain": lambda it: it.domain_requests(),
-    "null": lambda it: [("", o) for o in it.options],
-}
-
-
-def _requests(task: Task, conditions: list[str]) -> list[tuple[str, str]]:
-    """Requests of one task, laid out condition by condition, each block item by item and option by option."""
-    return [r for c in conditions for it in task.items for r in _CONDITION_REQUESTS[c](it)]
-
-
-def _misfit(lm: Any, item: Any, conditions: list[str]) -> str | None:
-    """Why one of the item's requests cannot be scored within the model's window (``text.encode``'s
-    message), or None when all fit. Only options long enough to come near the window are encoded: a
-    token covers at least one UTF-8 byte (plus, at most, one prefix token)."""
-    for c in conditions:
-        for ctx, cont in _CONDITION_REQUESTS[c](item):
-            if len(text.move_whitespace(ctx, cont)[1].encode("utf-8")) + 3 <= lm.max_length:
+def _misfits(lm: Any, plan: Plan, task: int) -> dict[int, str]:
+    """Item -> why one of its requests cannot be scored within the model's window (``text.encode``'s
+    message, the first in request order). Only options long enough to come near the window are
+    encoded: a token covers at least one UTF-8 byte (plus, at most, one prefix token)."""
+    out: dict[int, str] = {}
+    for i in range(len(plan.tasks[task])):
+        for r in plan.of(task, i):
+            if len(text.move_whitespace(r.context, r.continuation)[1].encode("utf-8")) + 3 <= lm.max_length:
                 continue
             try:
-                text.encode(lm, ctx, cont)
+                text.encode(lm, r.context, r.continuation)
             except ValueError as err:
-                return str(err)
-    return None
+                out[i] = str(err)
+                break
+    return out
 
 
 def _fit_to_window(lm: Any, task: Task, conditions: list[str], too_long: str) -> tuple[Task, list[str]]:
     """The task without the items that cannot be scored (``too_long="skip"``) and their ids, or a ValueError
     naming the first such item (``"error"``)."""
+    misfits = _misfits(lm, Plan([[Entry.of(it) for it in task.items]], conditions), 0)
     keep, skipped = [], []
     for i, it in enumerate(task.items):
-        why = _misfit(lm, it, conditions)
+        why = misfits.get(i)
         if why is None:
             keep.append(it)
             continue
@@ -275,37 +252,17 @@ def _fit_to_window(lm: Any, task: Task, conditions: list[str], too_long: str) ->
     return (dataclasses.replace(task, items=keep) if skipped else task), skipped
 
 
-def _scores_frame(task: Task, scored: list[engine.Scored], conditions: list[str], scorers: list[str]) -> pd.DataFrame:
-    """The long (item, option) frame of one task from its engine results."""
-    n = sum(len(it.options) for it in task.items)
-    total = np.array([s.total for s in scored], dtype=float).reshape(len(conditions), n)
-    options = [o for it in task.items for o in it.options]
+def _scores_frame(task: Task, plan: Plan, scores: Scores, j: int, scorers: list[str]) -> pd.DataFrame:
+    """The long (item, option) frame of task ``j`` of the plan, read from its results by key; only the
+    columns of the selected scorers (the raw columns stay)."""
     delim = task.template.target_delimiter  # the harness's joining space is not part of the answer's length
-    block = dict(zip(conditions, total))
-    nan = np.full(n, np.nan)
-    raw = pd.DataFrame({
-        "item": [i for i, it in enumerate(task.items) for _ in it.options],
-        "id": [it.id for it in task.items for _ in it.options],
-        "option_index": [j for it in task.items for j in range(len(it.options))],
-        "is_gold": [j == it.gold for it in task.items for j in range(len(it.options))],
-        "context": [c for it in task.items for c in it.contexts()],
-        "option": options,
-        "logprob": block["premise"],
-        "n_tokens": [s.n_tokens for s in scored[:n]],
-        "n_chars": [len(o) - len(delim) for o in options],
-        "n_bytes": [len(o.encode("utf-8")) - len(delim.encode("utf-8")) for o in options],
-        "domain_logprob": block.get("domain", nan),
-        "null_logprob": block.get("null", nan),
-    })
-    table = option_table(raw, by="item")
+    table = plan_table(plan, scores, j, delimiter=delim)
+    table.insert(1, "id", [task.items[i].id for i in table["item"]])
+    table.insert(3, "is_gold", [task.items[i].gold == k for i, k in zip(table["item"], table["option_index"])])
     keep = {get_scorer(s).column for s in scorers} | {f"rank_{s}" for s in scorers}
     dropped = {c for s in SCORERS.values() for c in (s.column, f"rank_{s.name}")} - keep
     dropped -= {"logprob", "domain_logprob", "null_logprob"}
-    table = table[[c for c in table.columns if c not in dropped]].copy()
-    cut = dict(zip(conditions, np.array([s.encoding.truncated for s in scored]).reshape(len(conditions), n)))
-    table["truncated"] = cut["premise"]
-    table["domain_truncated"] = cut.get("domain", np.zeros(n, dtype=int))
-    return table
+    return table[[c for c in table.columns if c not in dropped]].copy()
 
 
 def _items_frame(task: Task, scores: pd.DataFrame, scorers: list[str],
@@ -332,97 +289,11 @@ def _items_frame(task: Task, scores: pd.DataFrame, scorers: list[str],
         items[f"pred_{s}"] = pred
         items[f"correct_{s}"] = pred == gold
         items[f"tie_{s}"] = n_top > 1
-    items = items.join(_verdicts(task, scores, mass if mass is not None else {}))
+    items = items.join(verdict_columns(task, scores, mass if mass is not None else {}))
     lost = (items["why"] != "right").to_numpy()
     right = {s: items[f"correct_{s}"].to_numpy() for s in scorers if s != "lm"}
     items["rescued_by"] = [",".join(s for s, ok in right.items() if ok[k]) if lost[k] else "" for k in range(n_items)]
     return items
-
-
-def _gaps(task: Task, scores: pd.DataFrame) -> pd.DataFrame:
-    """Per item: LM's pick (``pick``, first on ties), the option compared (``against``: the pick, or LM's
-    runner-up when the pick is the gold), the gap terms of ``why.decompose`` and which context is the prior."""
-    prior = ("domain" if scores["domain_logprob"].notna().all() else
-             "null" if scores["null_logprob"].notna().all() else "")
-    pcol = {"domain": "domain_logprob", "null": "null_logprob"}.get(prior)
-    rows = []
-    for i, g in scores.groupby("item", sort=True):
-        gold = task.items[int(i)].gold
-        lp = g["logprob"].to_numpy(dtype=float)
-        pick = int(np.argmax(lp))
-        against = pick if pick != gold else int(np.argmax(np.where(np.arange(len(lp)) == gold, -np.inf, lp)))
-        n = g["n_tokens"].to_numpy()
-        pr = g[pcol].to_numpy(dtype=float) if pcol else np.full(len(lp), np.nan)
-        d = decompose(lp[gold], lp[against], pr[gold], pr[against], int(n[gold]), int(n[against]))
-        rows.append({"pick": pick, "against": against, "gap_lm": d["lm"], "gap_length": d["length"],
-                     "gap_prior_per_token": d["prior_per_token"], "gap_evidence": d["evidence"], "prior": prior})
-    return pd.DataFrame(rows)
-
-
-def _verdicts(task: Task, scores: pd.DataFrame, mass: dict[int, dict[str, float]]) -> pd.DataFrame:
-    """The verdict columns of the items frame (see the module docstring)."""
-    gaps = _gaps(task, scores)
-    gaps["mass_ratio"] = [mass.get(i, {}).get("gold_ratio", np.nan) for i in range(len(gaps))]
-    gaps["mass_gain"] = [mass.get(i, {}).get("mass_gain", np.nan) for i in range(len(gaps))]
-    gaps["why"] = [verdict(r.gap_lm, r.gap_length, r.gap_prior_per_token, r.gap_evidence,
-                           gold_wins=r.pick == it.gold, mass_ratio=r.mass_ratio, mass_gain=r.mass_gain,
-                           letters=is_option_ids(it.options)) for r, it in zip(gaps.itertuples(), task.items)]
-    return gaps.drop(columns="pick")
-
-
-def _mass(lm: Any, jobs: list[tuple[int, Task, pd.DataFrame]], batch_size: int | str) -> tuple[dict, dict]:
-    """The split-mass numbers of the items whose label they can decide, with ONE next-token call over all.
-
-    Those are the items LM gets wrong, not on an exact tie, whose evidence term holds less than
-    ``why.EVIDENCE_SHARE`` of the loss ("premise evidence" comes first in the rules); flipped tasks are
-    skipped (one shared continuation). Returns ``({job: {item: mass_numbers}}, cost)``.
-    """
-    t0 = time.perf_counter()
-    plans = []
-    for j, task, scores in jobs:
-        if task.template.per_option_premise is not None:
-            continue
-        for r, it in zip(_gaps(task, scores).itertuples(), task.items):
-            if (r.pick != it.gold and r.gap_lm != 0
-                    and shares(r.gap_length, r.gap_prior_per_token, r.gap_evidence)["premise evidence"]
-                    < EVIDENCE_SHARE):
-                plan = mass_plan(lm, it.contexts()[it.gold], it.options)
-                if not plan.reason:
-                    plans.append((j, r.Index, it.gold, r.pick, plan))
-    planned = time.perf_counter() - t0
-    ids = sorted({t for *_, p in plans for t in p.token_ids})
-    nexts = engine.next_token_logprobs(lm, [p.prompt for *_, p in plans], token_ids=ids, batch_size=batch_size,
-                                       cache=True) if plans else []
-    column = {t: k for k, t in enumerate(ids)}
-    out: dict[int, dict[int, dict[str, float]]] = {}
-    for (j, i, gold, pred, plan), nt in zip(plans, nexts):
-        lp = {t: float(nt.selected[column[t]]) for t in plan.token_ids}
-        out.setdefault(j, {})[i] = mass_numbers(plan, lp, gold, pred)
-    s = nexts.stats if plans else None
-    cost = {"prompts": len(plans), "token_ids": len(ids), "tokens_forwarded": s.tokens_forwarded if plans else 0,
-            "cached": s.cached if plans else 0, "plan_seconds": planned,
-            "seconds": time.perf_counter() - t0}
-    return out, cost
-
-
-def label_counts(items: pd.DataFrame, scorers: Sequence[str]) -> pd.DataFrame:
-    """Counts of the ``why`` labels and, per scorer, how many of each label's items it gets right.
-
-    Args:
-        items: ``EvalResult.items``.
-        scorers: the scorers evaluated.
-
-    Returns:
-        One row per label present (in ``why.LABELS`` order): ``why``, ``n``, ``share`` of the items and
-        ``rescued_<scorer>`` (for "right" items LM gets them right by definition).
-    """
-    rows = []
-    for label in LABELS:
-        sub = items[items["why"] == label]
-        if len(sub):
-            rows.append({"why": label, "n": len(sub), "share": len(sub) / len(items),
-                         **{f"rescued_{s}": int(sub[f"correct_{s}"].sum()) for s in scorers}})
-    return pd.DataFrame(rows, columns=["why", "n", "share", *[f"rescued_{s}" for s in scorers]])
 
 
 def label_table(results: Sequence[EvalResult]) -> pd.DataFrame:
@@ -520,13 +391,10 @@ def _evaluate_many(lm: Any, task_list: list[Task], scorers: list[str], *, batch_
     conditions = _conditions(scorers)
     fitted = [_fit_to_window(lm, t, conditions, too_long) for t in task_list]
     task_list = [t for t, _ in fitted]
-    plans = [_requests(t, conditions) for t in task_list]
-    scored = engine.logprobs(lm, [r for p in plans for r in p], batch_size=batch_size, progress=progress)
-    frames, start = [], 0
-    for task, plan in zip(task_list, plans):
-        frames.append(_scores_frame(task, scored[start:start + len(plan)], conditions, scorers))
-        start += len(plan)
-    mass, cost = _mass(lm, list(zip(range(len(task_list)), task_list, frames)), batch_size) if labels else ({}, {})
+    plan = Plan([[Entry.of(it) for it in t.items] for t in task_list], conditions)
+    scores = plan.run(lm, batch_size=batch_size, progress=progress)
+    frames = [_scores_frame(task, plan, scores, j, scorers) for j, task in enumerate(task_list)]
+    mass, cost = split_mass(lm, list(zip(range(len(task_list)), task_list, frames)), batch_size) if labels else ({}, {})
     out = []
     for j, (task, scores, (_, skipped)) in enumerate(zip(task_list, frames, fitted)):
         items = _items_frame(task, scores, scorers, mass.get(j))

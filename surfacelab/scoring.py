@@ -26,13 +26,11 @@ import numpy as np
 import pandas as pd
 
 from ._checks import is_int
-from . import engine
 from ._format import gap
 from ._results import JSONResult
 from .registry import Registry, View
+from .request_plan import CONDITIONS, CUT_COLUMNS, Entry, Plan, Scores
 from .text import check_options, check_text, glued
-
-CONDITIONS = ("premise", "domain", "null")
 
 
 @dataclass(frozen=True)
@@ -270,11 +268,6 @@ def _explain(result: MCResult) -> str:
     return " ".join(lines)
 
 
-def _item_requests(premise: str, options: list[str], domain: str | None) -> list[tuple[str, str, str]]:
-    conds = [("premise", premise)] + ([("domain", domain)] if domain is not None else []) + [("null", "")]
-    return [(cond, ctx, opt) for cond, ctx in conds for opt in options]
-
-
 def option_table(raw: pd.DataFrame, *, by: str | None = None) -> pd.DataFrame:
     """Complete raw option rows into a scorer table: lengths, every scorer's column and ``rank_<scorer>``.
 
@@ -307,16 +300,69 @@ def option_table(raw: pd.DataFrame, *, by: str | None = None) -> pd.DataFrame:
     return t[front + first + [c for c in t.columns if c not in first and c not in front]]
 
 
-def _table(options: list[str], totals: dict[tuple[str, str], float], n_tokens: dict[str, int],
-           has_domain: bool) -> pd.DataFrame:
-    nan = float("nan")
-    return option_table(pd.DataFrame({
-        "option": options,
-        "logprob": [totals[("premise", o)] for o in options],
-        "n_tokens": [n_tokens[o] for o in options],
-        "domain_logprob": [totals[("domain", o)] if has_domain else nan for o in options],
-        "null_logprob": [totals[("null", o)] for o in options],
-    }))
+def plan_table(plan: Plan, scores: Scores, task: int = 0, *, delimiter: str = "") -> pd.DataFrame:
+    """One task's option table from a request plan's results (how ``evaluate`` reads its run).
+
+    Args:
+        plan, scores: a ``request_plan.Plan`` and what its ``run`` returned.
+        task: the task's position in the plan.
+        delimiter: as in ``Plan.frame`` (the lengths leave it out).
+
+    Returns:
+        ``item``, ``option_index``, ``context``, then the columns of ``option_table`` (ranks within each
+        item), then ``truncated`` / ``domain_truncated``.
+    """
+    return _with_cuts(plan.frame(scores, task, delimiter=delimiter), by="item")
+
+
+def item_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """One item's ``MCResult.table`` from its raw option rows (of ``Plan.frame`` or ``EvalResult.scores``).
+
+    Args:
+        rows: the item's rows, in option order, with the raw columns of ``Plan.frame`` (other columns,
+            such as scorer columns a run left out, are ignored: every registered scorer is computed anew).
+
+    Returns:
+        ``option_table`` of the raw columns, then ``truncated`` / ``domain_truncated``.
+    """
+    raw = ["option", *(c for cols in _RAW.values() for c in cols), *CUT_COLUMNS.values()]
+    return _with_cuts(rows[raw].reset_index(drop=True))
+
+
+def _with_cuts(raw: pd.DataFrame, by: str | None = None) -> pd.DataFrame:
+    """``option_table`` of raw rows with their truncation columns kept at the end."""
+    cut = list(CUT_COLUMNS.values())
+    table = option_table(raw.drop(columns=cut), by=by)
+    table[cut] = raw[cut].to_numpy()
+    return table
+
+
+def _parse_item(i: int, item: Any) -> tuple[str, list[str], str | None, int | None]:
+    """(premise, options, domain_premise, gold) of ``items[i]``, each checked."""
+    if isinstance(item, (tuple, list)):
+        if len(item) != 3:
+            raise ValueError(f"items[{i}]: expected (premise, options, domain_premise)")
+        premise, options, domain, gold = *item, None
+    else:
+        premise, options, domain = item.premise, item.options, item.domain_premise
+        gold = getattr(item, "gold", None)
+    if premise is None:
+        raise TypeError(f"premise: expected a string, got None (item {i})")
+    check_text(premise, "premise")
+    if domain is not None:
+        check_text(domain, "domain_premise")
+    return premise, check_options(options), domain, gold
+
+
+def _tokens(plan: Plan, scores: Scores, item: int) -> pd.DataFrame:
+    """One row per scored token of every request of one item, with its ``option`` and ``condition``."""
+    frames = []
+    for r in plan.of(0, item):
+        f = scores[r.key].frame()
+        f.insert(0, "condition", r.key.condition)
+        f.insert(0, "option", r.continuation)
+        frames.append(f)
+    return pd.concat(frames, ignore_index=True)
 
 
 def score_items(
@@ -341,43 +387,14 @@ def score_items(
     Returns:
         One ``MCResult`` per item.
     """
-    parsed = []
-    for i, it in enumerate(items):
-        if isinstance(it, (tuple, list)):
-            if len(it) != 3:
-                raise ValueError(f"items[{i}]: expected (premise, options, domain_premise)")
-            premise, options, domain, gold = *it, None
-        else:
-            premise, options, domain = it.premise, it.options, it.domain_premise
-            gold = getattr(it, "gold", None)
-        if premise is None:
-            raise TypeError(f"premise: expected a string, got None (item {i})")
-        check_text(premise, "premise")
-        if domain is not None:
-            check_text(domain, "domain_premise")
-        parsed.append((premise, check_options(options), domain, gold))
-    plan = [_item_requests(p, o, d) for p, o, d, _ in parsed]
-    flat = [(ctx, opt) for reqs in plan for _, ctx, opt in reqs]
-    results = engine.logprobs(lm, flat, batch_size=batch_size, progress=progress, cache=cache, top_k=top_k)
-    scored = iter(results)
+    parsed = [_parse_item(i, it) for i, it in enumerate(items)]
+    plan = Plan([[Entry((p,) * len(o), tuple(o), d) for p, o, d, _ in parsed]])
+    scores = plan.run(lm, batch_size=batch_size, progress=progress, cache=cache, top_k=top_k)
+    rows = dict(tuple(plan.frame(scores).groupby("item", sort=False)))
     out = []
-    for (premise, options, domain, gold), reqs in zip(parsed, plan):
-        totals, n_tokens, cut, frames = {}, {}, {}, []
-        for cond, _, opt in reqs:
-            s = next(scored)
-            totals[(cond, opt)] = s.total
-            cut[(cond, opt)] = s.encoding.truncated
-            if cond == "premise":
-                n_tokens[opt] = s.n_tokens
-            f = s.frame()
-            f.insert(0, "condition", cond)
-            f.insert(0, "option", opt)
-            frames.append(f)
-        table = _table(options, totals, n_tokens, domain is not None)
-        table["truncated"] = [cut[("premise", o)] for o in options]
-        table["domain_truncated"] = [cut.get(("domain", o), 0) for o in options]
-        out.append(MCResult(premise, options, domain, lm.name, table, pd.concat(frames, ignore_index=True), gold,
-                            meta=result_meta(lm, engine=results.stats)))
+    for i, (premise, options, domain, gold) in enumerate(parsed):
+        out.append(MCResult(premise, options, domain, lm.name, item_table(rows[i]), _tokens(plan, scores, i), gold,
+                            meta=result_meta(lm, engine=scores.stats)))
     _warn_truncation(out, lm.max_length)
     return out
 

@@ -1,0 +1,153 @@
+"""The request plan of option scoring, shared by ``scoring.score_items`` and ``evaluate``.
+
+Every option of every item is scored under some conditions: ``premise`` (its context: the premise, or
+its own context on a flipped task), ``domain`` (the domain premise, for Unc / DC-PMI; left out for an
+item without one) and ``null`` (the empty context, for PMI-null). A :class:`Plan` lays out one
+:class:`Request` per (task, item, condition, option) and each carries that :class:`Key`, as
+lm-eval's ``Instance`` carries its task, doc and index. ``Plan.run`` sends every request to
+:func:`surfacelab.engine.logprobs` in ONE call and hands the results back as :class:`Scores`, a
+mapping from key to ``engine.Scored``; ``Plan.frame`` reads them into the long (item, option) frame
+that :func:`surfacelab.scoring.option_table` completes. No reader counts positions.
+
+>>> plan = Plan([[Entry(("The cat sat on the",) * 2, (" mat", " grand piano"), " the")]])
+>>> [(r.key.condition, r.key.option, r.context) for r in plan.requests][1:4]
+[('premise', 1, 'The cat sat on the'), ('domain', 0, ' the'), ('domain', 1, ' the')]
+>>> plan.frame(plan.run(lm, progress=False))[["option", "n_tokens", "truncated"]].shape
+(2, 3)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import engine
+
+CONDITIONS = ("premise", "domain", "null")
+#: Truncation columns of ``Plan.frame``: context tokens cut from the left, per condition that has them.
+CUT_COLUMNS = {"premise": "truncated", "domain": "domain_truncated"}
+
+
+class Key(NamedTuple):
+    """Where a request belongs: ``task`` (position in the plan; 0 for a plain ``score``), ``item``
+    (position in that task), ``condition`` (one of ``CONDITIONS``) and ``option`` (index in the item)."""
+
+    task: int
+    item: int
+    condition: str
+    option: int
+
+
+@dataclass(frozen=True)
+class Request:
+    """One (context, continuation) pair to score, with its ``key``."""
+
+    key: Key
+    context: str
+    continuation: str
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What the plan needs of one item: the context of each option, the options, and the domain premise
+    (None: the item has no ``domain`` condition)."""
+
+    contexts: tuple[str, ...]
+    options: tuple[str, ...]
+    domain: str | None = None
+
+    @classmethod
+    def of(cls, item: Any) -> "Entry":
+        """The entry of a ``tasks.Item`` (its ``contexts()``, ``options`` and ``domain_premise``)."""
+        return cls(tuple(item.contexts()), tuple(item.options), item.domain_premise)
+
+    def pairs(self, condition: str) -> list[tuple[str, str]]:
+        """The (context, continuation) pair of every option under ``condition`` ([] when not scored)."""
+        if condition == "premise":
+            return list(zip(self.contexts, self.options))
+        if condition == "domain":
+            return [] if self.domain is None else [(self.domain, o) for o in self.options]
+        return [("", o) for o in self.options]
+
+
+class Scores(dict):
+    """A plan's engine results: ``Key`` -> ``engine.Scored``, with that engine call's ``stats``."""
+
+    def __init__(self, scored: dict[Key, engine.Scored], stats: engine.EngineStats) -> None:
+        super().__init__(scored)
+        self.stats = stats
+
+
+class Plan:
+    """Keyed requests of the items of one or more tasks under the given conditions.
+
+    Args:
+        tasks: per task, one ``Entry`` per item.
+        conditions: the conditions to score (a subset of ``CONDITIONS``; ``premise`` always runs).
+
+    Requests are laid out task by task, item by item (``of``); the order only decides how the engine
+    batches them (it deduplicates and plans by token ids anyway).
+    """
+
+    def __init__(self, tasks: Sequence[Sequence[Entry]], conditions: Sequence[str] = CONDITIONS) -> None:
+        bad = set(conditions) - set(CONDITIONS)
+        if bad or "premise" not in conditions:
+            raise ValueError(f"conditions: expected 'premise' and any of {CONDITIONS}, got {list(conditions)}")
+        self.tasks = [list(t) for t in tasks]
+        self.conditions = [c for c in CONDITIONS if c in conditions]
+        self.requests = [r for j, entries in enumerate(self.tasks) for i in range(len(entries)) for r in self.of(j, i)]
+
+    def __len__(self) -> int:
+        return len(self.requests)
+
+    def of(self, task: int, item: int) -> list[Request]:
+        """The requests of one item, condition by condition, option by option."""
+        e = self.tasks[task][item]
+        return [Request(Key(task, item, c, k), ctx, cont) for c in self.conditions
+                for k, (ctx, cont) in enumerate(e.pairs(c))]
+
+    def run(self, lm: Any, **engine_kwargs: Any) -> Scores:
+        """Score every request with ONE ``engine.logprobs`` call (``engine_kwargs``: batch_size, progress,
+        cache, top_k) and return the results by key."""
+        results = engine.logprobs(lm, [(r.context, r.continuation) for r in self.requests], **engine_kwargs)
+        return Scores(dict(zip((r.key for r in self.requests), results)), results.stats)
+
+    def frame(self, scores: Scores, task: int = 0, *, delimiter: str = "") -> pd.DataFrame:
+        """The raw option rows of one task, read from ``scores`` by key.
+
+        Args:
+            scores: what ``run`` returned.
+            task: the task's position in the plan.
+            delimiter: the part of every option that is not the answer (lm-eval's target delimiter):
+                ``n_chars`` / ``n_bytes`` leave it out.
+
+        Returns:
+            One row per (item, option): ``item``, ``option_index``, ``context``, ``option``, ``logprob``,
+            ``n_tokens``, ``n_chars``, ``n_bytes``, ``domain_logprob`` and ``null_logprob`` (NaN where that
+            condition was not scored), ``truncated`` and ``domain_truncated`` (0 where not scored).
+        """
+        keys = [(i, k) for i, e in enumerate(self.tasks[task]) for k in range(len(e.options))]
+        options = [self.tasks[task][i].options[k] for i, k in keys]
+
+        def read(condition: str, value: Any, missing: Any) -> list[Any]:
+            got = (scores.get(Key(task, i, condition, k)) for i, k in keys)
+            return [missing if s is None else value(s) for s in got]
+
+        frame = pd.DataFrame({
+            "item": [i for i, _ in keys],
+            "option_index": [k for _, k in keys],
+            "context": [self.tasks[task][i].contexts[k] for i, k in keys],
+            "option": options,
+            "logprob": read("premise", lambda s: s.total, np.nan),
+            "n_tokens": read("premise", lambda s: s.n_tokens, 0),
+            "n_chars": [len(o) - len(delimiter) for o in options],
+            "n_bytes": [len(o.encode("utf-8")) - len(delimiter.encode("utf-8")) for o in options],
+            "domain_logprob": read("domain", lambda s: s.total, np.nan),
+            "null_logprob": read("null", lambda s: s.total, np.nan),
+        })
+        for condition, column in CUT_COLUMNS.items():
+            frame[column] = read(condition, lambda s: s.encoding.truncated, 0)
+        return frame
