@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from surfacelab import engine, scoring, tasks
+from surfacelab import engine, paraphrase, scoring, tasks
 from surfacelab.evaluate import evaluate
 from surfacelab.request_plan import Entry, Key, Plan
 from surfacelab.tasks import Item, Task
@@ -80,6 +80,34 @@ def test_evaluate_maps_every_row_to_its_own_request(tiny_lm):
     premise, options, domain = ITEMS[0]
     alone = scoring.score(tiny_lm, premise, options, domain_premise=domain).table
     pd.testing.assert_frame_equal(res.result(0).table, alone, check_exact=False, atol=TOL)
+
+
+def test_plan_results_reads_one_items_options_in_order(tiny_lm):
+    plan = Plan([[Entry((p,) * len(o), tuple(o), d) for p, o, d in ITEMS]], ["premise", "domain"])
+    scores = plan.run(tiny_lm, progress=False, cache=False)
+    for i, (premise, options, domain) in enumerate(ITEMS):
+        assert [s.request for s in plan.results(scores, i)] == [(premise, o) for o in options]
+        if domain is None:
+            with pytest.raises(KeyError):
+                plan.results(scores, i, "domain")
+        else:
+            assert [s.request for s in plan.results(scores, i, "domain")] == [(domain, o) for o in options]
+
+
+def test_mass_items_maps_every_form_and_condition_to_its_own_request(tiny_lm):
+    # forms of different token lengths, recurring across items (under other premises, in other concepts)
+    items = [{"premise": p, "domain_premise": d, "concepts": {"a": o[:1], "b": o[1:]}} if d else
+             {"premise": p, "concepts": {"a": o[1:], "b": o[:1]}} for p, o, d in ITEMS]
+    for it, res in zip(items, paraphrase.mass_items(tiny_lm, items, top_k=0, progress=False, cache=False)):
+        forms = res.forms.set_index("form")
+        assert sorted(forms.index) == sorted(f for fs in it["concepts"].values() for f in fs)
+        for form, row in forms.iterrows():
+            lm = _alone(tiny_lm, it["premise"], form)
+            assert abs(row["logprob"] - lm.total) < TOL and row["n_tokens"] == lm.n_tokens, form
+            if "domain_premise" in it:
+                assert abs(row["domain_logprob"] - _alone(tiny_lm, it["domain_premise"], form).total) < TOL
+            else:
+                assert np.isnan(row["domain_logprob"])
 
 
 def test_plan_refuses_unknown_conditions():
