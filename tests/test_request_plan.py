@@ -9,6 +9,7 @@ import pytest
 from surfacelab import engine, paraphrase, scoring, tasks
 from surfacelab.evaluate import evaluate
 from surfacelab.request_plan import Entry, Key, Plan
+from surfacelab.why import from_result
 from surfacelab.tasks import Item, Task
 
 # options of different token lengths; " mat" and " grand piano bench" recur across items, under other
@@ -108,6 +109,23 @@ def test_mass_items_maps_every_form_and_condition_to_its_own_request(tiny_lm):
                 assert abs(row["domain_logprob"] - _alone(tiny_lm, it["domain_premise"], form).total) < TOL
             else:
                 assert np.isnan(row["domain_logprob"])
+
+
+@pytest.mark.parametrize("all_options", [True, False])
+def test_why_occlusion_maps_every_occluded_premise_and_option_to_its_own_request(tiny_lm, all_options):
+    # options of 1, 4 and 2 tokens; the gold (2) comes after the option it is compared with
+    premise, options = "The cat sat on the mat", [" a", " grand piano bench", " mat"]
+    res = scoring.score(tiny_lm, premise, options, domain_premise=" the", cache=False)
+    w = from_result(tiny_lm, res, gold=2, against=0, all_options=all_options, cache=False)
+    prior = res.table["domain_logprob"].to_numpy()
+    scored = range(3) if all_options else (0, 2)
+    assert len(w.attribution) == 2 * len(premise.split())
+    for row in w.attribution.itertuples():
+        lp = np.full(3, -np.inf)
+        for i in scored:
+            lp[i] = _alone(tiny_lm, row.occluded, options[i]).total
+        assert abs(row.lm_margin - (lp[2] - lp[0])) < TOL, row.occluded
+        assert (row.lm_winner, row.dcpmi_winner) == (np.argmax(lp), np.argmax(lp - prior)), row.occluded
 
 
 def test_plan_refuses_unknown_conditions():
