@@ -1,4 +1,5 @@
-"""The request plan of option scoring, shared by ``scoring.score_items`` and ``evaluate``.
+"""The request plan of option scoring, shared by ``scoring.score_items``, ``evaluate``,
+``paraphrase.mass_items`` (forms as options) and ``why``'s occlusion (one item per occluded premise).
 
 Every option of every item is scored under some conditions: ``premise`` (its context: the premise, or
 its own context on a flipped task), ``domain`` (the domain premise, for Unc / DC-PMI; left out for an
