@@ -45,6 +45,7 @@ from ._checks import is_int
 from ._results import JSONResult, read_json
 from . import engine, text
 from ._format import distinct
+from .request_plan import Entry, Plan
 from .variants import variants  # noqa: F401 - public as sl.paraphrase.variants before variants.py existed
 
 #: What each winner rule means (the rows of ``MassResult.winners``).
@@ -346,17 +347,13 @@ def mass_items(
     parsed = [_parse_item(it, i) for i, it in enumerate(items)]
     if not is_int(top_k) or top_k < 0:
         raise ValueError(f"top_k: expected an int >= 0, got {top_k!r}")
-    requests = []
-    for premise, concepts, domain, _ in parsed:
-        forms = [f for fs in concepts.values() for f in fs]
-        requests += [(premise, f) for f in forms] + ([(domain, f) for f in forms] if domain is not None else [])
-    scored = engine.logprobs(lm, requests, batch_size=batch_size, progress=progress, cache=cache, top_k=top_k)
+    forms_of = [tuple(f for fs in concepts.values() for f in fs) for _, concepts, _, _ in parsed]
+    plan = Plan([[Entry((premise,) * len(forms), forms, domain)
+                  for (premise, _, domain, _), forms in zip(parsed, forms_of)]], ["premise", "domain"])
+    scores = plan.run(lm, batch_size=batch_size, progress=progress, cache=cache, top_k=top_k)
     prompts = [text.move_whitespace(p, "")[0] for p, *_ in parsed]
-    prem_of, k = [], 0
-    for premise, concepts, domain, _ in parsed:
-        n = sum(len(fs) for fs in concepts.values())
-        prem_of.append((scored[k:k + n], scored[k + n:k + 2 * n] if domain is not None else None))
-        k += 2 * n if domain is not None else n
+    prem_of = [(plan.results(scores, i), plan.results(scores, i, "domain") if domain is not None else None)
+               for i, (_, _, domain, _) in enumerate(parsed)]
     # a form whose context tokens are the prompt's own tokens shows the next-token distribution
     clean = []
     for prompt, (prem, _) in zip(prompts, prem_of):

@@ -1,4 +1,5 @@
-"""The request plan of option scoring, shared by ``scoring.score_items`` and ``evaluate``.
+"""The request plan of option scoring, shared by ``scoring.score_items``, ``evaluate``,
+``paraphrase.mass_items`` (forms as options) and ``why``'s occlusion (one item per occluded premise).
 
 Every option of every item is scored under some conditions: ``premise`` (its context: the premise, or
 its own context on a flipped task), ``domain`` (the domain premise, for Unc / DC-PMI; left out for an
@@ -114,6 +115,10 @@ class Plan:
         cache, top_k) and return the results by key."""
         results = engine.logprobs(lm, [(r.context, r.continuation) for r in self.requests], **engine_kwargs)
         return Scores(dict(zip((r.key for r in self.requests), results)), results.stats)
+
+    def results(self, scores: Scores, item: int, condition: str = "premise", task: int = 0) -> list[engine.Scored]:
+        """One item's results under ``condition`` (scored for it), in option order, read from ``scores`` by key."""
+        return [scores[Key(task, item, condition, k)] for k in range(len(self.tasks[task][item].options))]
 
     def frame(self, scores: Scores, task: int = 0, *, delimiter: str = "") -> pd.DataFrame:
         """The raw option rows of one task, read from ``scores`` by key.

@@ -79,6 +79,7 @@ import pandas as pd
 from ._checks import is_int
 from ._results import JSONResult
 from . import engine, text
+from .request_plan import Entry, Plan
 from .variants import variants as _variants
 from .scoring import MCResult, get_scorer, score
 
@@ -405,23 +406,23 @@ def _attribution(lm: Any, result: MCResult, gold: int, against: int, prior: np.n
     scored_opts = list(range(len(options))) if all_options else [gold, against]
     occluded = [(u.Index, mode, occlude(premise, u.start, u.end, rep)) for u in units.itertuples()
                 for mode, rep in modes]
-    requests = [(p, options[i]) for _, _, p in occluded for i in scored_opts]
-    scored = []
-    if requests:
+    # one plan item per occluded premise, its options the scored ones (``scored_opts`` order)
+    plan = Plan([[Entry((p,) * len(scored_opts), tuple(options[i] for i in scored_opts)) for *_, p in occluded]],
+                ["premise"])
+    scores: dict = {}
+    if len(plan):
         t0 = time.perf_counter()
-        scored = engine.logprobs(lm, requests, batch_size=batch_size, progress=False, cache=cache)
-        cost["occlusion"] = _stats(t0, scored.stats)
+        scores = plan.run(lm, batch_size=batch_size, progress=False, cache=cache)
+        cost["occlusion"] = _stats(t0, scores.stats)
     base = result.table["logprob"].to_numpy(dtype=float)
     lm_margin0 = base[gold] - base[against]
     cols = ["unit", "index", "text", "start", "end", "method", "occluded", "lm_margin", "dcpmi_margin", "delta_lm",
             "delta_dcpmi", "lm_winner", "dcpmi_winner", "gold_wins_lm", "gold_wins_dcpmi"]
     rows = []
-    k = 0
-    for u, mode, p in occluded:
+    for j, (u, mode, p) in enumerate(occluded):
         lp = np.full(len(options), -np.inf)
-        for i in scored_opts:
-            lp[i] = scored[k].total
-            k += 1
+        for i, s in zip(scored_opts, plan.results(scores, j)):
+            lp[i] = s.total
         pmi = lp - prior
         lm_margin, pmi_margin = lp[gold] - lp[against], pmi[gold] - pmi[against]
         unit = units.loc[u]

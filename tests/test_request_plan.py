@@ -6,9 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from surfacelab import engine, scoring, tasks
+from surfacelab import engine, paraphrase, scoring, tasks
 from surfacelab.evaluate import evaluate
 from surfacelab.request_plan import Entry, Key, Plan
+from surfacelab.why import from_result
 from surfacelab.tasks import Item, Task
 
 # options of different token lengths; " mat" and " grand piano bench" recur across items, under other
@@ -80,6 +81,51 @@ def test_evaluate_maps_every_row_to_its_own_request(tiny_lm):
     premise, options, domain = ITEMS[0]
     alone = scoring.score(tiny_lm, premise, options, domain_premise=domain).table
     pd.testing.assert_frame_equal(res.result(0).table, alone, check_exact=False, atol=TOL)
+
+
+def test_plan_results_reads_one_items_options_in_order(tiny_lm):
+    plan = Plan([[Entry((p,) * len(o), tuple(o), d) for p, o, d in ITEMS]], ["premise", "domain"])
+    scores = plan.run(tiny_lm, progress=False, cache=False)
+    for i, (premise, options, domain) in enumerate(ITEMS):
+        assert [s.request for s in plan.results(scores, i)] == [(premise, o) for o in options]
+        if domain is None:
+            with pytest.raises(KeyError):
+                plan.results(scores, i, "domain")
+        else:
+            assert [s.request for s in plan.results(scores, i, "domain")] == [(domain, o) for o in options]
+
+
+def test_mass_items_maps_every_form_and_condition_to_its_own_request(tiny_lm):
+    # forms of different token lengths, recurring across items (under other premises, in other concepts)
+    items = [{"premise": p, "domain_premise": d, "concepts": {"a": o[:1], "b": o[1:]}} if d else
+             {"premise": p, "concepts": {"a": o[1:], "b": o[:1]}} for p, o, d in ITEMS]
+    for it, res in zip(items, paraphrase.mass_items(tiny_lm, items, top_k=0, progress=False, cache=False)):
+        forms = res.forms.set_index("form")
+        assert sorted(forms.index) == sorted(f for fs in it["concepts"].values() for f in fs)
+        for form, row in forms.iterrows():
+            lm = _alone(tiny_lm, it["premise"], form)
+            assert abs(row["logprob"] - lm.total) < TOL and row["n_tokens"] == lm.n_tokens, form
+            if "domain_premise" in it:
+                assert abs(row["domain_logprob"] - _alone(tiny_lm, it["domain_premise"], form).total) < TOL
+            else:
+                assert np.isnan(row["domain_logprob"])
+
+
+@pytest.mark.parametrize("all_options", [True, False])
+def test_why_occlusion_maps_every_occluded_premise_and_option_to_its_own_request(tiny_lm, all_options):
+    # options of 1, 4 and 2 tokens; the gold (2) comes after the option it is compared with
+    premise, options = "The cat sat on the mat", [" a", " grand piano bench", " mat"]
+    res = scoring.score(tiny_lm, premise, options, domain_premise=" the", cache=False)
+    w = from_result(tiny_lm, res, gold=2, against=0, all_options=all_options, cache=False)
+    prior = res.table["domain_logprob"].to_numpy()
+    scored = range(3) if all_options else (0, 2)
+    assert len(w.attribution) == 2 * len(premise.split())
+    for row in w.attribution.itertuples():
+        lp = np.full(3, -np.inf)
+        for i in scored:
+            lp[i] = _alone(tiny_lm, row.occluded, options[i]).total
+        assert abs(row.lm_margin - (lp[2] - lp[0])) < TOL, row.occluded
+        assert (row.lm_winner, row.dcpmi_winner) == (np.argmax(lp), np.argmax(lp - prior)), row.occluded
 
 
 def test_plan_refuses_unknown_conditions():
