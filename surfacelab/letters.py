@@ -43,10 +43,10 @@ from scipy.special import logsumexp
 from . import engine, text
 from ._checks import check_int, is_int, is_number
 from .cache import ScoreCache
-from ._results import JSONResult
+from ._results import JSONResult, macro_ci, model_meta
 from .registry import Registry
 from .tasks.core import LETTERS
-from .tasks.loader import sample_indices
+from .tasks.loader import subset_indices
 
 #: Questions that replace the real one for the content-free prior (Zhao et al. 2021).
 CONTENT_FREE = ("N/A", "", "[MASK]")
@@ -552,8 +552,8 @@ def score(
 
 # ----------------------------------------------------------------------------- datasets
 @dataclass
-class LetterEval:
-    """Results of :func:`evaluate`.
+class LetterEval(JSONResult):
+    """Results of :func:`evaluate` (``save(path)`` / ``LetterEval.load(path)``: one JSON file).
 
     ``summary``: one row per method: method, n_items, accuracy (%), rstd (%-points), cost (forwards
     per item), prior (the ID prior the method divides out, averaged over items; None for default and
@@ -563,6 +563,8 @@ class LetterEval:
     over IDs in the order shown).
     ``prior``: the PriDe prior per option count (pass it as ``prior=`` to transfer it).
     ``gold_share``: % of items whose gold answer has each ID.
+    ``meta``: fingerprint, backend, template, ids, methods, alpha, seed, limit, sample, max_permutations,
+    whether a prior was transferred.
     """
 
     summary: pd.DataFrame
@@ -571,6 +573,24 @@ class LetterEval:
     gold_share: pd.Series | None = None
     model: str = ""
     n_prompts: int = 0  # unique prompts scored (one forward each, before the cache)
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # what ``load`` reads back from JSON: option counts as keys, lists for arrays, a dict for the series
+        self.prior = {int(k): np.asarray(v, dtype=float) for k, v in self.prior.items()}
+        if self.gold_share is not None and not isinstance(self.gold_share, pd.Series):
+            self.gold_share = pd.Series(self.gold_share, name="gold_share", dtype=float)
+
+    def show(self) -> Any:
+        """Accuracy per method with a 95% CI (normal approximation) and the chance line (``viz.accuracy_ci``)."""
+        from . import viz
+
+        ci = [macro_ci([acc / 100], [n]) for acc, n in zip(self.summary["accuracy"], self.summary["n_items"])]
+        frame = pd.DataFrame(ci, columns=["accuracy", "ci_low", "ci_high"]).assign(
+            scorer=self.summary["method"].to_numpy(), model=self.model or "model")
+        first = self.items[self.items["method"] == self.summary["method"].iloc[0]]
+        chance = float((1 / first["n_options"]).mean()) if len(first) else None
+        return viz.accuracy_ci(frame, "model", chance=chance, title="Option-ID methods: accuracy with 95% CI")
 
 
 def _check_prior(prior: Any) -> dict[int, np.ndarray] | None:
@@ -830,6 +850,7 @@ def evaluate(
     alpha: float = 0.05,
     seed: int = 0,
     limit: int | None = None,
+    sample: int | None = None,
     ids: str | Sequence[str] | None = None,
     template: LetterTemplate | str = "pride",
     prior: Any = None,
@@ -848,8 +869,9 @@ def evaluate(
         task: a ``Task`` or anything :func:`as_items` accepts; items need a gold answer.
         methods: the methods to run.
         alpha: PriDe's estimation fraction (per option count, at least one item).
-        seed: seeds the ``limit`` sample and PriDe's estimation draw.
-        limit: evaluate a seeded sample of this many items.
+        seed: seeds the ``sample`` draw and PriDe's estimation draw.
+        limit: evaluate the first this many items (as lm-evaluation-harness's ``--limit``).
+        sample: evaluate a random sample of this many items drawn with ``seed`` (not with ``limit``).
         ids: option IDs (see :func:`score`).
         template: a ``LetterTemplate`` or a name in ``TEMPLATES``.
         prior: a PriDe prior to transfer (array for one option count, {n: array}, or a LetterEval):
@@ -858,9 +880,7 @@ def evaluate(
         cache: use the engine's on-disk cache.
     """
     items = as_items(task)
-    if limit is not None:
-        check_int("limit", limit, 1)
-        items = [items[i] for i in sample_indices(len(items), limit, seed)]
+    items = [items[i] for i in subset_indices(len(items), limit=limit, sample=sample, seed=seed)]
     for i, it in enumerate(items):
         if it.gold is None:
             raise ValueError(f"task[{i}]: item {it.id!r} has no gold answer")
@@ -884,5 +904,8 @@ def evaluate(
     gold_share = pd.Series(np.bincount([it.gold for it in items], minlength=len(all_ids)) / len(items) * 100,
                            index=list(all_ids), name="gold_share")
     priors = _pride_priors(run) if "pride_estimate" in run.memo else {}
+    meta = model_meta(lm, template=tpl.name, ids=list(all_ids), methods=[m.name for m in chosen], alpha=run.alpha,
+                      seed=seed, limit=limit, sample=sample, max_permutations=max_permutations,
+                      prior_given=run.given is not None)
     return LetterEval(pd.DataFrame(summary), pd.DataFrame(rows), priors, gold_share, getattr(lm, "name", ""),
-                      len(run.prompts))
+                      len(run.prompts), meta)

@@ -405,3 +405,19 @@ def test_eval_names_the_flag_of_a_bad_task_or_split(copa_file, capsys):
     rc, out, err = run(capsys, ["eval", "--task", "copa", "--split", "vall", "--data-dir", copa_file])
     assert rc == 2 and err.startswith("surfacelab eval: error: --split: 'vall' is not a split")
     assert len(err.strip().splitlines()) == 1 and out == ""  # one line, nothing else
+
+
+def test_eval_limit_is_the_first_items_and_sample_a_seeded_draw(lm_dir, copa_file, tmp_path, capsys):
+    base = ["eval", "--task", "copa", "--data-dir", copa_file, "--model", lm_dir, "--scorers", "lm", "--no-progress"]
+    ids = {}
+    for name, flags in [("limit", ["--limit", "3", "--seed", "7"]), ("sample", ["--sample", "3", "--seed", "7"])]:
+        rc, out, err = run(capsys, [*base, *flags, "--out", str(tmp_path / f"{name}.csv")])
+        assert rc == 0, err
+        ids[name] = pd.read_csv(tmp_path / f"{name}.csv")["id"].tolist()
+    every = [json.loads(line)["id"] for line in Path(copa_file).read_text().splitlines()]
+    assert ids["limit"] == every[:3] and ids["sample"] != every[:3] and len(ids["sample"]) == 3
+    rc, out, err = run(capsys, [*base, "--sample", "0"])
+    assert rc == 2 and err.startswith("surfacelab eval: error: --sample: expected an integer >= 1"), err
+    with pytest.raises(SystemExit) as exc:
+        cli.main([*base, "--limit", "2", "--sample", "2"])
+    assert exc.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
