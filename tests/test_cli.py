@@ -324,6 +324,7 @@ def _entry(args: list, **kw) -> subprocess.CompletedProcess:
                           timeout=300, **kw)
 
 
+@pytest.mark.process
 def test_entry_point_refuses_argv_that_is_not_utf8(tmp_path):
     proc = _entry(["score", "--premise", b"caf\xe9 au lait", "--option", " a", "--option", " b",
                    "--json", str(tmp_path / "out.json")])
@@ -334,6 +335,7 @@ def test_entry_point_refuses_argv_that_is_not_utf8(tmp_path):
     assert not (tmp_path / "out.json").exists()
 
 
+@pytest.mark.process
 def test_entry_point_models_at_80_columns():
     proc = _entry(["models"])
     out = proc.stdout.decode()
@@ -341,6 +343,7 @@ def test_entry_point_models_at_80_columns():
     assert max(len(line) for line in out.splitlines()) <= 80
 
 
+@pytest.mark.process
 def test_ctrl_c_during_eval_is_one_line_and_writes_nothing(lm_dir, tmp_path):
     data = tmp_path / "val.jsonl"
     recs = [dict(COPA, id=f"c{i}", premise=f"The man took bath number {i}.") for i in range(3000)]
