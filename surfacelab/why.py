@@ -75,7 +75,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from ._checks import is_int
+from ._checks import check_int, is_int
 from ._results import JSONResult
 from . import engine, text
 from .scoring import MCResult, get_scorer, score
@@ -205,6 +205,7 @@ def _gap_word(x: float) -> str:
 
 def _terms_frame(result: MCResult, gold: int, against: int, d: dict[str, float], prior_cond: str, prior_desc: str,
                  mass: dict[str, float], plan: MassPlan, label: str, label_detail: str) -> pd.DataFrame:
+    # ~65 lines kept whole: one row per term in display order, each with its sentence; split, the order would scatter
     t = result.table
     g, a = t.iloc[gold], t.iloc[against]
     og, oa = _q(result.options[gold]), _q(result.options[against])
@@ -415,6 +416,20 @@ def _index(value: Any, options: list[str], name: str) -> int:
     return int(value)
 
 
+def _where_mass_went(lm: Any, plan: MassPlan, options: list[str], gold: int, against: int, top_k: int,
+                     batch_size: int | str, cost: dict[str, Any]) -> tuple[pd.DataFrame, dict[str, float]]:
+    """The competitors frame and the mass numbers from one prompt's next-token distribution (top-k and every
+    form's first token); empty / NaN when ``plan`` says why it could not be measured. Adds ``cost["next_token"]``."""
+    if plan.reason:
+        return (pd.DataFrame({c: pd.Series(dtype=object) for c in COMPETITOR_COLUMNS}),
+                dict.fromkeys(MASS_KEYS, float("nan")))
+    t0 = time.perf_counter()
+    nts = engine.next_token_logprobs(lm, [plan.prompt], token_ids=plan.token_ids, top_k=top_k, batch_size=batch_size)
+    cost["next_token"] = _stats(t0, nts.stats)
+    selected = dict(zip(plan.token_ids, nts[0].selected.astype(np.float64).tolist()))
+    return competitors_frame(lm, plan, nts[0], options, gold, against), mass_numbers(plan, selected, gold, against)
+
+
 def from_result(
     lm: Any,
     result: MCResult,
@@ -444,8 +459,7 @@ def from_result(
     scores = result.table[s.column].to_numpy(dtype=float)
     if not np.isfinite(scores).all():
         raise ValueError(f"scorer: {scorer!r} needs a domain premise, and this result has none")
-    if not is_int(top_k) or top_k < 1:
-        raise ValueError(f"top_k: expected an int >= 1, got {top_k!r}")
+    check_int("top_k", top_k, 1)
     text.check_text(neutral, "neutral", allow_empty=False)
     if not neutral.strip():
         raise ValueError("neutral: must contain more than whitespace")
@@ -463,18 +477,8 @@ def from_result(
     pcol = "domain_logprob" if prior_cond == "domain" else "null_logprob"
     prior = result.table[pcol].to_numpy(dtype=float)
     cost: dict[str, Any] = {}
-    # where the mass went: one prompt, the next-token distribution (top-k and every form's token)
     plan = mass_plan(lm, result.premise, options)
-    competitors = pd.DataFrame({c: pd.Series(dtype=object) for c in COMPETITOR_COLUMNS})
-    mass = dict.fromkeys(MASS_KEYS, float("nan"))
-    if not plan.reason:
-        t0 = time.perf_counter()
-        nts = engine.next_token_logprobs(lm, [plan.prompt], token_ids=plan.token_ids, top_k=top_k,
-                                         batch_size=batch_size)
-        nt = nts[0]
-        cost["next_token"] = _stats(t0, nts.stats)
-        competitors = competitors_frame(lm, plan, nt, options, gold, against)
-        mass = mass_numbers(plan, dict(zip(plan.token_ids, nt.selected.astype(np.float64).tolist())), gold, against)
+    competitors, mass = _where_mass_went(lm, plan, options, gold, against, top_k, batch_size, cost)
     attribution = _attribution(lm, result, gold, against, prior, neutral=neutral, sentences=sentences,
                                all_options=all_options, gradient=gradient, batch_size=batch_size, cache=cache,
                                cost=cost)
