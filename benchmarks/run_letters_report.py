@@ -33,7 +33,7 @@ def _sample(dataset: str, n: int, seed: int):
         return letters.stratified_sample(task, n, seed=seed) if n else task
     if dataset == "arc":
         task = load("arc-challenge", "pride_test")
-        return load("arc-challenge", "pride_test", limit=n, seed=seed) if n and n < len(task) else task
+        return load("arc-challenge", "pride_test", sample=n, seed=seed) if n and n < len(task) else task
     raise SystemExit(f"--dataset: expected mmlu or arc, got {dataset!r}")
 
 

@@ -61,9 +61,38 @@ def read_json(path: Path, what: str) -> Any:
         raise ValueError(f"path: {path.name} is not valid JSON ({err})") from None
 
 
+def model_meta(lm: Any, **more: Any) -> dict[str, Any]:
+    """What a result records of its model: ``fingerprint`` (model + tokenizer + dtype) and ``backend``
+    ("transformers", "vllm"; a masked LM always runs in-process: "transformers"), then ``more``."""
+    return {"fingerprint": getattr(lm, "fingerprint", ""),
+            "backend": getattr(getattr(lm, "backend", None), "kind", "transformers"), **more}
+
+
+def macro_ci(accuracy: Any, n: Any, z: float = 1.96) -> tuple[float, float, float]:
+    """The mean of independent accuracies (one per group of ``n`` items) and its normal-approximation CI.
+
+    Args:
+        accuracy: per-group accuracies in [0, 1] (one group: a plain accuracy).
+        n: items per group.
+        z: the normal quantile (1.96: 95%).
+
+    Returns:
+        (mean, low, high), the bounds clipped to [0, 1]: ``se = sqrt(sum(p (1 - p) / n)) / groups``.
+
+    >>> [round(v, 4) for v in macro_ci([0.5], [100])]
+    [0.5, 0.402, 0.598]
+    """
+    p, n = np.asarray(accuracy, dtype=float), np.asarray(n, dtype=float)
+    mean = float(p.mean())
+    se = float(np.sqrt(np.sum(p * (1 - p) / n)) / len(p))
+    return mean, max(0.0, mean - z * se), min(1.0, mean + z * se)
+
+
 def _plain(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return dataclasses.asdict(value)
+    if isinstance(value, pd.Series):
+        return {str(k): _cell(v) for k, v in value.items()}
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, np.generic):

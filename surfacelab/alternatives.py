@@ -1,12 +1,12 @@
 """Top alternatives at every scored position: what the model preferred instead of each token.
 
-``alternatives(lm, requests, k=5)`` lays out ``engine.logprobs(lm, requests, top_k=k)`` as a frame:
-for every scored token, the ``k`` most likely next tokens with their log-probs (float32
+``alternatives(lm, requests, top_k=5)`` lays out ``engine.logprobs(lm, requests, top_k=top_k)`` as a frame:
+for every scored token, the ``top_k`` most likely next tokens with their log-probs (float32
 log-softmax), from the same forward pass that scores the request. The engine keeps recent top-k
 results in memory, so a live view that re-asks for unchanged requests (the domain condition while
 the premise is edited, or requests the scorer view just ran with ``top_k``) pays nothing.
 
->>> alt = alternatives(lm, [("The man took a bath in the", " tub")], k=3)
+>>> alt = alternatives(lm, [("The man took a bath in the", " tub")], top_k=3)
 >>> alt.columns.tolist()
 ['request', 'position', 'alt_rank', 'alt_id', 'alt_token', 'alt_logprob']
 """
@@ -18,20 +18,20 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from ._checks import is_int
+from ._checks import check_int
 from . import engine
 
 COLUMNS = ["request", "position", "alt_rank", "alt_id", "alt_token", "alt_logprob"]
 
 
-def alternatives(lm: Any, requests: Sequence[tuple[str, str]], *, k: int = 5,
+def alternatives(lm: Any, requests: Sequence[tuple[str, str]], *, top_k: int = 5,
                  batch_size: int | str = "auto") -> pd.DataFrame:
-    """The ``k`` most likely tokens at every scored position of every request.
+    """The ``top_k`` most likely tokens at every scored position of every request.
 
     Args:
         lm: a loaded ``LM``.
         requests: (context, continuation) pairs, as for ``engine.logprobs``.
-        k: alternatives per position (the scored token itself appears among them when it ranks <= k).
+        top_k: alternatives per position (the scored token itself appears among them when it ranks <= top_k).
         batch_size: rows per batch, or "auto" (the engine's plan: shared prefixes run once).
 
     Returns:
@@ -39,17 +39,16 @@ def alternatives(lm: Any, requests: Sequence[tuple[str, str]], *, k: int = 5,
         ``requests``), ``position`` (index of the scored token, as in ``Scored.frame()``),
         ``alt_rank`` (1 = most likely), ``alt_id``, ``alt_token`` (decoded) and ``alt_logprob``.
     """
-    if not is_int(k) or k < 1:
-        raise ValueError(f"k: expected an int >= 1, got {k!r}")
-    scored = engine.logprobs(lm, requests, batch_size=batch_size, progress=False, top_k=k)
+    check_int("top_k", top_k, 1)
+    scored = engine.logprobs(lm, requests, batch_size=batch_size, progress=False, top_k=top_k)
     frames = []
     for r, s in enumerate(scored):
         n = s.n_tokens
         flat = s.top_ids.reshape(-1)
         frames.append(pd.DataFrame({
             "request": r,
-            "position": np.repeat(np.arange(n), k),
-            "alt_rank": np.tile(np.arange(1, k + 1), n),
+            "position": np.repeat(np.arange(n), top_k),
+            "alt_rank": np.tile(np.arange(1, top_k + 1), n),
             "alt_id": flat.astype(np.int64),
             "alt_token": lm.tokenizer.batch_decode(flat.reshape(-1, 1).tolist()),
             "alt_logprob": s.top_logprobs.reshape(-1).astype(np.float64),
@@ -59,7 +58,7 @@ def alternatives(lm: Any, requests: Sequence[tuple[str, str]], *, k: int = 5,
     return pd.concat(frames, ignore_index=True)[COLUMNS]
 
 
-def token_view(lm: Any, result: Any, *, k: int = 5) -> pd.DataFrame:
+def token_view(lm: Any, result: Any, *, top_k: int = 5) -> pd.DataFrame:
     """Per-token rows of an ``MCResult`` under the premise and the domain premise, with alternatives.
 
     The per-token DC-PMI contribution of an option token is log P(t | premise, t<) − log P(t | domain, t<);
@@ -69,7 +68,7 @@ def token_view(lm: Any, result: Any, *, k: int = 5) -> pd.DataFrame:
     Args:
         lm: the ``LM`` that produced ``result``.
         result: an ``MCResult`` (see ``surfacelab.score``).
-        k: top alternatives per position.
+        top_k: alternatives per position.
 
     Returns:
         ``result.tokens`` rows of the premise and domain conditions plus ``contribution`` and
@@ -80,7 +79,7 @@ def token_view(lm: Any, result: Any, *, k: int = 5) -> pd.DataFrame:
     if result.domain_premise is not None:
         conds.append(("domain", result.domain_premise))
     pairs = [(cond, ctx, opt) for cond, ctx in conds for opt in result.options]
-    alts = alternatives(lm, [(ctx, opt) for _, ctx, opt in pairs], k=k)  # rows in (request, position, rank) order
+    alts = alternatives(lm, [(ctx, opt) for _, ctx, opt in pairs], top_k=top_k)  # rows in (request, position, rank) order
     index = {(cond, opt): i for i, (cond, _, opt) in enumerate(pairs)}
     grouped = {r: list(zip(g["alt_token"], g["alt_logprob"])) for r, g in
                alts.groupby(["request", "position"], sort=False)}

@@ -321,7 +321,7 @@ def next_token_logprobs(
     if isinstance(contexts, str):
         raise TypeError("contexts: expected a list of strings, got a single string")
     top_k = _check_top_k(top_k)
-    bad = [t for t in token_ids if not isinstance(t, (int, np.integer)) or not 0 <= int(t) < lm.vocab_size]
+    bad = [t for t in token_ids if not is_int(t) or not 0 <= int(t) < lm.vocab_size]
     if bad:
         raise ValueError(f"token_ids: not vocabulary ids: {bad[:5]}")
     rows = check_batch_size(batch_size)

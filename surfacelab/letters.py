@@ -29,11 +29,9 @@ inside the engine.
 
 from __future__ import annotations
 
-import itertools
-import math
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -41,236 +39,19 @@ import pandas as pd
 from scipy.special import logsumexp
 
 from . import engine, text
-from ._checks import check_int, is_int, is_number
+from ._checks import is_number
+from ._results import JSONResult, macro_ci, model_meta
 from .cache import ScoreCache
-from ._results import JSONResult
+from .letter_math import (_log_normalise, _permutation_debias_log, calibrate, cyclic_permutations,  # noqa: F401
+                          full_permutations, normalise, permutation_debias, pride_debias, rstd)
+from .letter_prompts import (CONTENT_FREE, PLAIN, PRIDE, TEMPLATES, LetterItem, LetterTemplate,  # noqa: F401
+                             _check_ids, _make_item, _swap, _template, as_items, drop_cross_references,
+                             move_gold, refers_to_other_options, register_letter_template, stratified_sample)
 from .registry import Registry
-from .tasks.core import LETTERS
-from .tasks.loader import sample_indices
-
-#: Questions that replace the real one for the content-free prior (Zhao et al. 2021).
-CONTENT_FREE = ("N/A", "", "[MASK]")
-
-# PriDe drops items whose options refer to other options (its utils.BAD_OPTIONS / REFER_OPTIONS):
-# permuting them changes their meaning.
-_CROSS_REFS = ("A and B", "A and C", "A and D", "A nor B", "A or B", "B and C", "B and D", "C and D")
-_CROSS_REFS_LOWER = ("all of the above", "all of above", "none of the above", "none of above")
+from .tasks.loader import subset_indices
 
 
-# ----------------------------------------------------------------------------- templates
-@dataclass(frozen=True)
-class LetterTemplate:
-    """How a question and its ID-labelled options become a prompt that ends in the answer cue.
-
-    Attributes:
-        name: short identifier.
-        prompt: format string with ``{instruction}``, ``{question}`` (stripped) and ``{options}``
-            (one rendered line per option, joined by newlines); must end with ``cue``.
-        option: format string for one option line, with ``{id}`` and ``{option}`` (the line is stripped).
-        instruction: format string for ``{instruction}``, with ``{about}`` = " about <subject>" or "".
-        cue: the answer cue; ends without whitespace.
-    """
-
-    name: str
-    prompt: str
-    option: str = "{id}. {option}"
-    instruction: str = ""
-    cue: str = "Answer:"
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.cue, str) or not self.cue or self.cue != self.cue.rstrip():
-            raise ValueError(f"cue: must be a non-empty string without trailing whitespace, got {self.cue!r}")
-        if not isinstance(self.prompt, str) or not self.prompt.endswith(self.cue):
-            raise ValueError(f"prompt: must end with the cue {self.cue!r}, got {self.prompt!r}")
-        for key in ("{question}", "{options}"):
-            if key not in self.prompt:
-                raise ValueError(f"prompt: must contain {key}, got {self.prompt!r}")
-        if "{id}" not in self.option:
-            raise ValueError(f"option: must contain {{id}}, got {self.option!r}")
-
-    def render(self, question: str, options: Sequence[str], ids: Sequence[str], subject: str = "") -> str:
-        """The prompt for one presentation of a question (options in the order given)."""
-        about = f" about {subject.replace('_', ' ')}" if subject else ""
-        lines = "\n".join(self.option.format(id=i, option=o).strip() for i, o in zip(ids, options))
-        return self.prompt.format(instruction=self.instruction.format(about=about),
-                                  question=question.strip(), options=lines)
-
-
-#: PriDe's prompt for open-source models (code/eval_clm_utils.py of chujiezheng/LLM-MCQ-Bias):
-#: system message, blank line, "Question: ...", "Options:", "A. ...", "Answer:".
-PRIDE = LetterTemplate(
-    name="pride",
-    prompt="{instruction}\n\nQuestion: {question}\nOptions:\n{options}\nAnswer:",
-    instruction="The following are multiple choice questions{about}. "
-                "You should directly answer the question by choosing the correct option.",
-)
-
-#: A bare template: "Question: ...", the option lines, "Answer:".
-PLAIN = LetterTemplate(name="plain", prompt="Question: {question}\n{options}\nAnswer:")
-
-#: The letter templates by name (``register_letter_template`` adds to it).
-TEMPLATES: Registry[LetterTemplate] = Registry("letter template", argument="template")
-
-
-def register_letter_template(template: LetterTemplate, *, overwrite: bool = False) -> LetterTemplate:
-    """Add a letter template (``score(..., template=name)``, ``evaluate(..., template=name)``)."""
-    if not isinstance(template, LetterTemplate):
-        raise TypeError(f"template: expected a LetterTemplate, got {type(template).__name__}")
-    return TEMPLATES.register(template.name, template, overwrite=overwrite)
-
-
-for _t in (PRIDE, PLAIN):
-    register_letter_template(_t)
-
-
-def _template(template: LetterTemplate | str) -> LetterTemplate:
-    if isinstance(template, LetterTemplate):
-        return template
-    if isinstance(template, str):
-        return TEMPLATES[template]
-    raise ValueError(f"template: expected a LetterTemplate or one of {list(TEMPLATES)}, got {template!r}")
-
-
-# ----------------------------------------------------------------------------- items
-@dataclass(frozen=True)
-class LetterItem:
-    """One multiple-choice question: raw question text, option texts, gold index (or None), subject."""
-
-    question: str
-    options: tuple[str, ...]
-    gold: int | None = None
-    subject: str = ""
-    id: str = ""
-
-
-def _check_gold(gold: Any, n: int, name: str = "gold") -> int | None:
-    if gold is None:
-        return None
-    if not is_int(gold) or not 0 <= int(gold) < n:
-        raise ValueError(f"{name}: expected an option index in [0, {n}), got {gold!r}")
-    return int(gold)
-
-
-def _make_item(question: Any, options: Any, gold: Any, subject: Any, id_: str, name: str,
-               distinct: bool = False) -> LetterItem:
-    text.check_text(question, f"{name} question")
-    opts = tuple(text.check_options(options, f"{name} options", min_count=2, distinct=distinct))
-    text.check_text(subject, f"{name} subject")
-    return LetterItem(question, opts, _check_gold(gold, len(opts), f"{name} gold"), subject, id_)
-
-
-def as_items(task: Any) -> list[LetterItem]:
-    """Normalise a task to ``LetterItem``s.
-
-    Accepts a ``surfacelab.tasks.Task`` or a list of its ``Item``s (the raw question, choices,
-    label and subject are read from ``item.meta["fields"]``), ``LetterItem``s, dicts with keys
-    ``question, options, gold`` (and optionally ``subject, id``), or tuples
-    ``(question, options, gold[, subject])``.
-    """
-    items = getattr(task, "items", task)
-    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
-        raise TypeError(f"task: expected a Task or a list of items, got {type(task).__name__}")
-    out = []
-    for i, it in enumerate(items):
-        name = f"task[{i}]"
-        if isinstance(it, LetterItem):
-            out.append(_make_item(it.question, it.options, it.gold, it.subject, it.id, name))
-        elif hasattr(it, "meta") and hasattr(it, "options"):
-            fields = it.meta.get("fields", {})
-            if "stem" not in fields or "choices" not in fields:
-                raise ValueError(f"{name}: item {getattr(it, 'id', '')!r} has no raw question/choices in "
-                                 "meta['fields'] (need 'stem' and 'choices'); pass (question, options, gold) instead")
-            out.append(_make_item(fields["stem"], list(fields["choices"]), fields.get("label", it.gold),
-                                  str(it.meta.get("subject", fields.get("subject", ""))), str(it.id), name))
-        elif isinstance(it, Mapping):
-            missing = {"question", "options"} - set(it)
-            if missing:
-                raise ValueError(f"{name}: missing keys {sorted(missing)}")
-            out.append(_make_item(it["question"], it["options"], it.get("gold"), it.get("subject", ""),
-                                  str(it.get("id", i)), name))
-        elif isinstance(it, tuple) and len(it) in (3, 4):
-            out.append(_make_item(it[0], it[1], it[2], it[3] if len(it) == 4 else "", str(i), name))
-        else:
-            raise TypeError(f"{name}: expected an Item, LetterItem, dict or (question, options, gold) tuple, "
-                            f"got {type(it).__name__}")
-    if not out:
-        raise ValueError("task: no items")
-    return out
-
-
-def _subset(task: Any, keep: list[int]) -> Any:
-    """The same kind of container as ``task`` with only the items at ``keep`` (in that order)."""
-    if hasattr(task, "items") and not isinstance(task, Mapping):
-        return replace(task, items=[task.items[i] for i in keep])
-    items = list(task)
-    return [items[i] for i in keep]
-
-
-def refers_to_other_options(options: Sequence[str]) -> bool:
-    """True when an option names other options ("A and B", "none of the above"): PriDe drops these."""
-    return any(r in o for o in options for r in _CROSS_REFS) or \
-        any(r in o.lower() for o in options for r in _CROSS_REFS_LOWER)
-
-
-def drop_cross_references(task: Any) -> Any:
-    """``task`` without the items whose options refer to other options (as PriDe's loader does)."""
-    items = as_items(task)
-    return _subset(task, [i for i, it in enumerate(items) if not refers_to_other_options(it.options)])
-
-
-def stratified_sample(task: Any, n: int, *, seed: int = 0) -> Any:
-    """A seeded sample of ``n`` items stratified by subject (proportional allocation, largest remainder).
-
-    Every subject gets at least one item when ``n`` allows; items keep their original order.
-
-    Args:
-        task: anything :func:`as_items` accepts (a Task stays a Task).
-        n: sample size.
-        seed: seed of the draw.
-    """
-    items = as_items(task)
-    if not is_int(n) or not 1 <= n <= len(items):
-        raise ValueError(f"n: expected an int in [1, {len(items)}], got {n!r}")
-    groups: dict[str, list[int]] = {}
-    for i, it in enumerate(items):
-        groups.setdefault(it.subject, []).append(i)
-    names = sorted(groups)
-    quota = {s: n * len(groups[s]) / len(items) for s in names}
-    alloc = {s: min(len(groups[s]), max(1 if n >= len(names) else 0, math.floor(quota[s]))) for s in names}
-    by_remainder = sorted(names, key=lambda s: (-(quota[s] - math.floor(quota[s])), s))
-    while sum(alloc.values()) < n:
-        for s in by_remainder:
-            if sum(alloc.values()) < n and alloc[s] < len(groups[s]):
-                alloc[s] += 1
-    while sum(alloc.values()) > n:  # minimum-one floors can overshoot: trim the largest strata
-        alloc[max(names, key=lambda s: (alloc[s], s))] -= 1
-    rng = random.Random(seed)
-    keep = sorted(i for s in names for i in rng.sample(groups[s], alloc[s]))
-    return _subset(task, keep)
-
-
-# ----------------------------------------------------------------------------- ids
-def _check_ids(ids: str | Sequence[str] | None, n: int) -> tuple[str, ...]:
-    """The first ``n`` IDs; letters A, B, ... by default."""
-    if ids is None:
-        if n > len(LETTERS):
-            raise ValueError(f"options: {n} options but only {len(LETTERS)} default letter IDs; pass ids=")
-        return tuple(LETTERS[:n])
-    if isinstance(ids, str):
-        ids = tuple(ids)
-    if not isinstance(ids, Sequence) or not all(isinstance(i, str) for i in ids):
-        raise TypeError(f"ids: expected a string or a list of strings, got {ids!r}")
-    for i in ids:
-        if not i or i != i.strip():
-            raise ValueError(f"ids: every ID must be non-empty without surrounding whitespace, got {i!r}")
-    dup = sorted({i for i in ids if ids.count(i) > 1})
-    if dup:
-        raise ValueError(f"ids: duplicate IDs {dup}")
-    if n > len(ids):
-        raise ValueError(f"options: {n} options but only {len(ids)} ids {list(ids)}")
-    return tuple(ids[:n])
-
-
+# ----------------------------------------------------------------------------- reading IDs at the cue
 def id_variants(lm: Any, ids: Sequence[str], cue: str = "Answer:") -> pd.DataFrame:
     """How each ID is read after the cue: one row per (ID, variant) with its tokens.
 
@@ -313,135 +94,6 @@ def _variant_logprobs(lm: Any, prompts: list[str], ids: tuple[str, ...], cue: st
         for col, idx in enumerate(multi.index):
             out[:, idx // 2, idx % 2] = totals[:, col]
     return out
-
-
-# ----------------------------------------------------------------------------- pure maths
-def _log_normalise(x: np.ndarray) -> np.ndarray:
-    return x - logsumexp(x, axis=-1)[..., None]
-
-
-def _probs(p: Any, name: str) -> np.ndarray:
-    arr = np.asarray(p, dtype=np.float64)
-    if arr.ndim < 1 or arr.shape[-1] < 2 or not np.all(np.isfinite(arr)) or np.any(arr < 0):
-        raise ValueError(f"{name}: expected non-negative finite probabilities over >= 2 IDs, got shape {arr.shape}")
-    if np.any(arr.sum(-1) <= 0):
-        raise ValueError(f"{name}: a distribution sums to zero")
-    return arr
-
-
-def normalise(p: Any) -> np.ndarray:
-    """Rescale non-negative scores to sum to one along the last axis."""
-    arr = _probs(p, "p")
-    return arr / arr.sum(-1, keepdims=True)
-
-
-def calibrate(p: Any, p_cf: Any) -> np.ndarray:
-    """Contextual calibration: ``normalise(p / p_cf)``, i.e. W = diag(p_cf)^-1, b = 0 (Zhao et al. 2021)."""
-    p_arr, cf = _probs(p, "p"), _probs(p_cf, "p_cf")
-    if p_arr.shape[-1] != cf.shape[-1]:
-        raise ValueError(f"p_cf: {cf.shape[-1]} IDs, but p has {p_arr.shape[-1]}")
-    if np.any(cf == 0):
-        raise ValueError("p_cf: a content-free probability is zero; W = diag(p_cf)^-1 is undefined")
-    return normalise(p_arr / cf)
-
-
-def cyclic_permutations(n: int) -> list[tuple[int, ...]]:
-    """The n cyclic shifts: permutation k shows option ``(pos + k) % n`` at position ``pos`` (PriDe's order)."""
-    _check_n(n)
-    return [tuple((pos + k) % n for pos in range(n)) for k in range(n)]
-
-
-def full_permutations(n: int, max_permutations: int = 24) -> list[tuple[int, ...]]:
-    """All n! orders (sorted, identity first); raises if n! exceeds ``max_permutations``."""
-    _check_n(n)
-    if math.factorial(n) > max_permutations:
-        raise ValueError(f"max_permutations: {n} options need {math.factorial(n)} permutations, more than "
-                         f"max_permutations={max_permutations}; raise it or use cyclic permutations")
-    return sorted(itertools.permutations(range(n)))
-
-
-def _check_n(n: Any) -> None:
-    check_int("n", n, 2)
-
-
-def _check_perms(perms: Any, n: int) -> np.ndarray:
-    arr = np.asarray(perms)
-    if arr.ndim != 2 or arr.shape[1] != n or any(sorted(row) != list(range(n)) for row in arr.tolist()):
-        raise ValueError(f"perms: expected a list of permutations of range({n})")
-    return arr
-
-
-def permutation_debias(observed: Any, perms: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
-    """Permutation-debiased option distribution and the sample's ID prior (PriDe, section 3.1-3.3).
-
-    Args:
-        observed: (P, n) observed ID probabilities; row k was observed with the options in order
-            ``perms[k]`` (``perms[k][pos]`` = index of the option shown at position/ID ``pos``).
-        perms: the P permutations.
-
-    Returns:
-        ``(debiased, prior)``: ``debiased[c]`` = normalised geometric mean over k of the observed
-        probability at the position where option c was shown; ``prior[pos]`` = normalised geometric
-        mean over k of the observed probability of ID ``pos``.
-    """
-    obs = _probs(observed, "observed")
-    if obs.ndim != 2:
-        raise ValueError(f"observed: expected a (permutations, ids) array, got shape {obs.shape}")
-    pm = _check_perms(perms, obs.shape[1])
-    if pm.shape[0] != obs.shape[0]:
-        raise ValueError(f"perms: {pm.shape[0]} permutations for {obs.shape[0]} observed rows")
-    with np.errstate(divide="ignore"):
-        logp = np.log(normalise(obs))
-    debiased, prior = _permutation_debias_log(logp, pm)
-    return np.exp(debiased), np.exp(prior)
-
-
-def _permutation_debias_log(logp: np.ndarray, perms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Log-space core of :func:`permutation_debias` (rows of ``logp`` are log-normalised)."""
-    by_content = np.empty_like(logp)
-    rows = np.arange(len(perms))[:, None]
-    by_content[rows, perms] = logp  # by_content[k, c] = log p_k(position of c)
-    return _log_normalise(by_content.mean(0)), _log_normalise(logp.mean(0))
-
-
-def pride_debias(observed: Any, prior: Any) -> np.ndarray:
-    """PriDe's one-forward debiasing: ``normalise(exp(log p - log prior))``; argmax is the prediction."""
-    return calibrate(observed, prior)
-
-
-def rstd(gold: Sequence[int], pred: Sequence[int]) -> float:
-    """Population std of the per-gold-ID recalls, x100 (PriDe's selection-bias measure).
-
-    Recall of ID i = share of items with gold i predicted as i; IDs that never occur as gold are
-    left out (they have no recall).
-    """
-    g, p = np.asarray(gold), np.asarray(pred)
-    if g.shape != p.shape or g.ndim != 1 or len(g) == 0:
-        raise ValueError(f"pred: expected as many predictions as gold labels, got {p.shape} and {g.shape}")
-    recalls = [np.mean(p[g == c] == c) * 100 for c in np.unique(g)]
-    return float(np.std(recalls))
-
-
-def _swap(n: int, gold: int, position: int) -> list[int]:
-    """The option order that swaps ``gold`` with the option at ``position``."""
-    order = list(range(n))
-    order[gold], order[position] = order[position], order[gold]
-    return order
-
-
-def move_gold(options: Sequence[str], gold: int, position: int) -> tuple[list[str], int]:
-    """The answer-moving probe: swap the gold option with the one at ``position`` (PriDe's ``move_answer``).
-
-    Returns:
-        the reordered options and the new gold index (= ``position``).
-    """
-    opts = text.check_options(options, min_count=2, distinct=False)
-    g = _check_gold(gold, len(opts))
-    if g is None:
-        raise ValueError("gold: the probe needs a gold index")
-    if not is_int(position) or not 0 <= position < len(opts):
-        raise ValueError(f"position: expected an index in [0, {len(opts)}), got {position!r}")
-    return [opts[c] for c in _swap(len(opts), g, position)], position
 
 
 # ----------------------------------------------------------------------------- single question
@@ -552,8 +204,8 @@ def score(
 
 # ----------------------------------------------------------------------------- datasets
 @dataclass
-class LetterEval:
-    """Results of :func:`evaluate`.
+class LetterEval(JSONResult):
+    """Results of :func:`evaluate` (``save(path)`` / ``LetterEval.load(path)``: one JSON file).
 
     ``summary``: one row per method: method, n_items, accuracy (%), rstd (%-points), cost (forwards
     per item), prior (the ID prior the method divides out, averaged over items; None for default and
@@ -563,6 +215,8 @@ class LetterEval:
     over IDs in the order shown).
     ``prior``: the PriDe prior per option count (pass it as ``prior=`` to transfer it).
     ``gold_share``: % of items whose gold answer has each ID.
+    ``meta``: fingerprint, backend, template, ids, methods, alpha, seed, limit, sample, max_permutations,
+    whether a prior was transferred.
     """
 
     summary: pd.DataFrame
@@ -571,6 +225,24 @@ class LetterEval:
     gold_share: pd.Series | None = None
     model: str = ""
     n_prompts: int = 0  # unique prompts scored (one forward each, before the cache)
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # what ``load`` reads back from JSON: option counts as keys, lists for arrays, a dict for the series
+        self.prior = {int(k): np.asarray(v, dtype=float) for k, v in self.prior.items()}
+        if self.gold_share is not None and not isinstance(self.gold_share, pd.Series):
+            self.gold_share = pd.Series(self.gold_share, name="gold_share", dtype=float)
+
+    def show(self) -> Any:
+        """Accuracy per method with a 95% CI (normal approximation) and the chance line (``viz.accuracy_ci``)."""
+        from . import viz
+
+        ci = [macro_ci([acc / 100], [n]) for acc, n in zip(self.summary["accuracy"], self.summary["n_items"])]
+        frame = pd.DataFrame(ci, columns=["accuracy", "ci_low", "ci_high"]).assign(
+            scorer=self.summary["method"].to_numpy(), model=self.model or "model")
+        first = self.items[self.items["method"] == self.summary["method"].iloc[0]]
+        chance = float((1 / first["n_options"]).mean()) if len(first) else None
+        return viz.accuracy_ci(frame, "model", chance=chance, title="Option-ID methods: accuracy with 95% CI")
 
 
 def _check_prior(prior: Any) -> dict[int, np.ndarray] | None:
@@ -830,6 +502,7 @@ def evaluate(
     alpha: float = 0.05,
     seed: int = 0,
     limit: int | None = None,
+    sample: int | None = None,
     ids: str | Sequence[str] | None = None,
     template: LetterTemplate | str = "pride",
     prior: Any = None,
@@ -848,8 +521,9 @@ def evaluate(
         task: a ``Task`` or anything :func:`as_items` accepts; items need a gold answer.
         methods: the methods to run.
         alpha: PriDe's estimation fraction (per option count, at least one item).
-        seed: seeds the ``limit`` sample and PriDe's estimation draw.
-        limit: evaluate a seeded sample of this many items.
+        seed: seeds the ``sample`` draw and PriDe's estimation draw.
+        limit: evaluate the first this many items (as lm-evaluation-harness's ``--limit``).
+        sample: evaluate a random sample of this many items drawn with ``seed`` (not with ``limit``).
         ids: option IDs (see :func:`score`).
         template: a ``LetterTemplate`` or a name in ``TEMPLATES``.
         prior: a PriDe prior to transfer (array for one option count, {n: array}, or a LetterEval):
@@ -858,9 +532,7 @@ def evaluate(
         cache: use the engine's on-disk cache.
     """
     items = as_items(task)
-    if limit is not None:
-        check_int("limit", limit, 1)
-        items = [items[i] for i in sample_indices(len(items), limit, seed)]
+    items = [items[i] for i in subset_indices(len(items), limit=limit, sample=sample, seed=seed)]
     for i, it in enumerate(items):
         if it.gold is None:
             raise ValueError(f"task[{i}]: item {it.id!r} has no gold answer")
@@ -884,5 +556,8 @@ def evaluate(
     gold_share = pd.Series(np.bincount([it.gold for it in items], minlength=len(all_ids)) / len(items) * 100,
                            index=list(all_ids), name="gold_share")
     priors = _pride_priors(run) if "pride_estimate" in run.memo else {}
+    meta = model_meta(lm, template=tpl.name, ids=list(all_ids), methods=[m.name for m in chosen], alpha=run.alpha,
+                      seed=seed, limit=limit, sample=sample, max_permutations=max_permutations,
+                      prior_given=run.given is not None)
     return LetterEval(pd.DataFrame(summary), pd.DataFrame(rows), priors, gold_share, getattr(lm, "name", ""),
-                      len(run.prompts))
+                      len(run.prompts), meta)

@@ -37,7 +37,7 @@ import pandas as pd
 import torch
 
 from . import engine, models, text
-from ._results import JSONResult
+from ._results import JSONResult, macro_ci, model_meta
 from .backends.transformers import MASKED_TOKEN_BUDGET, back_off, token_budget
 from .registry import Registry
 from .tasks.blimp import load_blimp
@@ -468,8 +468,9 @@ def _objects(values: list) -> np.ndarray:
 
 
 @dataclass
-class BlimpResult:
-    """BLiMP minimal-pair accuracy (good sentence PLL > bad sentence PLL) for one or more metrics.
+class BlimpResult(JSONResult):
+    """BLiMP minimal-pair accuracy (good sentence PLL > bad sentence PLL) for one or more metrics
+    (``save(path)`` / ``BlimpResult.load(path)``: one JSON file).
 
     Attributes:
         model, note: as in ``PLLResult`` (show ``note`` with every number).
@@ -483,6 +484,7 @@ class BlimpResult:
             ``accuracy`` (mean of the field's paradigm accuracies).
         overall: one row per metric: ``metric``, ``n_paradigms``, ``n``, ``accuracy`` (mean of
             the paradigm accuracies, BLiMP's convention).
+        meta: fingerprint, backend, data_dir, paradigms and limit asked for, batch_size.
     """
 
     model: str
@@ -492,6 +494,23 @@ class BlimpResult:
     paradigms: pd.DataFrame
     fields: pd.DataFrame
     overall: pd.DataFrame
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.metrics = tuple(self.metrics)  # ``load`` reads a JSON list
+
+    def show(self) -> Any:
+        """Accuracy per field (and overall) and metric, with a 95% CI of the mean of paradigm accuracies
+        (normal approximation) and the chance line at 50% (``viz.accuracy_ci``)."""
+        from . import viz
+
+        par = self.paradigms
+        groups = [("overall", par)] + [(f, par[par["field"] == f]) for f in sorted(par["field"].unique())]
+        rows = [(name, metric, *macro_ci(g["accuracy"], g["n"]))
+                for name, group in groups for metric, g in group.groupby("metric", sort=False)]
+        frame = pd.DataFrame(rows, columns=["field", "scorer", "accuracy", "ci_low", "ci_high"])
+        label = f" ({self.note})" if self.note else ""
+        return viz.accuracy_ci(frame, "field", chance=0.5, title=f"BLiMP accuracy of {self.model}{label}, 95% CI")
 
     def summary(self) -> pd.DataFrame:
         """Accuracy with one column per metric: the row "overall", then one row per field."""
@@ -545,4 +564,6 @@ def pll_blimp(
               .agg(n_paradigms=("paradigm", "size"), n=("n", "sum"), accuracy=("accuracy", "mean")).reset_index())
     overall = (par.groupby("metric", sort=False)
                .agg(n_paradigms=("paradigm", "size"), n=("n", "sum"), accuracy=("accuracy", "mean")).reset_index())
-    return BlimpResult(mlm.name, mlm.note, metrics, pairs, par, fields, overall)
+    meta = model_meta(mlm, data_dir=None if data_dir is None else str(data_dir),
+                      paradigms=None if paradigms is None else list(paradigms), limit=limit, batch_size=batch_size)
+    return BlimpResult(mlm.name, mlm.note, metrics, pairs, par, fields, overall, meta)

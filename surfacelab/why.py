@@ -67,7 +67,6 @@ the negative parts of the three gap terms; each term's *share* is its negative p
 
 from __future__ import annotations
 
-import math
 import re
 import time
 from dataclasses import dataclass, field
@@ -76,12 +75,13 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from ._checks import is_int
+from ._checks import check_int, is_int
 from ._results import JSONResult
 from . import engine, text
-from .request_plan import Entry, Plan
-from .variants import variants as _variants
 from .scoring import MCResult, get_scorer, score
+from .why_mass import (COMPETITOR_COLUMNS, GROUP_KIND, MASS_KEYS, MassPlan, competitors_frame,  # noqa: F401
+                       mass_numbers, mass_plan)
+from .why_occlusion import SENTENCE, WORD, _attribution, _stats, occlude, premise_units  # noqa: F401
 
 #: Verdict labels, in the order of the rules (see the module docstring).
 LABELS = ("right", "tie", "premise evidence", "split mass", "length", "prior", "letter bias", "mixed", "lost")
@@ -95,16 +95,7 @@ PRIOR_SHARE = 0.5
 MASS_RATIO = 0.5
 #: Default neutral word for occlusion by replacement.
 NEUTRAL = "something"
-#: What one occluded unit is: a word (letters/digits, inner apostrophes, hyphens and points kept).
-WORD = re.compile(r"[^\W_]+(?:['’\-.][^\W_]+)*")
-#: A sentence: up to a terminal . ! or ? followed by whitespace, a newline, or the end.
-SENTENCE = re.compile(r"\S[^\n]*?(?:[.!?](?=\s|$)|(?=\n)|$)")
-_FIRST_WORD = re.compile(r"\s*\S*")
 _OPTION_ID = re.compile(r"\(?[A-Za-z0-9]\)?[.:]?")
-#: Kinds of competitor groups (the issue's (a) gold forms, (b) other options' forms, (c) everything else).
-GROUP_KIND = {"gold": "gold", "gold form": "gold", "against": "other options", "against form": "other options",
-              "other option": "other options", "other option form": "other options", "shared": "shared",
-              "elsewhere": "elsewhere"}
 
 
 # ----------------------------------------------------------------------------- numbers
@@ -169,289 +160,7 @@ def verdict(lm_gap: float, length: float, prior_per_token: float, evidence: floa
     return "mixed"
 
 
-# ----------------------------------------------------------------------------- where the mass went
-@dataclass
-class MassPlan:
-    """Where to look for the gold's mass: the first token at which the options differ.
-
-    Attributes:
-        prompt: the text whose next token is that position (premise plus the shared tokens).
-        shared: how many tokens every option shares before it.
-        listed: each option's own token id there.
-        forms: one row per surface form with a token there: ``option`` (index), ``form`` (the
-            option string with the variant in place), ``rule``, ``token_id``.
-        owners: token id -> the option indices whose forms start with it there.
-        reason: why the analysis is not available ("" when it is).
-    """
-
-    prompt: str
-    shared: int
-    listed: list[int]
-    forms: pd.DataFrame
-    owners: dict[int, set[int]]
-    reason: str = ""
-
-    @property
-    def token_ids(self) -> list[int]:
-        """Every token id some form starts with, sorted."""
-        return sorted(self.owners)
-
-    def unlisted(self, option: int) -> list[int]:
-        """Tokens that start only unlisted forms of ``option`` (not its listed token, no other option's)."""
-        return [t for t, o in self.owners.items() if o == {option} and t != self.listed[option]]
-
-
-def _common_suffix(strings: Sequence[str]) -> str:
-    """The longest common suffix of punctuation and quotes (never letters, digits or spaces)."""
-    out = ""
-    for chars in zip(*(s[::-1] for s in strings)):
-        c = chars[0]
-        if any(x != c for x in chars) or c.isalnum() or c.isspace():
-            break
-        out = c + out
-    return out
-
-
-def mass_plan(lm: Any, context: str, options: Sequence[str]) -> MassPlan:
-    """Plan the "where did the gold's mass go" look-up for one item (tokenizer only, no forward).
-
-    The position is the first token at which the options' tokens (after ``context``) differ; the
-    variants of each option (``variants.variants`` of the text after the shared tokens and before a
-    shared closing punctuation) are encoded after the same context, and their token there is read.
-    Forms that agree up to the end of their first word and the character after it share that token
-    (tokenizers pre-split at whitespace), so only one of them is encoded.
-    """
-    encs = [text.encode(lm, context, o) for o in options]
-    empty = MassPlan("", 0, [], pd.DataFrame(columns=["option", "form", "rule", "token_id"]), {})
-    if any(e.merged for e in encs):
-        empty.reason = "an option's first token merges with the premise"
-        return empty
-    if any(e.truncated for e in encs):
-        empty.reason = "the premise was cut to the model's window"
-        return empty
-    seqs = [e.scored_ids for e in encs]
-    d = 0
-    while all(len(s) > d for s in seqs) and len({s[d] for s in seqs}) == 1:
-        d += 1
-    if any(len(s) <= d for s in seqs):
-        empty.reason = "an option's tokens are a prefix of every other option's"
-        return empty
-    head = encs[0].spans[d - 1][1] if d else 0
-    prefix = encs[0].continuation[:head]
-    prompt = encs[0].context + prefix
-    if text.encode_prompt(lm, prompt) != encs[0].input_ids[:encs[0].start + d]:
-        empty.reason = "the shared prefix tokenizes differently on its own"
-        return empty
-    conts = [e.continuation for e in encs]
-    suffix = _common_suffix(conts)
-    rows = []
-    owners: dict[int, set[int]] = {}
-    for i, (cont, seq) in enumerate(zip(conts, seqs)):
-        owners.setdefault(seq[d], set()).add(i)
-        core = cont[head:len(cont) - len(suffix)]
-        if not core.strip():
-            continue
-        read: dict[str, int | None] = {}  # first word (and the character after it) -> token there
-        for v in _variants(core).itertuples():
-            form = prefix + v.variant + suffix
-            if form == cont:
-                continue
-            key = prefix + v.variant[:_FIRST_WORD.match(v.variant).end() + 1]
-            if key not in read:
-                ids = text.encode(lm, encs[0].context, form).scored_ids
-                read[key] = int(ids[d]) if len(ids) > d and ids[:d] == seqs[0][:d] else None
-            if read[key] is not None:
-                rows.append({"option": i, "form": form, "rule": v.rule, "token_id": read[key]})
-                owners.setdefault(read[key], set()).add(i)
-    forms = pd.DataFrame(rows, columns=["option", "form", "rule", "token_id"])
-    return MassPlan(prompt, d, [int(s[d]) for s in seqs], forms, owners)
-
-
-MASS_KEYS = ("gold_listed", "gold_unlisted", "gold_ratio", "against_listed", "against_unlisted", "against_ratio",
-             "shared", "mass_gain")
-
-
-def mass_numbers(plan: MassPlan, logprob: dict[int, float], gold: int, against: int) -> dict[str, float]:
-    """The mass summary of one item from the next-token log-probs of ``plan.token_ids``.
-
-    Returns:
-        ``gold_listed`` / ``against_listed`` (probability of each option's own token),
-        ``gold_unlisted`` / ``against_unlisted`` (tokens that start only unlisted forms of it),
-        ``gold_ratio`` / ``against_ratio`` (unlisted / listed), ``shared`` (tokens of several options'
-        forms), ``mass_gain`` = log(1 + gold_ratio) − log(1 + against_ratio). NaN where unavailable.
-    """
-    if plan.reason:
-        return dict.fromkeys(MASS_KEYS, float("nan"))
-    p = {t: math.exp(lp) for t, lp in logprob.items()}
-    out = {}
-    for side, i in (("gold", gold), ("against", against)):
-        listed = p[plan.listed[i]]
-        out[f"{side}_listed"] = listed
-        out[f"{side}_unlisted"] = sum(p[t] for t in plan.unlisted(i))
-        out[f"{side}_ratio"] = out[f"{side}_unlisted"] / listed if listed > 0 else float("inf")
-    out["shared"] = sum(p[t] for t, o in plan.owners.items() if len(o) > 1)
-    out["mass_gain"] = math.log1p(out["gold_ratio"]) - math.log1p(out["against_ratio"])
-    return {k: float(out[k]) for k in MASS_KEYS}
-
-
-def _group(token: int, plan: MassPlan, gold: int, against: int) -> str:
-    owners = plan.owners.get(token, set())
-    if not owners:
-        return "elsewhere"
-    if len(owners) > 1:
-        return "shared"
-    (i,) = owners
-    name = "gold" if i == gold else "against" if i == against else "other option"
-    return name if plan.listed[i] == token else f"{name} form"
-
-
-COMPETITOR_COLUMNS = ["token", "token_id", "logprob", "prob", "rank", "in_top_k", "group", "kind", "options",
-                      "forms"]
-
-
-def competitors_frame(lm: Any, plan: MassPlan, nt: engine.NextToken, options: Sequence[str], gold: int,
-                      against: int) -> pd.DataFrame:
-    """One row per token that is in the top-k or starts some option's form, most likely first.
-
-    Columns: token, token_id, logprob, prob, rank (1.. in the top-k; 0 outside it), in_top_k,
-    group (gold, gold form, against, against form, other option, other option form, shared,
-    elsewhere), kind (gold / other options / shared / elsewhere), options (indices of the options
-    whose forms start with it, comma-separated), forms (the listed options and the variant forms
-    that start with it, " | "-separated).
-    """
-    lp = dict(zip(plan.token_ids, nt.selected.astype(np.float64).tolist()))
-    rank = {int(t): k + 1 for k, t in enumerate(nt.top_ids)}
-    lp.update({int(t): float(v) for t, v in zip(nt.top_ids, nt.top_logprobs)})
-    forms: dict[int, list[str]] = {}
-    for i, t in enumerate(plan.listed):
-        forms.setdefault(t, []).append(f"{options[i]!r} (listed)")
-    for t, f in zip(plan.forms["token_id"], plan.forms["form"]):
-        forms.setdefault(int(t), []).append(repr(f))
-    rows = []
-    for t, v in lp.items():
-        group = _group(t, plan, gold, against)
-        rows.append({"token": lm.tokenizer.decode([t]), "token_id": t, "logprob": v, "prob": math.exp(v),
-                     "rank": rank.get(t, 0), "in_top_k": t in rank, "group": group, "kind": GROUP_KIND[group],
-                     "options": ",".join(str(i) for i in sorted(plan.owners.get(t, ()))),
-                     "forms": " | ".join(forms.get(t, []))})
-    frame = pd.DataFrame(rows, columns=COMPETITOR_COLUMNS)
-    return frame.sort_values("logprob", ascending=False, kind="stable").reset_index(drop=True)
-
-
-# ----------------------------------------------------------------------------- occlusion
-def premise_units(premise: str, *, sentences: bool = False) -> pd.DataFrame:
-    """The premise's words (and sentences) with their character spans: unit, index, text, start, end."""
-    rows = [{"unit": "word", "index": k, "text": m.group(), "start": m.start(), "end": m.end()}
-            for k, m in enumerate(WORD.finditer(premise))]
-    if sentences:
-        rows += [{"unit": "sentence", "index": k, "text": m.group(), "start": m.start(), "end": m.end()}
-                 for k, m in enumerate(SENTENCE.finditer(premise))]
-    return pd.DataFrame(rows, columns=["unit", "index", "text", "start", "end"])
-
-
-def occlude(premise: str, start: int, end: int, replacement: str | None = None) -> str:
-    """The premise with ``premise[start:end]`` replaced, or removed with one adjacent run of whitespace.
-
-    Removal takes the whitespace after the unit, or before it when punctuation or the end follows
-    ("the door." without "door" is "the.").
-    """
-    if replacement is not None:
-        return premise[:start] + replacement + premise[end:]
-    after = len(premise[end:]) - len(premise[end:].lstrip())
-    if after and end + after < len(premise):
-        return premise[:start] + premise[end + after:]
-    before = len(premise[:start]) - len(premise[:start].rstrip())
-    return premise[:start - before] + premise[end + after:]
-
-
-def _grad_x_input(lm: Any, premise: str, gold: str, against: str, units: pd.DataFrame) -> np.ndarray:
-    """Per unit: −Σ (∂margin/∂embedding · embedding) over the premise tokens inside the unit."""
-    import torch
-
-    model = getattr(lm, "model", None)
-    if not isinstance(model, torch.nn.Module):
-        raise ValueError("gradient: gradient × input needs an in-process model (this LM has no torch module)")
-    per_token = []
-    for option, sign in ((gold, 1.0), (against, -1.0)):
-        e = text.encode(lm, premise, option)
-        ids = torch.tensor([e.input_ids], device=lm.device)
-        emb = model.get_input_embeddings()(ids).detach().requires_grad_(True)
-        with torch.enable_grad():
-            logits = model(inputs_embeds=emb, use_cache=False).logits[0, e.start - 1:-1].float()
-            lp = torch.log_softmax(logits, -1).gather(1, ids[0, e.start:, None]).sum()
-            (grad,) = torch.autograd.grad(lp, emb)
-        per_token.append((sign * (grad * emb).sum(-1)[0].detach().float().cpu().numpy(), e))
-    (a_g, e_g), (a_a, e_a) = per_token
-    n = min(e_g.start, e_a.start)  # context positions the two sequences share
-    while n and e_g.input_ids[:n] != e_a.input_ids[:n]:
-        n -= 1
-    # character spans of the context tokens: text.encode's joint tokenization, offsets included
-    full = lm.tokenizer(e_g.context + e_g.continuation, add_special_tokens=False, return_offsets_mapping=True)
-    first = len(full["input_ids"]) - len(e_g.scored_ids)
-    head = e_g.start - (first - e_g.truncated)  # BOS / prefix tokens before the kept context
-    starts, ends = units["start"].to_numpy(), units["end"].to_numpy()
-    out = np.zeros(len(units))
-    for pos in range(head, n):
-        s, t = full["offset_mapping"][pos - head + e_g.truncated]
-        out[(starts < t) & (ends > s)] += a_g[pos] + a_a[pos]
-    return -out
-
-
-def _attribution(lm: Any, result: MCResult, gold: int, against: int, prior: np.ndarray, *, neutral: str,
-                 sentences: bool, all_options: bool, gradient: bool, batch_size: int | str, cache: bool,
-                 cost: dict) -> pd.DataFrame:
-    premise, options = result.premise, result.options
-    units = premise_units(premise, sentences=sentences)
-    modes = [("remove", None), ("replace", neutral)]
-    scored_opts = list(range(len(options))) if all_options else [gold, against]
-    occluded = [(u.Index, mode, occlude(premise, u.start, u.end, rep)) for u in units.itertuples()
-                for mode, rep in modes]
-    # one plan item per occluded premise, its options the scored ones (``scored_opts`` order)
-    plan = Plan([[Entry((p,) * len(scored_opts), tuple(options[i] for i in scored_opts)) for *_, p in occluded]],
-                ["premise"])
-    scores: dict = {}
-    if len(plan):
-        t0 = time.perf_counter()
-        scores = plan.run(lm, batch_size=batch_size, progress=False, cache=cache)
-        cost["occlusion"] = _stats(t0, scores.stats)
-    base = result.table["logprob"].to_numpy(dtype=float)
-    lm_margin0 = base[gold] - base[against]
-    cols = ["unit", "index", "text", "start", "end", "method", "occluded", "lm_margin", "dcpmi_margin", "delta_lm",
-            "delta_dcpmi", "lm_winner", "dcpmi_winner", "gold_wins_lm", "gold_wins_dcpmi"]
-    rows = []
-    for j, (u, mode, p) in enumerate(occluded):
-        lp = np.full(len(options), -np.inf)
-        for i, s in zip(scored_opts, plan.results(scores, j)):
-            lp[i] = s.total
-        pmi = lp - prior
-        lm_margin, pmi_margin = lp[gold] - lp[against], pmi[gold] - pmi[against]
-        unit = units.loc[u]
-        rows.append({"unit": unit["unit"], "index": int(unit["index"]), "text": unit["text"],
-                     "start": int(unit["start"]), "end": int(unit["end"]), "method": mode, "occluded": p,
-                     "lm_margin": lm_margin, "dcpmi_margin": pmi_margin, "delta_lm": lm_margin - lm_margin0,
-                     "delta_dcpmi": pmi_margin - (lm_margin0 - (prior[gold] - prior[against])),
-                     "lm_winner": int(np.argmax(lp)), "dcpmi_winner": int(np.argmax(pmi)),
-                     "gold_wins_lm": bool(np.argmax(lp) == gold), "gold_wins_dcpmi": bool(np.argmax(pmi) == gold)})
-    if gradient and len(units):
-        t0 = time.perf_counter()
-        g = _grad_x_input(lm, premise, options[gold], options[against], units)
-        cost["gradient"] = {"seconds": time.perf_counter() - t0, "forwards": 2, "backwards": 2}
-        for u, val in zip(units.itertuples(), g):
-            rows.append({"unit": u.unit, "index": int(u.index), "text": u.text, "start": int(u.start),
-                         "end": int(u.end), "method": "grad_x_input", "occluded": "", "lm_margin": np.nan,
-                         "dcpmi_margin": np.nan, "delta_lm": float(val), "delta_dcpmi": float(val),
-                         "lm_winner": -1, "dcpmi_winner": -1, "gold_wins_lm": False, "gold_wins_dcpmi": False})
-    return pd.DataFrame(rows, columns=cols)
-
-
 # ----------------------------------------------------------------------------- frames
-def _stats(t0: float, s: engine.EngineStats) -> dict[str, float]:
-    """Counters of an engine call (its ``Results.stats``) and the seconds since ``t0``."""
-    return {"seconds": time.perf_counter() - t0, "requests": s.requests, "unique": s.unique, "cached": s.cached,
-            "tokens_forwarded": s.tokens_forwarded, "tokens_needed": s.tokens_needed,
-            "tokens_unique": s.tokens_unique, "batches": s.batches}
-
-
 def _tokens_frame(result: MCResult, gold: int, against: int, prior_cond: str) -> pd.DataFrame:
     t = result.tokens
     frames = []
@@ -496,6 +205,7 @@ def _gap_word(x: float) -> str:
 
 def _terms_frame(result: MCResult, gold: int, against: int, d: dict[str, float], prior_cond: str, prior_desc: str,
                  mass: dict[str, float], plan: MassPlan, label: str, label_detail: str) -> pd.DataFrame:
+    # ~65 lines kept whole: one row per term in display order, each with its sentence; split, the order would scatter
     t = result.table
     g, a = t.iloc[gold], t.iloc[against]
     og, oa = _q(result.options[gold]), _q(result.options[against])
@@ -706,6 +416,20 @@ def _index(value: Any, options: list[str], name: str) -> int:
     return int(value)
 
 
+def _where_mass_went(lm: Any, plan: MassPlan, options: list[str], gold: int, against: int, top_k: int,
+                     batch_size: int | str, cost: dict[str, Any]) -> tuple[pd.DataFrame, dict[str, float]]:
+    """The competitors frame and the mass numbers from one prompt's next-token distribution (top-k and every
+    form's first token); empty / NaN when ``plan`` says why it could not be measured. Adds ``cost["next_token"]``."""
+    if plan.reason:
+        return (pd.DataFrame({c: pd.Series(dtype=object) for c in COMPETITOR_COLUMNS}),
+                dict.fromkeys(MASS_KEYS, float("nan")))
+    t0 = time.perf_counter()
+    nts = engine.next_token_logprobs(lm, [plan.prompt], token_ids=plan.token_ids, top_k=top_k, batch_size=batch_size)
+    cost["next_token"] = _stats(t0, nts.stats)
+    selected = dict(zip(plan.token_ids, nts[0].selected.astype(np.float64).tolist()))
+    return competitors_frame(lm, plan, nts[0], options, gold, against), mass_numbers(plan, selected, gold, against)
+
+
 def from_result(
     lm: Any,
     result: MCResult,
@@ -735,8 +459,7 @@ def from_result(
     scores = result.table[s.column].to_numpy(dtype=float)
     if not np.isfinite(scores).all():
         raise ValueError(f"scorer: {scorer!r} needs a domain premise, and this result has none")
-    if not is_int(top_k) or top_k < 1:
-        raise ValueError(f"top_k: expected an int >= 1, got {top_k!r}")
+    check_int("top_k", top_k, 1)
     text.check_text(neutral, "neutral", allow_empty=False)
     if not neutral.strip():
         raise ValueError("neutral: must contain more than whitespace")
@@ -754,18 +477,8 @@ def from_result(
     pcol = "domain_logprob" if prior_cond == "domain" else "null_logprob"
     prior = result.table[pcol].to_numpy(dtype=float)
     cost: dict[str, Any] = {}
-    # where the mass went: one prompt, the next-token distribution (top-k and every form's token)
     plan = mass_plan(lm, result.premise, options)
-    competitors = pd.DataFrame({c: pd.Series(dtype=object) for c in COMPETITOR_COLUMNS})
-    mass = dict.fromkeys(MASS_KEYS, float("nan"))
-    if not plan.reason:
-        t0 = time.perf_counter()
-        nts = engine.next_token_logprobs(lm, [plan.prompt], token_ids=plan.token_ids, top_k=top_k,
-                                         batch_size=batch_size)
-        nt = nts[0]
-        cost["next_token"] = _stats(t0, nts.stats)
-        competitors = competitors_frame(lm, plan, nt, options, gold, against)
-        mass = mass_numbers(plan, dict(zip(plan.token_ids, nt.selected.astype(np.float64).tolist())), gold, against)
+    competitors, mass = _where_mass_went(lm, plan, options, gold, against, top_k, batch_size, cost)
     attribution = _attribution(lm, result, gold, against, prior, neutral=neutral, sentences=sentences,
                                all_options=all_options, gradient=gradient, batch_size=batch_size, cache=cache,
                                cost=cost)

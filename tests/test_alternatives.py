@@ -25,7 +25,7 @@ def _direct_topk(lm, context, continuation, k):
 def test_alternatives_match_a_direct_forward(tiny_lm):
     engine.clear_top_cache()
     reqs = [("The man took a bath in the", " bathtub"), ("", " soap and milk")]
-    frame = alt.alternatives(tiny_lm, reqs, k=4)
+    frame = alt.alternatives(tiny_lm, reqs, top_k=4)
     assert list(frame.columns) == alt.COLUMNS
     for r, (ctx, cont) in enumerate(reqs):
         ids, lps = _direct_topk(tiny_lm, ctx, cont, 4)
@@ -37,7 +37,7 @@ def test_alternatives_match_a_direct_forward(tiny_lm):
 def test_alternatives_agree_with_engine_on_scored_tokens(tiny_lm):
     req = ("The woman went to the", " store")
     k = 50
-    frame = alt.alternatives(tiny_lm, [req], k=k)
+    frame = alt.alternatives(tiny_lm, [req], top_k=k)
     scored = sl.logprobs(tiny_lm, [req], cache=False)[0]
     for p, (tid, lp, rank) in enumerate(zip(scored.encoding.scored_ids, scored.logprob, scored.rank)):
         sub = frame[frame["position"] == p]
@@ -50,31 +50,31 @@ def test_alternatives_agree_with_engine_on_scored_tokens(tiny_lm):
 def test_alternatives_cache_and_duplicates(tiny_lm, monkeypatch):
     engine.clear_top_cache()
     req = ("A cat sat on the", " mat")
-    a = alt.alternatives(tiny_lm, [req, req], k=3)
+    a = alt.alternatives(tiny_lm, [req, req], top_k=3)
     assert len(engine._TOP_CACHE) == 1
 
     def boom(*args, **kwargs):
         raise AssertionError("the in-memory top-k cache should have answered")
 
     monkeypatch.setattr(type(tiny_lm.backend), "score", boom)
-    again = alt.alternatives(tiny_lm, [req], k=3)
+    again = alt.alternatives(tiny_lm, [req], top_k=3)
     assert again.drop(columns="request").equals(a[a["request"] == 0].drop(columns="request"))
     assert (a[a["request"] == 0].drop(columns="request").to_numpy() ==
             a[a["request"] == 1].drop(columns="request").to_numpy()).all()
 
 
 def test_alternatives_bad_input(tiny_lm):
-    with pytest.raises(ValueError, match="k"):
-        alt.alternatives(tiny_lm, [("a", " b")], k=0)
+    with pytest.raises(ValueError, match="top_k: expected an integer >= 1, got 0"):
+        alt.alternatives(tiny_lm, [("a", " b")], top_k=0)
     with pytest.raises(TypeError, match="requests"):
-        alt.alternatives(tiny_lm, "ab", k=2)
+        alt.alternatives(tiny_lm, "ab", top_k=2)
     with pytest.raises(ValueError, match="batch_size"):
         alt.alternatives(tiny_lm, [("a", " b")], batch_size=0)
 
 
 def test_token_view_contributions_sum_to_dcpmi(tiny_lm):
     r = sl.score(tiny_lm, "The man took a bath in the", [" bathtub", " soap"], domain_premise=" the")
-    tv = alt.token_view(tiny_lm, r, k=3)
+    tv = alt.token_view(tiny_lm, r, top_k=3)
     assert set(tv["condition"]) == {"premise", "domain"}
     assert all(len(a) == 3 for a in tv["alternatives"])
     prem = tv[tv["condition"] == "premise"]
@@ -85,7 +85,7 @@ def test_token_view_contributions_sum_to_dcpmi(tiny_lm):
 
 def test_token_view_without_domain_has_no_contribution(tiny_lm):
     r = sl.score(tiny_lm, "The man took a bath in the", [" bathtub", " soap"])
-    tv = alt.token_view(tiny_lm, r, k=2)
+    tv = alt.token_view(tiny_lm, r, top_k=2)
     assert set(tv["condition"]) == {"premise"} and tv["contribution"].isna().all()
 
 
@@ -97,11 +97,11 @@ def test_token_view_after_score_with_top_k_runs_no_forward(tiny_lm, monkeypatch)
         raise AssertionError("score(top_k=3) should have computed the alternatives")
 
     monkeypatch.setattr(type(tiny_lm.backend), "score", boom)
-    tv = alt.token_view(tiny_lm, r, k=3)
+    tv = alt.token_view(tiny_lm, r, top_k=3)
     assert tv["alternatives"].map(len).eq(3).all()
     monkeypatch.undo()
     engine.clear_top_cache()
-    fresh = alt.token_view(tiny_lm, r, k=3)  # computed again from scratch: the same alternatives
+    fresh = alt.token_view(tiny_lm, r, top_k=3)  # computed again from scratch: the same alternatives
     for a, b in zip(tv["alternatives"], fresh["alternatives"]):
         assert [t for t, _ in a] == [t for t, _ in b]
         np.testing.assert_allclose([lp for _, lp in a], [lp for _, lp in b], atol=1e-5)

@@ -150,3 +150,11 @@ def test_no_warning_when_nothing_is_cut(tiny_lm, long_task):
         warnings.simplefilter("error")
         res = sl.evaluate(tiny_lm, long_task, "lm", progress=False, n_boot=0, too_long="skip")
     assert (res.scores["truncated"] == 0).all()
+
+
+def test_next_token_ids_refuse_bools_and_out_of_range_ids(tiny_lm):
+    from surfacelab import engine
+
+    for bad in ([True], [1.0], [tiny_lm.vocab_size], [-1]):  # True would read token 1
+        with pytest.raises(ValueError, match="token_ids: not vocabulary ids"):
+            engine.next_token_logprobs(tiny_lm, ["the cat"], token_ids=bad, cache=False)

@@ -98,6 +98,7 @@ def _read_only_run(folder, path):
     return out.stdout
 
 
+@pytest.mark.process
 def test_a_valid_read_only_cache_is_read_and_not_written(tmp_path):
     path = tmp_path / "scores.sqlite"
     store = ScoreCache(path)
@@ -109,6 +110,7 @@ def test_a_valid_read_only_cache_is_read_and_not_written(tmp_path):
     assert "moved" not in out and not list(tmp_path.glob("*.corrupt-*"))
 
 
+@pytest.mark.process
 def test_a_missing_cache_in_a_read_only_folder_says_so(tmp_path):
     out = _read_only_run(tmp_path, tmp_path / "scores.sqlite")
     assert out.splitlines()[0] == "[] []"
@@ -116,6 +118,7 @@ def test_a_missing_cache_in_a_read_only_folder_says_so(tmp_path):
     assert "moved" not in out and not list(tmp_path.iterdir())
 
 
+@pytest.mark.process
 def test_a_corrupt_file_that_cannot_be_moved_is_left_alone_and_said_so(tmp_path):
     path = tmp_path / "scores.sqlite"
     path.write_bytes(b"this is not a sqlite database" * 100)

@@ -324,6 +324,7 @@ def _entry(args: list, **kw) -> subprocess.CompletedProcess:
                           timeout=300, **kw)
 
 
+@pytest.mark.process
 def test_entry_point_refuses_argv_that_is_not_utf8(tmp_path):
     proc = _entry(["score", "--premise", b"caf\xe9 au lait", "--option", " a", "--option", " b",
                    "--json", str(tmp_path / "out.json")])
@@ -334,6 +335,7 @@ def test_entry_point_refuses_argv_that_is_not_utf8(tmp_path):
     assert not (tmp_path / "out.json").exists()
 
 
+@pytest.mark.process
 def test_entry_point_models_at_80_columns():
     proc = _entry(["models"])
     out = proc.stdout.decode()
@@ -341,6 +343,7 @@ def test_entry_point_models_at_80_columns():
     assert max(len(line) for line in out.splitlines()) <= 80
 
 
+@pytest.mark.process
 def test_ctrl_c_during_eval_is_one_line_and_writes_nothing(lm_dir, tmp_path):
     data = tmp_path / "val.jsonl"
     recs = [dict(COPA, id=f"c{i}", premise=f"The man took bath number {i}.") for i in range(3000)]
@@ -405,3 +408,19 @@ def test_eval_names_the_flag_of_a_bad_task_or_split(copa_file, capsys):
     rc, out, err = run(capsys, ["eval", "--task", "copa", "--split", "vall", "--data-dir", copa_file])
     assert rc == 2 and err.startswith("surfacelab eval: error: --split: 'vall' is not a split")
     assert len(err.strip().splitlines()) == 1 and out == ""  # one line, nothing else
+
+
+def test_eval_limit_is_the_first_items_and_sample_a_seeded_draw(lm_dir, copa_file, tmp_path, capsys):
+    base = ["eval", "--task", "copa", "--data-dir", copa_file, "--model", lm_dir, "--scorers", "lm", "--no-progress"]
+    ids = {}
+    for name, flags in [("limit", ["--limit", "3", "--seed", "7"]), ("sample", ["--sample", "3", "--seed", "7"])]:
+        rc, out, err = run(capsys, [*base, *flags, "--out", str(tmp_path / f"{name}.csv")])
+        assert rc == 0, err
+        ids[name] = pd.read_csv(tmp_path / f"{name}.csv")["id"].tolist()
+    every = [json.loads(line)["id"] for line in Path(copa_file).read_text().splitlines()]
+    assert ids["limit"] == every[:3] and ids["sample"] != every[:3] and len(ids["sample"]) == 3
+    rc, out, err = run(capsys, [*base, "--sample", "0"])
+    assert rc == 2 and err.startswith("surfacelab eval: error: --sample: expected an integer >= 1"), err
+    with pytest.raises(SystemExit) as exc:
+        cli.main([*base, "--limit", "2", "--sample", "2"])
+    assert exc.value.code == 2 and "not allowed with argument" in capsys.readouterr().err

@@ -233,6 +233,7 @@ engine.logprobs(lm, [tuple(p) for p in json.load(open(sys.argv[2]))], cache=stor
 """
 
 
+@pytest.mark.process
 def test_sigkill_mid_call_then_rerun_resumes_from_the_cache(tiny_lm, tmp_path, monkeypatch):
     import json
     import subprocess

@@ -235,12 +235,10 @@ def _long_prefix_lm():
 def _context(lm, n_tokens: int) -> str:
     """A context of exactly ``n_tokens`` tokens (words of the tokenizer's corpus)."""
     words = (" ".join(CORPUS)).split()
-    text = ""
-    i = 0
-    while len(lm.tokenizer(text)["input_ids"]) < n_tokens:
-        text += (" " if text else "") + words[i % len(words)]
-        i += 1
-    ids = lm.tokenizer(text)["input_ids"][:n_tokens]
+    n_words = len(words)
+    while len(lm.tokenizer(" ".join(words[i % len(words)] for i in range(n_words)))["input_ids"]) < n_tokens:
+        n_words *= 2  # grow geometrically: tokenizing word by word costs minutes at 4000 tokens
+    ids = lm.tokenizer(" ".join(words[i % len(words)] for i in range(n_words)))["input_ids"][:n_tokens]
     return lm.tokenizer.decode(ids)
 
 

@@ -245,7 +245,7 @@ def _short(task: Task, n: int, max_chars: int = 50) -> Task:
 
 
 def test_ablate_grid_matches_separate_evaluations_and_uses_one_engine_call(tiny_lm, data_root, monkeypatch):
-    sst = _short(tasks.load("sst-2", "test", source=data_root, limit=60), 6)
+    sst = _short(tasks.load("sst-2", "test", source=data_root, sample=60), 6)
     tpls = tasks.templates("sst-2")[:2]
     dps = [" It was", " The tone is"]
     calls = []

@@ -293,3 +293,16 @@ def test_real_model_smoke(real_lm):
     assert list(res.summary.cost[:3]) == [1, 4, 4]
     for probs in res.items.probs:
         assert sum(probs) == pytest.approx(1.0)
+
+
+def test_evaluate_limit_is_the_first_items_and_sample_a_seeded_draw(synthetic):
+    head = letters.evaluate(object(), synthetic, ("default",), limit=3, seed=5, template="plain")
+    assert list(head.items["item_id"]) == [it.id for it in letters.as_items(synthetic)[:3]]
+    assert head.meta["limit"] == 3 and head.meta["sample"] is None
+    drawn = [letters.evaluate(object(), synthetic, ("default",), sample=3, seed=s, template="plain").items["item_id"]
+             .tolist() for s in (0, 0, 3)]
+    assert drawn[0] == drawn[1] != drawn[2]
+    with pytest.raises(ValueError, match="limit, sample: give one of them"):
+        letters.evaluate(object(), synthetic, ("default",), limit=3, sample=3)
+    with pytest.raises(ValueError, match="sample: expected an integer >= 1"):
+        letters.evaluate(object(), synthetic, ("default",), sample=0)

@@ -90,6 +90,7 @@ with models._temp_folder(Path(sys.argv[1])) as tmp:
 """
 
 
+@pytest.mark.process
 def test_a_killed_conversion_is_cleaned_up_and_a_live_one_kept(tmp_path):
     target = tmp_path / "models" / "smollm2-135m"
     killed = subprocess.run([sys.executable, "-c", _HOLD_TEMP, str(target), "kill"], capture_output=True, text=True)

@@ -85,3 +85,53 @@ def test_evalresult_round_trip_meta_show_and_result(tiny_lm, tmp_path):
         res.result(3)
     with pytest.raises(ValueError, match="directory: .* holds no meta.json"):
         EvalResult.load(tmp_path)
+
+
+def _letter_items() -> list[tuple[str, list[str], int]]:
+    return [("2 + 2 =", ["3", "4", "5"], 1), ("The sky is", ["green", "blue", "red"], 1),
+            ("Ice is", ["hot", "warm", "cold"], 2), ("A dog", ["barks", "meows", "moos"], 0)]
+
+
+def test_letter_eval_round_trip_meta_and_show(tiny_lm, tmp_path):
+    ev = letters.evaluate(tiny_lm, _letter_items(), ("default", "cyclic", "pride"), alpha=0.5, seed=4,
+                          template="plain", cache=False)
+    assert ev.meta["fingerprint"] == tiny_lm.fingerprint and ev.meta["backend"] == "transformers"
+    assert (ev.meta["template"], ev.meta["seed"], ev.meta["methods"]) == ("plain", 4, ["default", "cyclic", "pride"])
+    back = letters.LetterEval.load(ev.save(tmp_path / "ev.json"))
+    _same(ev, back, ["summary", "items"])
+    assert back.meta == ev.meta and (back.model, back.n_prompts) == (ev.model, ev.n_prompts)
+    assert list(back.prior) == [3] and back.prior[3] == pytest.approx(ev.prior[3], rel=0, abs=0)
+    pd.testing.assert_series_equal(back.gold_share, ev.gold_share)
+    # the loaded prior transfers like the original one
+    again = letters.evaluate(tiny_lm, _letter_items(), ("pride",), prior=back, template="plain", cache=False)
+    assert again.summary["cost"].iloc[0] == 1
+    fig = ev.show()
+    assert [t.name for t in fig.data] == ["default", "cyclic", "pride"]
+    assert [t.y[0] for t in fig.data] == pytest.approx(list(ev.summary["accuracy"] / 100))  # one bar per method
+    with pytest.raises(ValueError, match="path: .* is not a saved LetterEval"):
+        letters.LetterEval.load(letters.score(tiny_lm, "2 + 2 =", ["3", "4"], template="plain").save(tmp_path / "l.json"))
+
+
+def test_blimp_result_round_trip_meta_and_show(tiny_mlm, tmp_path):
+    import json
+
+    folder = tmp_path / "blimp"
+    folder.mkdir()
+    for uid, fld, pairs in [("agr", "morphology", [("I bought a hat.", "I bought a hats."),
+                                                     ("We saw a cup.", "We saw a cups.")]),
+                            ("ord", "syntax", [("It was red.", "Red it was was."), ("They liked a book.", "Liked they a book.")])]:
+        (folder / f"{uid}.jsonl").write_text("".join(json.dumps(
+            {"sentence_good": g, "sentence_bad": b, "field": fld, "linguistics_term": "toy", "UID": uid,
+             "pairID": str(i)}) + "\n" for i, (g, b) in enumerate(pairs)), encoding="utf-8")
+    res = sl.pll_blimp(tiny_mlm, folder, metrics=("original", "word_l2r"), limit=2, progress=False)
+    assert res.meta["fingerprint"] == tiny_mlm.fingerprint and res.meta["backend"] == "transformers"
+    assert (res.meta["limit"], res.meta["data_dir"]) == (2, str(folder))
+    back = sl.BlimpResult.load(res.save(tmp_path / "b.json"))
+    _same(res, back, ["pairs", "paradigms", "fields", "overall"])
+    assert back.metrics == ("original", "word_l2r") and back.meta == res.meta and back.note == res.note
+    pd.testing.assert_frame_equal(back.summary(), res.summary())
+    fig = res.show()
+    assert [t.name for t in fig.data] == ["original", "word_l2r"]
+    # x: overall then the fields; y: the frames' accuracies (overall = mean of paradigm accuracies)
+    assert list(fig.data[0].x) == ["overall", "morphology", "syntax"]
+    assert list(fig.data[0].y) == pytest.approx(list(res.summary()["original"]))

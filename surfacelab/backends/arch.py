@@ -33,6 +33,8 @@ import inspect
 from dataclasses import dataclass
 from typing import Any
 
+from .._checks import is_int
+
 #: config attributes that name a local attention window (any layer)
 WINDOW_KEYS = ("sliding_window", "window_size", "attention_window", "sliding_window_size", "local_window_size",
                "local_attention_window_len", "attention_chunk_size")
@@ -71,8 +73,8 @@ def _positive_ints(config: Any, keys: tuple[str, ...]) -> list[int]:
     for k in keys:
         v = getattr(config, k, None)
         if isinstance(v, (list, tuple)):  # per-layer windows
-            out += [x for x in v if isinstance(x, int) and not isinstance(x, bool) and x > 0]
-        elif isinstance(v, int) and not isinstance(v, bool) and v > 0:
+            out += [x for x in v if is_int(x) and x > 0]
+        elif is_int(v) and v > 0:
             out.append(v)
     return out
 

@@ -46,7 +46,8 @@ def _notes(res: Any) -> list[str]:
 
 
 #: tasks.load's argument names -> the flags that set them
-LOAD_FLAGS = {"name": "--task", "split": "--split", "source": "--data-dir", "limit": "--limit", "seed": "--seed",
+LOAD_FLAGS = {"name": "--task", "split": "--split", "source": "--data-dir", "limit": "--limit", "sample": "--sample",
+              "seed": "--seed",
               "variant": "--variant", "n_shot": "--n-shot", "shot_seed": "--shot-seed"}
 
 
@@ -62,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
     out = _checks.output_file(args.out, "--out", ".csv")
     save_dir = _checks.output_dir(args.save_dir, "--save-dir")
     try:
-        task = tasks.load(args.task, args.split, source=args.data_dir, limit=args.limit, seed=args.seed,
+        task = tasks.load(args.task, args.split, source=args.data_dir, limit=args.limit, sample=args.sample,
+                          seed=args.seed,
                           variant=args.variant, n_shot=args.n_shot, shot_seed=args.shot_seed)
     except ValueError as err:  # name the flag, not tasks.load's argument
         arg, sep, rest = str(err).partition(": ")
@@ -99,8 +101,11 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--model", default=None, help="preset, hub id or folder (default: smollm2-135m)")
     p.add_argument("--data-dir", default=None, help="data root such as ../shared/data, a dataset folder or a .jsonl")
     p.add_argument("--scorers", default=DEFAULT_SCORERS, help=f"comma-separated (default: {DEFAULT_SCORERS})")
-    p.add_argument("--limit", type=int, default=None, help="evaluate a seeded sample of this many items")
-    p.add_argument("--seed", type=int, default=0, help="seed of the --limit sample")
+    subset = p.add_mutually_exclusive_group()
+    subset.add_argument("--limit", type=int, default=None, metavar="N",
+                        help="evaluate the first N items (as lm-evaluation-harness's --limit)")
+    subset.add_argument("--sample", type=int, default=None, metavar="N", help="evaluate a random sample of N items (see --seed)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the --sample draw")
     p.add_argument("--variant", default="code", choices=list(VARIANTS),
                    help="template family (default: code, the paper's public code; paper_table: its Table 7)")
     p.add_argument("--n-shot", type=int, default=0, help="few-shot examples prepended to every premise")

@@ -22,7 +22,8 @@ from .harness import LMEvalTemplate
 from .harness import table as harness_table
 from .loader import default_data_root, fewshot, list_tasks, load, read_jsonl
 from .blimp import load_blimp
-from .registry import SPECS, TaskSpec, detokenize, register_task
+from .parsers import detokenize
+from .registry import SPECS, TaskSpec, register_task
 from .templates import available as available_templates
 from .templates import templates
 

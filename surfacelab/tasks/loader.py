@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from .._checks import check_int
+from .._checks import check_int, is_int
 from .core import Item, Task
 from .registry import FAMILIES, SPECS, TaskSpec
 from .render import render_item
@@ -149,11 +149,25 @@ def _read_hub(spec: TaskSpec, hub_id: str, split: str) -> list[tuple[int | None,
     return [(None, dict(r)) for r in ds]
 
 
-def sample_indices(n: int, limit: int | None, seed: int) -> list[int]:
-    """Indices kept: all when ``limit`` is None or >= n, else a seeded sample in original order."""
-    if limit is None or limit >= n:
+def subset_indices(n: int, *, limit: int | None = None, sample: int | None = None, seed: int = 0) -> list[int]:
+    """Which of ``n`` items to keep: the first ``limit`` (lm-eval's ``--limit``), or a ``sample`` of that many
+    drawn with ``seed`` (in original order), or all; at most one of the two. Arguments are checked here.
+
+    >>> subset_indices(10, limit=3), subset_indices(10, sample=3, seed=0), subset_indices(2, limit=5)
+    ([0, 1, 2], [0, 6, 9], [0, 1])
+    """
+    check_int("limit", limit, 1, allow_none=True)
+    check_int("sample", sample, 1, allow_none=True)
+    if not is_int(seed):
+        raise ValueError(f"seed: expected an integer, got {seed!r}")
+    if limit is not None and sample is not None:
+        raise ValueError(f"limit, sample: give one of them (the first {limit} items or a seeded sample of "
+                         f"{sample}), not both")
+    if limit is not None:
+        return list(range(min(limit, n)))
+    if sample is None or sample >= n:
         return list(range(n))
-    return sorted(random.Random(seed).sample(range(n), limit))
+    return sorted(random.Random(seed).sample(range(n), sample))
 
 
 def _item_id(rec: dict[str, Any], spec: TaskSpec, split: str, index: int) -> str:
@@ -185,6 +199,7 @@ def load(
     *,
     source: str | os.PathLike | None = None,
     limit: int | None = None,
+    sample: int | None = None,
     seed: int = 0,
     variant: str = "code",
     n_shot: int = 0,
@@ -197,8 +212,10 @@ def load(
         name: task name, see :func:`list_tasks`.
         split: split name (default: the paper's split for the task).
         source: data root dir, dataset folder, ``.jsonl`` file or hub id (see module docstring).
-        limit: keep at most this many items: a random sample seeded by ``seed``, in original order.
-        seed: seed of the ``limit`` sample.
+        limit: keep the first this many items (as lm-evaluation-harness's ``--limit``).
+        sample: keep a random sample of this many items, drawn with ``seed``, in original order
+            (not with ``limit``).
+        seed: seed of the ``sample`` draw.
         variant: the template family: ``"code"`` (the paper's public code, default), ``"paper_table"``
             (its Table 7) or ``"lm-eval"`` (lm-evaluation-harness 0.4.13's prompt, for the tasks the
             harness has; see :mod:`surfacelab.tasks.harness`).
@@ -215,11 +232,8 @@ def load(
     if split not in spec.all_splits:
         raise ValueError(f"split: {split!r} is not a split of task {name!r}; valid splits: {list(spec.all_splits)}")
     check_variant(spec, variant)
-    if limit is not None:
-        check_int("limit", limit, 1)
+    subset_indices(0, limit=limit, sample=sample, seed=seed)  # check the arguments before reading
     check_int("n_shot", n_shot, 0)
-    if not isinstance(seed, int):
-        raise ValueError(f"seed must be an integer, got {seed!r}")
 
     kind, where = _resolve(spec, split, source)
     rows = _read_hub(spec, where, split) if kind == "hub" else read_jsonl(where)
@@ -238,7 +252,7 @@ def load(
             parsed.append((lineno, sub, fields))
 
     items: list[Item] = []
-    for index in sample_indices(len(parsed), limit, seed):
+    for index in subset_indices(len(parsed), limit=limit, sample=sample, seed=seed):
         lineno, rec, fields = parsed[index]
         meta: dict[str, Any] = {"raw": rec, "fields": fields, "index": index, "line": lineno}
         for key in ("subject", "coarse_label", "activity_label"):  # scalar facts worth a frame column

@@ -286,7 +286,7 @@ class TokensView(View):
         scores = self.bench.views["scores"]
         if scores.result is None or scores.state == "error":
             raise ValueError("the scorer view failed, so there are no tokens to show")
-        return token_view(self.bench.lm, scores.result, k=self.bench.top_k)
+        return token_view(self.bench.lm, scores.result, top_k=self.bench.top_k)
 
     def show(self, inp: "Inputs", result: Any) -> None:
         self.frames = {"tokens": result}

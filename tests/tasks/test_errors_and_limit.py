@@ -1,4 +1,4 @@
-"""Bad input gets a clear error naming the argument; limit/seed sampling is deterministic."""
+"""Bad input gets a clear error naming the argument; ``limit`` is the first N items, ``sample`` a seeded draw."""
 
 from __future__ import annotations
 
@@ -66,20 +66,46 @@ def test_record_missing_field_names_line(tmp_path):
 def test_bad_limit(limit):
     with pytest.raises(ValueError, match="limit"):
         tasks.load("copa", "val", limit=limit)
+    with pytest.raises(ValueError, match="sample"):
+        tasks.load("copa", "val", sample=limit)
 
 
-def test_limit_is_seeded_sample_in_order(data_root):
-    a = tasks.load("copa", "dev", source=data_root, limit=50, seed=1)
-    b = tasks.load("copa", "dev", source=data_root, limit=50, seed=1)
-    c = tasks.load("copa", "dev", source=data_root, limit=50, seed=2)
-    assert len(a) == 50
-    assert [it.id for it in a] == [it.id for it in b]
-    assert [it.id for it in a] != [it.id for it in c]
+def test_limit_and_sample_together_or_a_bad_seed_are_refused():
+    with pytest.raises(ValueError, match="limit, sample: give one of them"):
+        tasks.load("copa", "val", limit=3, sample=3)
+    with pytest.raises(ValueError, match="seed: expected an integer"):
+        tasks.load("copa", "val", sample=3, seed=True)
+
+
+def _copa_file(tmp_path, n: int = 30):
+    f = tmp_path / "val.jsonl"
+    f.write_text("".join(json.dumps({**COPA_LINE, "id": i + 1, "premise": f"P{i}."}) + "\n" for i in range(n)))
+    return f
+
+
+def test_limit_is_the_first_n_items(tmp_path):
+    f = _copa_file(tmp_path)
+    for seed in (0, 1, 2):  # the seed does not change which items limit keeps
+        task = tasks.load("copa", "val", source=f, limit=5, seed=seed)
+        assert [it.meta["index"] for it in task] == [0, 1, 2, 3, 4]
+    assert len(tasks.load("copa", "val", source=f, limit=1000)) == 30
+
+
+def test_sample_is_seeded_in_order_and_not_the_head(tmp_path):
+    f = _copa_file(tmp_path)
+    a, b, c = (tasks.load("copa", "val", source=f, sample=10, seed=s) for s in (1, 1, 2))
     idx = [it.meta["index"] for it in a]
-    assert idx == sorted(idx) and len(set(idx)) == 50
-    assert [it.id for it in a] != [str(i) for i in range(1, 51)]  # a sample, not the head
-    full = tasks.load("copa", "val", source=data_root, limit=1000)
-    assert len(full) == 100
+    assert idx == [it.meta["index"] for it in b] != [it.meta["index"] for it in c]
+    assert idx == sorted(idx) and len(set(idx)) == 10 and idx != list(range(10))
+    assert len(tasks.load("copa", "val", source=f, sample=1000)) == 30
+
+
+def test_limit_and_sample_on_the_real_split(data_root):
+    head = tasks.load("copa", "dev", source=data_root, limit=50, seed=1)
+    assert [it.meta["index"] for it in head] == list(range(50))
+    a = tasks.load("copa", "dev", source=data_root, sample=50, seed=1)
+    assert [it.id for it in a] == [it.id for it in tasks.load("copa", "dev", source=data_root, sample=50, seed=1)]
+    assert [it.id for it in a] != [it.id for it in head]  # a sample, not the head
 
 
 def test_with_domain_premise_rerenders(data_root):

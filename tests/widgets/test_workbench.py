@@ -404,7 +404,7 @@ def test_a_registered_view_appears_in_new_workbenches(tiny_lm, tiny_mlm, monkeyp
 
 def test_heatmap_rows_handle_thousands_of_tokens(tiny_lm):
     r = sl.score(tiny_lm, "The man", [" took a bath in the bathtub" * 4], domain_premise=" the")
-    tv = token_view(tiny_lm, r, k=2)
+    tv = token_view(tiny_lm, r, top_k=2)
     big = pd.concat([tv.assign(option=f"o{i}") for i in range(60)], ignore_index=True)
     start = time.perf_counter()
     rows = heatmap_rows(big)

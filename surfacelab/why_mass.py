@@ -1,0 +1,193 @@
+"""Where the gold's mass went (for :mod:`surfacelab.why`): at the first token where the options differ, the
+model's top-k next tokens and the first tokens of every option's surface variants, grouped as the gold's listed
+token, tokens that start only unlisted forms of the gold, the same for the other options, tokens shared by forms of
+several options, and everything else; ``mass_numbers`` turns them into the ratios the "split mass" verdict reads.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import engine, text
+from .variants import variants as _variants
+
+_FIRST_WORD = re.compile(r"\s*\S*")
+
+#: Kinds of competitor groups (the issue's (a) gold forms, (b) other options' forms, (c) everything else).
+GROUP_KIND = {"gold": "gold", "gold form": "gold", "against": "other options", "against form": "other options",
+              "other option": "other options", "other option form": "other options", "shared": "shared",
+              "elsewhere": "elsewhere"}
+
+
+@dataclass
+class MassPlan:
+    """Where to look for the gold's mass: the first token at which the options differ.
+
+    Attributes:
+        prompt: the text whose next token is that position (premise plus the shared tokens).
+        shared: how many tokens every option shares before it.
+        listed: each option's own token id there.
+        forms: one row per surface form with a token there: ``option`` (index), ``form`` (the
+            option string with the variant in place), ``rule``, ``token_id``.
+        owners: token id -> the option indices whose forms start with it there.
+        reason: why the analysis is not available ("" when it is).
+    """
+
+    prompt: str
+    shared: int
+    listed: list[int]
+    forms: pd.DataFrame
+    owners: dict[int, set[int]]
+    reason: str = ""
+
+    @property
+    def token_ids(self) -> list[int]:
+        """Every token id some form starts with, sorted."""
+        return sorted(self.owners)
+
+    def unlisted(self, option: int) -> list[int]:
+        """Tokens that start only unlisted forms of ``option`` (not its listed token, no other option's)."""
+        return [t for t, o in self.owners.items() if o == {option} and t != self.listed[option]]
+
+
+def _common_suffix(strings: Sequence[str]) -> str:
+    """The longest common suffix of punctuation and quotes (never letters, digits or spaces)."""
+    out = ""
+    for chars in zip(*(s[::-1] for s in strings)):
+        c = chars[0]
+        if any(x != c for x in chars) or c.isalnum() or c.isspace():
+            break
+        out = c + out
+    return out
+
+
+def mass_plan(lm: Any, context: str, options: Sequence[str]) -> MassPlan:
+    """Plan the "where did the gold's mass go" look-up for one item (tokenizer only, no forward).
+
+    The position is the first token at which the options' tokens (after ``context``) differ; the
+    variants of each option (``variants.variants`` of the text after the shared tokens and before a
+    shared closing punctuation) are encoded after the same context, and their token there is read.
+    Forms that agree up to the end of their first word and the character after it share that token
+    (tokenizers pre-split at whitespace), so only one of them is encoded.
+    """
+    encs = [text.encode(lm, context, o) for o in options]
+    empty = MassPlan("", 0, [], pd.DataFrame(columns=["option", "form", "rule", "token_id"]), {})
+    if any(e.merged for e in encs):
+        empty.reason = "an option's first token merges with the premise"
+        return empty
+    if any(e.truncated for e in encs):
+        empty.reason = "the premise was cut to the model's window"
+        return empty
+    seqs = [e.scored_ids for e in encs]
+    d = 0
+    while all(len(s) > d for s in seqs) and len({s[d] for s in seqs}) == 1:
+        d += 1
+    if any(len(s) <= d for s in seqs):
+        empty.reason = "an option's tokens are a prefix of every other option's"
+        return empty
+    head = encs[0].spans[d - 1][1] if d else 0
+    prefix = encs[0].continuation[:head]
+    prompt = encs[0].context + prefix
+    if text.encode_prompt(lm, prompt) != encs[0].input_ids[:encs[0].start + d]:
+        empty.reason = "the shared prefix tokenizes differently on its own"
+        return empty
+    conts = [e.continuation for e in encs]
+    suffix = _common_suffix(conts)
+    rows = []
+    owners: dict[int, set[int]] = {}
+    for i, (cont, seq) in enumerate(zip(conts, seqs)):
+        owners.setdefault(seq[d], set()).add(i)
+        core = cont[head:len(cont) - len(suffix)]
+        if not core.strip():
+            continue
+        read: dict[str, int | None] = {}  # first word (and the character after it) -> token there
+        for v in _variants(core).itertuples():
+            form = prefix + v.variant + suffix
+            if form == cont:
+                continue
+            key = prefix + v.variant[:_FIRST_WORD.match(v.variant).end() + 1]
+            if key not in read:
+                ids = text.encode(lm, encs[0].context, form).scored_ids
+                read[key] = int(ids[d]) if len(ids) > d and ids[:d] == seqs[0][:d] else None
+            if read[key] is not None:
+                rows.append({"option": i, "form": form, "rule": v.rule, "token_id": read[key]})
+                owners.setdefault(read[key], set()).add(i)
+    forms = pd.DataFrame(rows, columns=["option", "form", "rule", "token_id"])
+    return MassPlan(prompt, d, [int(s[d]) for s in seqs], forms, owners)
+
+
+MASS_KEYS = ("gold_listed", "gold_unlisted", "gold_ratio", "against_listed", "against_unlisted", "against_ratio",
+             "shared", "mass_gain")
+
+
+def mass_numbers(plan: MassPlan, logprob: dict[int, float], gold: int, against: int) -> dict[str, float]:
+    """The mass summary of one item from the next-token log-probs of ``plan.token_ids``.
+
+    Returns:
+        ``gold_listed`` / ``against_listed`` (probability of each option's own token),
+        ``gold_unlisted`` / ``against_unlisted`` (tokens that start only unlisted forms of it),
+        ``gold_ratio`` / ``against_ratio`` (unlisted / listed), ``shared`` (tokens of several options'
+        forms), ``mass_gain`` = log(1 + gold_ratio) − log(1 + against_ratio). NaN where unavailable.
+    """
+    if plan.reason:
+        return dict.fromkeys(MASS_KEYS, float("nan"))
+    p = {t: math.exp(lp) for t, lp in logprob.items()}
+    out = {}
+    for side, i in (("gold", gold), ("against", against)):
+        listed = p[plan.listed[i]]
+        out[f"{side}_listed"] = listed
+        out[f"{side}_unlisted"] = sum(p[t] for t in plan.unlisted(i))
+        out[f"{side}_ratio"] = out[f"{side}_unlisted"] / listed if listed > 0 else float("inf")
+    out["shared"] = sum(p[t] for t, o in plan.owners.items() if len(o) > 1)
+    out["mass_gain"] = math.log1p(out["gold_ratio"]) - math.log1p(out["against_ratio"])
+    return {k: float(out[k]) for k in MASS_KEYS}
+
+
+def _group(token: int, plan: MassPlan, gold: int, against: int) -> str:
+    owners = plan.owners.get(token, set())
+    if not owners:
+        return "elsewhere"
+    if len(owners) > 1:
+        return "shared"
+    (i,) = owners
+    name = "gold" if i == gold else "against" if i == against else "other option"
+    return name if plan.listed[i] == token else f"{name} form"
+
+
+COMPETITOR_COLUMNS = ["token", "token_id", "logprob", "prob", "rank", "in_top_k", "group", "kind", "options",
+                      "forms"]
+
+
+def competitors_frame(lm: Any, plan: MassPlan, nt: engine.NextToken, options: Sequence[str], gold: int,
+                      against: int) -> pd.DataFrame:
+    """One row per token that is in the top-k or starts some option's form, most likely first.
+
+    Columns: token, token_id, logprob, prob, rank (1.. in the top-k; 0 outside it), in_top_k,
+    group (gold, gold form, against, against form, other option, other option form, shared,
+    elsewhere), kind (gold / other options / shared / elsewhere), options (indices of the options
+    whose forms start with it, comma-separated), forms (the listed options and the variant forms
+    that start with it, " | "-separated).
+    """
+    lp = dict(zip(plan.token_ids, nt.selected.astype(np.float64).tolist()))
+    rank = {int(t): k + 1 for k, t in enumerate(nt.top_ids)}
+    lp.update({int(t): float(v) for t, v in zip(nt.top_ids, nt.top_logprobs)})
+    forms: dict[int, list[str]] = {}
+    for i, t in enumerate(plan.listed):
+        forms.setdefault(t, []).append(f"{options[i]!r} (listed)")
+    for t, f in zip(plan.forms["token_id"], plan.forms["form"]):
+        forms.setdefault(int(t), []).append(repr(f))
+    rows = []
+    for t, v in lp.items():
+        group = _group(t, plan, gold, against)
+        rows.append({"token": lm.tokenizer.decode([t]), "token_id": t, "logprob": v, "prob": math.exp(v),
+                     "rank": rank.get(t, 0), "in_top_k": t in rank, "group": group, "kind": GROUP_KIND[group],
+                     "options": ",".join(str(i) for i in sorted(plan.owners.get(t, ()))),
+                     "forms": " | ".join(forms.get(t, []))})
+    frame = pd.DataFrame(rows, columns=COMPETITOR_COLUMNS)
+    return frame.sort_values("logprob", ascending=False, kind="stable").reset_index(drop=True)
