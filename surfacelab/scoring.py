@@ -27,7 +27,7 @@ import pandas as pd
 
 from ._checks import is_int
 from ._format import gap
-from ._results import JSONResult
+from ._results import JSONResult, model_meta
 from .registry import Registry, View
 from .request_plan import CONDITIONS, CUT_COLUMNS, Entry, Plan, Scores
 from .text import check_options, check_text, glued
@@ -403,9 +403,7 @@ def result_meta(lm: Any, **more: Any) -> dict[str, Any]:
     """What a result records of its model and run: ``fingerprint`` (model + tokenizer + dtype), ``backend``
     ("transformers", "vllm"), ``scorers`` (the registered scorers behind its columns) and ``more``
     (``engine``: the counters of the engine call; a template, a seed)."""
-    backend = getattr(lm, "backend", None)
-    return {"fingerprint": getattr(lm, "fingerprint", ""), "backend": getattr(backend, "kind", ""),
-            "scorers": list(SCORERS), **more}
+    return model_meta(lm, **{"scorers": list(SCORERS), **more})
 
 
 def _warn_truncation(results: list[MCResult], window: int) -> None:
