@@ -48,6 +48,7 @@ from .letter_prompts import (CONTENT_FREE, PLAIN, PRIDE, TEMPLATES, LetterItem, 
                              _check_ids, _make_item, _swap, _template, as_items, drop_cross_references,
                              move_gold, refers_to_other_options, register_letter_template, stratified_sample)
 from .registry import Registry
+from .request_plan import Entry, Plan
 from .tasks.loader import subset_indices
 
 
@@ -88,11 +89,12 @@ def _variant_logprobs(lm: Any, prompts: list[str], ids: tuple[str, ...], cue: st
         for col, idx in enumerate(single.index):
             out[:, idx // 2, idx % 2] = lp[:, col]
     if len(multi):
-        reqs = [(p, v) for p in prompts for v in multi.variant]
-        scored = engine.logprobs(lm, reqs, cache=cache, progress=False)
-        totals = np.array([s.total for s in scored]).reshape(len(prompts), len(multi))
-        for col, idx in enumerate(multi.index):
-            out[:, idx // 2, idx % 2] = totals[:, col]
+        variants = tuple(multi.variant)
+        plan = Plan([[Entry((p,) * len(variants), variants, None) for p in prompts]], conditions=("premise",))
+        scores = plan.run(lm, cache=cache, progress=False)
+        for row in range(len(prompts)):
+            for idx, s in zip(multi.index, plan.results(scores, row)):
+                out[row, idx // 2, idx % 2] = s.total
     return out
 
 

@@ -244,6 +244,19 @@ def test_multi_token_ids_go_through_the_engine(tiny_lm):
     np.testing.assert_allclose(r.table.observed, np.array(p) / sum(p), rtol=1e-4)
 
 
+def test_multi_token_variants_of_several_prompts_each_read_their_own_request(tiny_lm):
+    # several prompts of different lengths (as permutations give), IDs of one and of several tokens
+    ids = ("A", "10", "112")
+    prompts = ["Q: pick one\nAnswer:", "Question: which of these three?\nAnswer:", "Answer:"]
+    got = letters._variant_logprobs(tiny_lm, prompts, ids, "Answer:", cache=False)
+    plan = letters.id_variants(tiny_lm, ids)
+    assert (~plan.single).any()
+    for row, prompt in enumerate(prompts):
+        for idx, r in plan[~plan.single & ~plan.duplicate].iterrows():
+            alone = engine.logprobs(tiny_lm, [(prompt, r.variant)], cache=False, batch_size=1, progress=False)[0]
+            assert got[row, idx // 2, idx % 2] == pytest.approx(alone.total, abs=1e-4), (prompt, r.variant)
+
+
 def test_score_uses_the_cache(tiny_lm, monkeypatch):
     first = letters.score(tiny_lm, "Cached?", ["yes", "no"], template="plain")
 
