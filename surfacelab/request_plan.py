@@ -1,4 +1,4 @@
-"""The request plan of option scoring, shared by ``scoring.score_items``, ``evaluate``,
+"""The request plan of option scoring, shared by ``scoring.score_items``, ``evaluate``, ``letters`` (multi-token IDs),
 ``paraphrase.mass_items`` (forms as options) and ``why``'s occlusion (one item per occluded premise).
 
 Every option of every item is scored under some conditions: ``premise`` (its context: the premise, or
