@@ -67,6 +67,8 @@ DEFAULT_EXAMPLE = {"premise": "The man took a bath in the", "domain_premise": " 
 #: Where exports and saved states go unless ``export_dir`` says otherwise (outside any checkout).
 DEFAULT_EXPORT_DIR = Path.home() / "surfacelab-exports"
 STATE_FORMAT = "surfacelab-workbench-state"
+#: The cue of a slow view whose preview (first part) is shown while the rest computes.
+PREVIEW_CUE = "first part shown · computing the rest…"
 #: The largest export offered as an in-widget download link (a data: URL).
 LINK_LIMIT = 12 * 1024 * 1024
 RULE = ("Each option is read exactly as typed, straight after the premise: start it with a space (<code>␣</code>) "
@@ -774,7 +776,8 @@ class Workbench(w.VBox):
         worker = self._slow_worker
         if worker is not None and worker is not threading.current_thread():
             worker.join()
-        if any(v.state == "deferred" for v in self.views.values()):
+        # deferred (out of sight), or a slow view left at its preview by a newer edit
+        if any(v.state in ("deferred", "busy", "stale") for v in self.views.values()):
             self.update()
 
     def _update(self, everything: bool) -> None:
@@ -810,7 +813,10 @@ class Workbench(w.VBox):
             elif outdated and not everything and not view.probe.in_sight and view.state != "empty":
                 view.set_state("deferred")
             elif outdated and view.slow and not everything:
-                view.set_state("busy", "computing… (after the other views)")
+                if view.preview_key != key:
+                    self.status.value = f"<i>computing {html.escape(view.title)} (first part)…</i>"
+                    self._preview(view, inp, key)
+                view.set_state("busy", PREVIEW_CUE if view.preview_key == key else "computing… (after the other views)")
                 slow.append(view)
             elif outdated:
                 self.status.value = f"<i>computing {html.escape(view.title)}…</i>"
@@ -825,7 +831,7 @@ class Workbench(w.VBox):
 
     def _compute(self, view: View, inp: Inputs, key: tuple, gen: int) -> None:
         """Compute and draw one view for ``inp`` (its key ``key``); ready, or stale if a newer edit came."""
-        view.set_state("busy")
+        view.set_state("busy", PREVIEW_CUE if view.preview_key == key else None)
         try:
             view.publish(inp, view.compute(inp))
             view.shown_key = key
@@ -833,6 +839,17 @@ class Workbench(w.VBox):
         except Exception as err:  # every failure becomes a message inside its view
             view.fail(str(err) if isinstance(err, (ValueError, TypeError, ModuleNotFoundError))
                       else f"{type(err).__name__}: {err}")
+
+    def _preview(self, view: View, inp: Inputs, key: tuple) -> None:
+        """Show a slow view's preview for ``inp`` (its key ``key``), if it has one; a failure shows nothing
+        (the full computation that follows reports it)."""
+        try:
+            result = view.preview(inp)
+            if result is not None:
+                view.publish(inp, result)
+                view.preview_key = key
+        except Exception:  # the full computation reports every failure inside its view
+            view.preview_key = None
 
     def _start_slow(self, gen: int, inp: Inputs, views: list[View]) -> None:
         """Compute slow views (``View.slow``) in their own thread, so the next edit's update need not wait."""

@@ -572,6 +572,16 @@ def test_why_view_is_computed_after_the_others_and_off_the_keystroke_path(tiny_l
     # the other views are drawn and the status says so while Why computes, with its cue
     assert bench.views["scores"].state == "ready" and bench.status.value.startswith("updated in")
     assert why.state == "busy" and "computing" in why.cue.value and "sl-busy" in _classes(why.box)
+    # meanwhile its first part is shown: the library's account of the new premise without the occlusion
+    # (every frame but the attribution equal to the full account's), marked as such
+    full = sl.why(tiny_lm, "The woman took a bath in the", wbmod.DEFAULT_EXAMPLE["options"], gold=0,
+                  domain_premise=wbmod.DEFAULT_EXAMPLE["domain_premise"], all_options=False)
+    assert why.result.premise == full.premise and why.result.meta["occlusion"] is False
+    assert why.result.attribution.empty and not full.attribution.empty
+    pd.testing.assert_frame_equal(why.result.terms, full.terms)
+    pd.testing.assert_frame_equal(why.result.competitors, full.competitors)
+    assert full.verdict in why.verdict.value and why.premise_map.rows == []
+    assert "first part shown" in why.cue.value and "premise map" in why.text.value
     # a new edit is answered while Why still computes
     bench.premise_box.value = "The dog took a bath in the"
     deadline = time.monotonic() + 30
@@ -581,4 +591,6 @@ def test_why_view_is_computed_after_the_others_and_off_the_keystroke_path(tiny_l
     gate.set()
     bench.wait(60)
     assert why.state == "ready" and why.result.premise == "The dog took a bath in the"
+    assert why.result.meta["occlusion"] and not why.result.attribution.empty and why.premise_map.rows
+    assert "first part" not in why.cue.value and "Occlusion:" in why.text.value
     bench.close()
