@@ -373,7 +373,7 @@ class ParaphraseView(View):
 class LettersView(View):
     """The options as A/B/C/D: observed ID distribution, content-free prior, calibrated, permutation-debiased."""
 
-    name, title, cost, main = "letters", "4 · Letter priors", 5, "table"
+    name, title, cost, main = "letters", "4 · Letter priors", 4, "table"
     needs = ("premise", "options", "gold", "lm")
 
     def build(self) -> list[w.Widget]:
@@ -464,7 +464,7 @@ class WhyView(View):
     (``all_options=False``): the margin is the pair's, and it halves the forwards.
     """
 
-    name, title, cost, main, slow = "why", "6 · Why", 4, "terms", True
+    name, title, cost, main, slow = "why", "6 · Why", 5, "terms", True
     needs = ("premise", "domain_premise", "options", "gold", "lm")
 
     def build(self) -> list[w.Widget]:
