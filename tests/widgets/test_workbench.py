@@ -16,6 +16,7 @@ import surfacelab as sl
 from surfacelab import paraphrase
 from surfacelab.alternatives import token_view
 from surfacelab.widgets import TokenHeatmap, Workbench, heatmap_rows, problems, read_state
+from surfacelab.widgets import loading
 from surfacelab.widgets import views as vmod
 from surfacelab.widgets import workbench as wbmod
 from surfacelab.widgets.workbench import Inputs
@@ -470,8 +471,8 @@ def test_a_bad_server_url_is_one_message_and_the_previous_model_stays(wb, tiny_l
     assert wb.state()["server"] == not_vllm  # the URL is kept as typed, for the user to fix
     # the previous model still answers edits; live updates do not retry the failed URL, Score does
     calls = []
-    real = wbmod.load_lm
-    monkeypatch.setattr(wbmod, "load_lm", lambda *a, **k: calls.append(k.get("server")) or real(*a, **k))
+    real = loading.load_lm
+    monkeypatch.setattr(loading, "load_lm", lambda *a, **k: calls.append(k.get("server")) or real(*a, **k))
     wb.premise_box.value = PREMISE + " big"
     wb._update(everything=False)
     assert calls == [] and wb.frames()["scores"]["option"].tolist() == OPTIONS
