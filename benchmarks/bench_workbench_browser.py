@@ -6,7 +6,8 @@ the printed URL in headless Debian chromium, runs the workbench notebook (smollm
 (60 ms between keys, faster than the 0.2 s debounce, as a typist finishing a word) and measures in the
 page, from the last keystroke, until the workbench's DOM has been quiet for 0.7 s with no view stale
 (a ``MutationObserver`` on ``.sl-workbench``; the reported time is that of the last DOM change), and per view
-the time of the last change inside it (median and p90 per view). The kernel's own time for the same update
+the time of the last change inside it (median and p90 per view), and the time of the first change of its
+content (a slow view shows a first part, then the rest). The kernel's own time for the same update
 ("updated in … s" in the status line: every view but the slow Why view, which is computed after them in its
 own thread) is recorded beside it.
 
@@ -57,13 +58,15 @@ def measure(page, edits: int, label: str) -> dict:
 
     Every premise is new to the engine's caches (a random tag in it), as a real edit is."""
     browser_s, kernel_s, views = [], [], {name: [] for name in labkit.VIEWS}
+    first: dict[str, list[float]] = {name: [] for name in labkit.VIEWS}
     deferred: dict[str, int] = {}
     nonce = secrets.token_hex(2)
     for i in range(edits):
         word = WORDS[i % len(WORDS)]
         base = f"In room {nonce}{i} the {'man' if i % 2 == 0 else 'woman'} took a bath in the"
         per: dict = {}
-        browser_s.append(labkit.timed_edit(page, base, word, per_view=per))
+        firsts: dict = {}
+        browser_s.append(labkit.timed_edit(page, base, word, per_view=per, first_content=firsts))
         kernel_s.append(_kernel_seconds(page))
         later = per.pop("deferred")
         for name in later:
@@ -72,13 +75,17 @@ def measure(page, edits: int, label: str) -> dict:
         for name, t in per.items():
             if t is not None:
                 views[name].append(t)
+                if firsts.get(name) is not None:
+                    first[name].append(firsts[name])
         shown = ", ".join(f"{n} {t:.2f}" for n, t in per.items() if t is not None)
         print(f"  {label} edit {i + 1}: browser {browser_s[-1]:.2f} s ({shown}), kernel {kernel_s[-1]} s", flush=True)
     ks = [k for k in kernel_s if k is not None]
     return {"browser_s": browser_s, "kernel_s": kernel_s, "browser_median_s": statistics.median(browser_s),
             "browser_p90_s": p90(browser_s), "browser_max_s": max(browser_s),
             "kernel_median_s": statistics.median(ks) if ks else None,
-            "views": {n: {"median_s": statistics.median(v), "p90_s": p90(v), "n": len(v)} for n, v in views.items() if v},
+            "views": {n: {"median_s": statistics.median(v), "p90_s": p90(v), "n": len(v),
+                          "first_median_s": statistics.median(first[n]) if first[n] else None}
+                      for n, v in views.items() if v},
             "deferred": deferred}
 
 
@@ -131,7 +138,10 @@ def main() -> None:
               f"p90 {r['browser_p90_s']:.2f} s, max {r['browser_max_s']:.2f} s over {args.edits} edits; kernel "
               f"(Python, every view but Why) median {r['kernel_median_s']:.2f} s")
         for name, v in r["views"].items():
-            print(f"  {name:<10} last change: median {v['median_s']:.2f} s, p90 {v['p90_s']:.2f} s (n={v['n']})")
+            line = f"  {name:<10} last change: median {v['median_s']:.2f} s, p90 {v['p90_s']:.2f} s (n={v['n']})"
+            if v["first_median_s"] is not None:
+                line += f"; first change of its content: median {v['first_median_s']:.2f} s"
+            print(line)
         if r["deferred"]:
             print(f"  out of sight, computed when scrolled to: {r['deferred']}")
     if args.json:

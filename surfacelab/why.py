@@ -444,6 +444,7 @@ def from_result(
     top_k: int = 20,
     batch_size: int | str = "auto",
     cache: bool = True,
+    occlusion: bool = True,
 ) -> WhyResult:
     """``why`` on an existing ``MCResult`` (its scores are reused; see ``why`` for the arguments)."""
     if not isinstance(result, MCResult):
@@ -481,7 +482,7 @@ def from_result(
     competitors, mass = _where_mass_went(lm, plan, options, gold, against, top_k, batch_size, cost)
     attribution = _attribution(lm, result, gold, against, prior, neutral=neutral, sentences=sentences,
                                all_options=all_options, gradient=gradient, batch_size=batch_size, cache=cache,
-                               cost=cost)
+                               cost=cost, occlusion=occlusion)
     t = result.table
     lm_scores = t["logprob"].to_numpy(dtype=float)
     d = decompose(lm_scores[gold], lm_scores[against], prior[gold], prior[against], int(t["n_tokens"].iloc[gold]),
@@ -492,7 +493,8 @@ def from_result(
     detail = _verdict_detail(label, d, _q(options[gold]), _q(options[against]), mass)
     terms = _terms_frame(result, gold, against, d, prior_cond, prior_desc, mass, plan, label, detail)
     meta = {"prior": prior_cond, "prior_context": result.domain_premise if prior_cond == "domain" else "",
-            "neutral": neutral, "top_k": top_k, "all_options": all_options, "gold_lost": not gold_won,
+            "neutral": neutral, "top_k": top_k, "all_options": all_options, "occlusion": occlusion,
+            "gold_lost": not gold_won,
             "gold_wins_lm": int(np.argmax(lm_scores)) == gold,
             "mass_prompt": plan.prompt, "mass_shared_tokens": plan.shared, "mass_unavailable": plan.reason,
             "cost": cost, "forwarded_tokens": int(sum(c.get("tokens_forwarded", 0) for c in cost.values())),
@@ -520,6 +522,7 @@ def why(
     top_k: int = 20,
     batch_size: int | str = "auto",
     cache: bool = True,
+    occlusion: bool = True,
 ) -> WhyResult:
     """Why the gold option lost (or won): gap decomposition, tokens, premise attribution, competitors.
 
@@ -542,6 +545,8 @@ def why(
         gradient: add gradient × input rows (in-process models only; a different method).
         top_k: next tokens listed in ``.competitors``.
         batch_size, cache: as in ``engine.logprobs``.
+        occlusion: occlude the premise (the attribution); False: a quick account without it (the
+            attribution frame empty, no gradient rows; every other frame as with it).
 
     Returns:
         A :class:`WhyResult`.
@@ -558,7 +563,7 @@ def why(
     cost = _stats(t0, result.meta["engine"])
     out = from_result(lm, result, gold=_index(gold, result.options, "gold"), against=against, scorer=scorer,
                       neutral=neutral, sentences=sentences, all_options=all_options, gradient=gradient, top_k=top_k,
-                      batch_size=batch_size, cache=cache)
+                      batch_size=batch_size, cache=cache, occlusion=occlusion)
     out.meta["cost"] = {"score": cost, **out.meta["cost"]}
     out.meta["forwarded_tokens"] += int(cost["tokens_forwarded"])
     return out

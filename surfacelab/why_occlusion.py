@@ -82,9 +82,11 @@ def _grad_x_input(lm: Any, premise: str, gold: str, against: str, units: pd.Data
 
 def _attribution(lm: Any, result: MCResult, gold: int, against: int, prior: np.ndarray, *, neutral: str,
                  sentences: bool, all_options: bool, gradient: bool, batch_size: int | str, cache: bool,
-                 cost: dict) -> pd.DataFrame:
+                 cost: dict, occlusion: bool = True) -> pd.DataFrame:
     premise, options = result.premise, result.options
     units = premise_units(premise, sentences=sentences)
+    if not occlusion:  # a quick account: no premise unit is occluded (or differentiated)
+        units = units.iloc[:0]
     modes = [("remove", None), ("replace", neutral)]
     scored_opts = list(range(len(options))) if all_options else [gold, against]
     occluded = [(u.Index, mode, occlude(premise, u.start, u.end, rep)) for u in units.itertuples()

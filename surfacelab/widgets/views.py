@@ -76,7 +76,8 @@ class View:
     main: ClassVar[str | None] = None
     #: compute order (lower first; a view may read the result of one computed before it).
     cost: ClassVar[int] = 0
-    #: a slow view is computed after the others are drawn, beside the next edits (off the keystroke path)
+    #: a slow view is computed after the others are drawn, beside the next edits (off the keystroke path);
+    #: its ``preview`` (if any) is shown at its place in the compute order meanwhile
     slow: ClassVar[bool] = False
 
     def __init__(self, bench: "Workbench") -> None:
@@ -86,6 +87,7 @@ class View:
         self.result: Any = None
         self.spec: dict | None = None
         self.shown_key: tuple | None = None
+        self.preview_key: tuple | None = None  # the key of the preview shown (a slow view's first, partial result)
         self.state = "empty"
         self._figure: go.Figure | None = None
         self._state_lock = threading.Lock()
@@ -131,6 +133,11 @@ class View:
     def show(self, inp: "Inputs", result: Any) -> None:
         """Set ``frames`` (and ``spec``) from ``result`` and update the content widgets in place."""
         raise NotImplementedError
+
+    def preview(self, inp: "Inputs") -> Any:
+        """A slow view's quick first result for ``inp`` (library calls only; ``show`` draws it), shown while the
+        full one computes; None: no preview (the default)."""
+        return None
 
     # --- shared machinery -------------------------------------------------------------------
 
@@ -494,6 +501,13 @@ class WhyView(View):
                 self._choosing = False
 
     def compute(self, inp: "Inputs") -> Any:
+        return self._account(inp, occlusion=True)
+
+    def preview(self, inp: "Inputs") -> Any:
+        # everything but the premise occlusion (one short prompt beyond the scorer view's numbers)
+        return self._account(inp, occlusion=False)
+
+    def _account(self, inp: "Inputs", occlusion: bool) -> Any:
         if inp.gold is None:
             return None
         against = self.against.value
@@ -501,9 +515,10 @@ class WhyView(View):
             against = None
         scores = self.bench.views["scores"]
         if scores.result is not None and scores.shown_key == scores.key(inp):
-            return scores.result.why(self.bench.lm, gold=inp.gold, against=against, all_options=False)
-        return why(self.bench.lm, inp.premise, list(inp.options), gold=inp.gold,
-                   domain_premise=inp.domain_premise, against=against, all_options=False)
+            return scores.result.why(self.bench.lm, gold=inp.gold, against=against, all_options=False,
+                                     occlusion=occlusion)
+        return why(self.bench.lm, inp.premise, list(inp.options), gold=inp.gold, domain_premise=inp.domain_premise,
+                   against=against, all_options=False, occlusion=occlusion)
 
     def show(self, inp: "Inputs", result: Any) -> None:
         self.sync_choices(inp)
@@ -520,7 +535,8 @@ class WhyView(View):
                        "competitors": result.competitors}
         self.spec = viz_why.gap_waterfall_spec(result.terms)
         self.gap.show(self.spec)
-        self.premise_map.rows = attribution_rows(result)
+        occluded = result.meta.get("occlusion", True)
+        self.premise_map.rows = attribution_rows(result) if occluded else []
         if len(result.competitors):
             self.competitors.show(viz_why.competitors_bar_spec(result.competitors, top=10))
         else:
@@ -530,9 +546,14 @@ class WhyView(View):
                               f"{html.escape(result.verdict)}</span> {html.escape(sentence)}</div>")
         unmeasured = result.terms[(result.terms["group"] == "mass") & (result.terms["term"] == "unavailable")]
         notes = [] if unmeasured.empty else [unmeasured["sentence"].iloc[0]]
-        notes.append(f"Occlusion: each of the {int((result.attribution['method'] == 'remove').sum())} premise words "
-                     f"removed, and replaced by {result.meta['neutral']!r}; {result.meta['forwarded_tokens']} tokens "
-                     "forwarded for this account (numbers already in the score cache are not forwarded again).")
+        if occluded:
+            notes.append(f"Occlusion: each of the {int((result.attribution['method'] == 'remove').sum())} premise "
+                         f"words removed, and replaced by {result.meta['neutral']!r}; {result.meta['forwarded_tokens']} "
+                         "tokens forwarded for this account (numbers already in the score cache are not forwarded "
+                         "again).")
+        else:
+            notes.append("Computing which premise words support the gold (each word removed, then replaced by "
+                         f"{result.meta['neutral']!r}): the premise map and its sentence follow.")
         self.text.value = "".join(f"<div class='sl-note'>ⓘ {html.escape(n)}</div>" for n in notes) + \
             f"<details class='sl-why-explain'><summary>the whole account in words</summary>" \
             f"<pre>{html.escape(result.explain())}</pre></details>"

@@ -32,28 +32,27 @@ place as soon as its numbers are ready, cheapest first, and starts over if a new
 
 from __future__ import annotations
 
-import base64
 import html
 import json
-import mimetypes
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import ipywidgets as w
 import pandas as pd
 import plotly.graph_objects as go
 
-from .._format import visible
 from ..text import glued
 from ..viz import check_gold
-from ..models import DEFAULT_LM, DEFAULT_MLM, list_presets, load_lm, load_mlm
+from ..models import list_presets
 from ..paraphrase import load_teaching_set
 from ..tasks import load as load_task
+from .exporting import DEFAULT_EXPORT_DIR, Exports
+from .inputs import Inputs, OptionRow, Problem, problems
+from .loading import ModelSlots, server_url
+from .state import STATE_FORMAT, read_state
 from .views import VIEWS, View, close_tree
 
 HERE = Path(__file__).parent
@@ -64,135 +63,11 @@ SAVED = "saved states"
 DEFAULT_EXAMPLE = {"premise": "The man took a bath in the", "domain_premise": " the",
                    "options": [" bathtub", " sink", " pool", " xylophone"],
                    "paraphrases": ["tub, bath tub", "basin, washbasin", "swimming pool", ""], "gold": 0}
-#: Where exports and saved states go unless ``export_dir`` says otherwise (outside any checkout).
-DEFAULT_EXPORT_DIR = Path.home() / "surfacelab-exports"
-STATE_FORMAT = "surfacelab-workbench-state"
-#: The largest export offered as an in-widget download link (a data: URL).
-LINK_LIMIT = 12 * 1024 * 1024
+#: The cue of a slow view whose preview (first part) is shown while the rest computes.
+PREVIEW_CUE = "first part shown · computing the rest…"
 RULE = ("Each option is read exactly as typed, straight after the premise: start it with a space (<code>␣</code>) "
         "to begin a new word. Paraphrases (comma-separated) take their option's leading space. ★ marks the gold "
         "answer.")
-
-
-@dataclass(frozen=True)
-class Inputs:
-    """A snapshot of the editable state (paraphrases as the forms scored: each with its option's leading space)."""
-
-    premise: str
-    domain_premise: str | None
-    options: tuple[str, ...]
-    paraphrases: tuple[tuple[str, ...], ...]
-    gold: int | None
-
-
-@dataclass(frozen=True)
-class Problem:
-    """Something wrong with the inputs, in words for people.
-
-    ``scope``: the view it concerns (None: every view); ``blocking``: the views in scope wait until it is
-    fixed (otherwise it is a notice); ``kind``: a short tag (``"glued"`` for a missing leading space).
-    """
-
-    text: str
-    scope: str | None = None
-    blocking: bool = True
-    kind: str = ""
-
-
-def split_forms(value: str, lead: str = " ") -> tuple[str, ...]:
-    """Paraphrases typed as "form, form | form": each stripped form gets ``lead`` (its option's leading space)."""
-    parts = [p.strip() for p in value.replace("|", ",").split(",")]
-    return tuple(lead + p for p in parts if p)
-
-
-def leading(text: str) -> str:
-    """The leading whitespace of ``text``."""
-    return text[:len(text) - len(text.lstrip())]
-
-
-def _quote(text: str) -> str:
-    return repr(visible(text))
-
-
-def problems(inp: Inputs) -> list[Problem]:
-    """Every problem with ``inp``, one message per problem, options numbered from 1 and quoted."""
-    out: list[Problem] = []
-    if not inp.premise.strip():
-        out.append(Problem("The premise is empty: type the text the options continue (an empty premise would "
-                           "score the options from the start of text, which this workbench does not do)."))
-    n = len(inp.options)
-    if n < 2:
-        out.append(Problem(f"Add at least two options to compare (there {'is one' if n == 1 else 'are none'}): "
-                           "a winner and a margin need two."))
-    for i, o in enumerate(inp.options):
-        if not o.strip():
-            what = "empty" if not o else "only whitespace"
-            out.append(Problem(f"Option {i + 1} is {what}: type an answer or remove it with ✕."))
-    seen: dict[str, int] = {}
-    for i, o in enumerate(inp.options):
-        if o.strip() and o in seen:
-            out.append(Problem(f"Options {seen[o] + 1} and {i + 1} are the same text, {_quote(o)}: change or "
-                               "remove one."))
-        seen.setdefault(o, i)
-    bare: dict[str, int] = {}
-    for i, o in enumerate(inp.options):
-        b = o.strip()
-        if b and b in bare and inp.options[bare[b]] != o:
-            out.append(Problem(f"Options {bare[b] + 1} and {i + 1} differ only in whitespace ({_quote(inp.options[bare[b]])} "
-                               f"and {_quote(o)}): as lettered lines they read the same.", scope="letters"))
-        bare.setdefault(b, i)
-    if inp.premise.strip():
-        for i, o in enumerate(inp.options):
-            if glued(inp.premise, o):
-                tail = inp.premise.rstrip()[-12:]
-                out.append(Problem(f"Option {i + 1}, {_quote(o)}, does not start with a space, so the model reads it "
-                                   f"glued to the premise: '…{tail}{o}'. Add ␣ if it is a new word.",
-                                   blocking=False, kind="glued"))
-    owner: dict[str, int] = {o: i for i, o in enumerate(inp.options) if o.strip()}
-    for i, forms in enumerate(inp.paraphrases):
-        for f in dict.fromkeys(forms):
-            j = owner.get(f)
-            if j is None:
-                owner[f] = i
-            elif j != i:
-                kind = "is option" if inp.options[j] == f else "is also a paraphrase of option"
-                out.append(Problem(f"Paraphrase {_quote(f)} of option {i + 1} {kind} {j + 1}: a form can belong "
-                                   "to one option only, so the paraphrase view waits until one is removed.",
-                                   scope="paraphrase"))
-            elif f == inp.options[i]:
-                out.append(Problem(f"Paraphrase {_quote(f)} of option {i + 1} repeats the option; it is counted once.",
-                                   scope="paraphrase", blocking=False))
-        repeated = sorted({f for f in forms if forms.count(f) > 1})
-        for f in repeated:
-            out.append(Problem(f"Paraphrase {_quote(f)} is listed twice for option {i + 1}; it is counted once.",
-                               scope="paraphrase", blocking=False))
-    return out
-
-
-def join_preview(premise: str, option: str, forms: tuple[str, ...]) -> str:
-    """HTML: how the option joins the premise (the join's whitespace marked) and the paraphrase forms scored."""
-    if not option:
-        return "<span class='sl-join'>empty option</span>"
-    tail = premise[-18:].lstrip() if premise else ""
-    dots = "…" if len(premise) > 18 else ""
-    space = premise[-1:].isspace() or option[:1].isspace()
-    if not premise.strip():
-        marker = "<span class='sl-space-marker sl-space-yes'>␣</span>" if option[:1].isspace() else ""
-        read = f"<code>{html.escape(visible(option))}</code>"
-    elif space:
-        marker = ("<span class='sl-space-marker sl-space-yes' title='starts a new word after the premise'>"
-                  f"{'␣' * max(len(leading(option)) + len(premise) - len(premise.rstrip()), 1)}</span>")
-        read = (f"<code>{html.escape(dots + tail.rstrip())}</code>{marker}"
-                f"<code>{html.escape(visible(option.lstrip()))}</code>")
-    else:
-        marker = ("<span class='sl-space-marker sl-space-no' title='no space: glued to the last word of the "
-                  "premise'>no ␣</span>")
-        read = (f"<code>{html.escape(dots + tail)}</code><span class='sl-space-marker sl-space-no'>‸</span>"
-                f"<code>{html.escape(visible(option))}</code>")
-    out = f"<span class='sl-join'>reads {read}"
-    if forms:
-        out += " · paraphrases: " + ", ".join(f"<code>{html.escape(visible(f))}</code>" for f in forms)
-    return out + "</span>"
 
 
 def _check_arguments(debounce: Any, top_k: Any, export_dir: Any, server: Any) -> None:
@@ -207,69 +82,7 @@ def _check_arguments(debounce: Any, top_k: Any, export_dir: Any, server: Any) ->
         raise TypeError(f"server: expected a URL string or None, got {type(server).__name__}")
 
 
-def server_url(lm: Any) -> str:
-    """The URL of the server ``lm`` scores on ("" for an in-process model)."""
-    return str(getattr(getattr(lm, "backend", None), "url", "") or "")
-
-
-def load_failure(key: tuple[str, str, str], err: Exception, current: Any) -> str:
-    """The message for a model that could not be loaded: what was asked, why, and what the views keep using."""
-    kind, name, server = key
-    what = f"The {'causal' if kind == 'causal' else 'masked'} LM {name!r}" + (f" on the server {server}" if server else "")
-    why = str(err) if isinstance(err, (ValueError, ConnectionError, OSError)) else f"{type(err).__name__}: {err}"
-    why = " ".join(why.split())  # a server's error page arrives as a page of HTML: one line, cut short
-    why = why if len(why) <= 300 else why[:299] + "…"
-    where = f" on {server_url(current)}" if server_url(current) else ""
-    return (f"{what} could not be loaded: {why}. The views still use {current.name}{where}; fix the "
-            f"{'URL' if server else 'model'} or press Score to try again.")
-
-
-class OptionRow(w.HBox):
-    """One option: number, gold toggle, text, paraphrases, move up/down, remove, and how it joins the premise
-    (the ␣ marker, with an "add ␣" button when the option is glued to the premise's last word)."""
-
-    def __init__(self, bench: "Workbench", text: str = "", paraphrases: str = "") -> None:
-        self.number = w.HTML("")
-        self.number.add_class("sl-option-number")
-        self.gold = w.ToggleButton(value=False, description="★", tooltip="gold answer")
-        self.text = w.Text(value=text, placeholder="option, e.g. ␣bathtub (start with a space)")
-        self.paraphrases = w.Text(value=paraphrases, placeholder="paraphrases: tub, bath tub")
-        self.up = w.Button(icon="arrow-up", tooltip="move up")
-        self.down = w.Button(icon="arrow-down", tooltip="move down")
-        self.remove = w.Button(icon="times", tooltip="remove")
-        self.join = w.HTML("")
-        self.fix = w.Button(description="add ␣", tooltip="start the option with a space so it is a new word")
-        for widget, cls in [(self.gold, "sl-gold"), (self.text, "sl-option"), (self.paraphrases, "sl-paraphrases"),
-                            (self.up, "sl-option-up"), (self.down, "sl-option-down"),
-                            (self.remove, "sl-option-remove"), (self.join, "sl-option-preview"),
-                            (self.fix, "sl-space-fix")]:
-            widget.add_class(cls)
-        super().__init__([self.number, self.gold, self.text, self.paraphrases, self.up, self.down, self.remove,
-                          self.join, self.fix])
-        self.add_class("sl-option-row")
-        self.up.on_click(lambda _: bench.move_option(bench.rows.index(self), -1))
-        self.down.on_click(lambda _: bench.move_option(bench.rows.index(self), +1))
-        self.remove.on_click(lambda _: bench.remove_option(bench.rows.index(self)))
-        self.fix.on_click(lambda _: setattr(self.text, "value", " " + self.text.value.lstrip()))
-        self.gold.observe(lambda ch: setattr(self.gold, "button_style", "warning" if ch["new"] else ""), "value")
-        self.gold.observe(lambda ch: bench._gold_toggled(self, ch["new"]), "value")
-        self.text.observe(lambda _: bench._edited(), "value")
-        self.paraphrases.observe(lambda _: bench._edited(), "value")
-
-    def forms(self) -> tuple[str, ...]:
-        """The paraphrase forms as scored: each with this option's leading space."""
-        return split_forms(self.paraphrases.value, leading(self.text.value))
-
-    def refresh(self, number: int, premise: str) -> None:
-        """Show the 1-based number and how the option joins ``premise`` (the ␣ marker, the fix button)."""
-        self.number.value = f"{number}"
-        bad = glued(premise, self.text.value)
-        self.fix.layout.display = None if bad else "none"  # before the preview: the page sees them in this order
-        (self.add_class if bad else self.remove_class)("sl-glued")
-        self.join.value = join_preview(premise, self.text.value, self.forms())
-
-
-class Workbench(w.VBox):
+class Workbench(ModelSlots, Exports, w.VBox):
     """Side-by-side views of one multiple-choice item; edit anything and every view follows.
 
     Args:
@@ -399,95 +212,6 @@ class Workbench(w.VBox):
         self.mlm_picker.observe(lambda _: self._edited(0), "value")
         self.source_picker.observe(lambda ch: self._source_changed(ch["new"]), "value")
         self.example_picker.observe(lambda ch: self._example_chosen(ch["new"]), "value")
-
-    # --- models -----------------------------------------------------------------------------
-
-    def _resolve(self, value: Any, kind: str, server: str = "",
-                 progress: Callable[[float, str], None] | None = None) -> Any:
-        """A loaded model for ``value`` (None: the default preset; a causal one on ``server`` when given),
-        loaded once per workbench and server."""
-        if value is None or isinstance(value, (str, Path)):
-            name = str(value) if value is not None else (DEFAULT_LM if kind == "causal" else DEFAULT_MLM)
-            key = (kind, name, server)
-            if key not in self._models:
-                if kind == "causal":
-                    remote = {"server": server, "api_key": self._api_key} if server else {}
-                    self._models[key] = load_lm(name, progress=progress, **remote)
-                else:
-                    self._models[key] = load_mlm(name, progress=progress)
-            return self._models[key]
-        if server and server != server_url(value):
-            raise ValueError(f"server: {server!r} given with an LM loaded {'on ' + server_url(value) if server_url(value) else 'in-process'}; "
-                             "pass the model's name instead, or no server")
-        self._models[(kind, value.name, server_url(value))] = value
-        return value
-
-    def _wanted(self, kind: str) -> tuple[str, str, str]:
-        """The model the pickers (and the server box) ask for: (kind, name, server URL or "")."""
-        if kind == "causal":
-            return kind, self.lm_picker.value, self.server_box.value.strip()
-        return kind, self.mlm_picker.value, ""
-
-    @contextmanager
-    def _loading(self, name: str) -> Iterator[Callable[[float, str], None]]:
-        """Show a model load in the progress bar and the status line, with the seconds elapsed."""
-        start = time.monotonic()
-        state = {"step": "starting", "fraction": 0.0}
-        done = threading.Event()
-
-        def show() -> None:
-            self.progress.value = state["fraction"]
-            self.status.value = (f"<i>loading {html.escape(name)}: {html.escape(state['step'])} · "
-                                 f"{time.monotonic() - start:.0f} s</i>")
-
-        def report(fraction: float, step: str) -> None:
-            state["fraction"], state["step"] = min(max(float(fraction), 0.0), 1.0), step
-            show()
-
-        def tick() -> None:
-            while not done.wait(1.0):
-                show()
-
-        ticker = threading.Thread(target=tick, daemon=True, name="surfacelab-loading")
-        self.progress.bar_style = "info"
-        show()
-        ticker.start()
-        try:
-            yield report
-        finally:
-            done.set()
-            self.progress.bar_style = ""
-
-    def _load_models(self) -> list[Problem]:
-        """Load what the pickers ask for. A model that fails (a bad or unreachable server, a missing folder)
-        becomes a message, and the views keep the model they had; it is tried again on Score / ``update()``.
-
-        Returns:
-            The problems, one per model that could not be loaded.
-        """
-        out = []
-        for kind, attr in (("causal", "lm"), ("masked", "mlm")):
-            key = self._wanted(kind)
-            if key not in self._models and key not in self._failed:
-                try:
-                    with self._loading(key[1] + (f" on {key[2]}" if key[2] else "")) as report:
-                        for v in self.views.values():
-                            if v.state != "empty":
-                                v.set_state("stale", "loading model…")
-                        self._resolve(key[1], kind, key[2], report)
-                except Exception as err:  # a model that fails to load must not kill the UI
-                    self._failed[key] = Problem(load_failure(key, err, getattr(self, attr)), kind="model",
-                                                blocking=False)
-            if key in self._failed:
-                out.append(self._failed[key])
-            else:
-                setattr(self, attr, self._models[key])
-        return out
-
-    def _retry(self) -> None:
-        """Score: try models that failed to load again, then update."""
-        self._failed.clear()
-        self._kick()
 
     # --- editing ----------------------------------------------------------------------------
 
@@ -774,7 +498,8 @@ class Workbench(w.VBox):
         worker = self._slow_worker
         if worker is not None and worker is not threading.current_thread():
             worker.join()
-        if any(v.state == "deferred" for v in self.views.values()):
+        # deferred (out of sight), or a slow view left at its preview by a newer edit
+        if any(v.state in ("deferred", "busy", "stale") for v in self.views.values()):
             self.update()
 
     def _update(self, everything: bool) -> None:
@@ -810,7 +535,10 @@ class Workbench(w.VBox):
             elif outdated and not everything and not view.probe.in_sight and view.state != "empty":
                 view.set_state("deferred")
             elif outdated and view.slow and not everything:
-                view.set_state("busy", "computing… (after the other views)")
+                if view.preview_key != key:
+                    self.status.value = f"<i>computing {html.escape(view.title)} (first part)…</i>"
+                    self._preview(view, inp, key)
+                view.set_state("busy", PREVIEW_CUE if view.preview_key == key else "computing… (after the other views)")
                 slow.append(view)
             elif outdated:
                 self.status.value = f"<i>computing {html.escape(view.title)}…</i>"
@@ -825,7 +553,7 @@ class Workbench(w.VBox):
 
     def _compute(self, view: View, inp: Inputs, key: tuple, gen: int) -> None:
         """Compute and draw one view for ``inp`` (its key ``key``); ready, or stale if a newer edit came."""
-        view.set_state("busy")
+        view.set_state("busy", PREVIEW_CUE if view.preview_key == key else None)
         try:
             view.publish(inp, view.compute(inp))
             view.shown_key = key
@@ -833,6 +561,17 @@ class Workbench(w.VBox):
         except Exception as err:  # every failure becomes a message inside its view
             view.fail(str(err) if isinstance(err, (ValueError, TypeError, ModuleNotFoundError))
                       else f"{type(err).__name__}: {err}")
+
+    def _preview(self, view: View, inp: Inputs, key: tuple) -> None:
+        """Show a slow view's preview for ``inp`` (its key ``key``), if it has one; a failure shows nothing
+        (the full computation that follows reports it)."""
+        try:
+            result = view.preview(inp)
+            if result is not None:
+                view.publish(inp, result)
+                view.preview_key = key
+        except Exception:  # the full computation reports every failure inside its view
+            view.preview_key = None
 
     def _start_slow(self, gen: int, inp: Inputs, views: list[View]) -> None:
         """Compute slow views (``View.slow``) in their own thread, so the next edit's update need not wait."""
@@ -866,54 +605,6 @@ class Workbench(w.VBox):
                         f"{'⚠' if bad else 'ⓘ'} {html.escape(p.text)}</li>" for p, bad in zip(shown, serious))
         self.message.value = f"<ul>{items}</ul>"
 
-    # --- export -----------------------------------------------------------------------------
-
-    @property
-    def export_dir(self) -> Path:
-        """The folder exports and saved states go to (the "export folder" box)."""
-        text = self.export_box.value.strip()
-        return Path(text).expanduser() if text else DEFAULT_EXPORT_DIR
-
-    def _unique(self, stem: str, suffix: str) -> Path:
-        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-        path = self.export_dir / f"{stem}-{stamp}{suffix}"
-        k = 2
-        while path.exists():
-            path = self.export_dir / f"{stem}-{stamp}-{k}{suffix}"
-            k += 1
-        return path
-
-    def _saved_note(self, path: Path) -> str:
-        link = ""
-        if path.stat().st_size <= LINK_LIMIT:
-            mime = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-            data = base64.b64encode(path.read_bytes()).decode("ascii")
-            link = (f" · <a class='sl-download' download='{html.escape(path.name)}' "
-                    f"href='data:{mime};base64,{data}'>download</a>")
-        return (f"<span class='sl-info' title='{html.escape(str(path))}'>saved <code>{html.escape(path.name)}</code> "
-                f"in {html.escape(str(path.parent))}</span>{link}")
-
-    def _export_clicked(self, name: str, kind: str) -> None:
-        view = self.views[name]
-        try:
-            path = self.export(name, self._unique(name, f".{kind}"))
-            view.export_note.value = self._saved_note(path)
-        except Exception as err:  # an export failure is a message next to the button, not a traceback
-            view.export_note.value = f"<span class='sl-error'>⚠ export failed: {html.escape(str(err))}</span>"
-
-    def _save_clicked(self) -> None:
-        try:
-            self.files_note.value = self._saved_note(self.save_state(self._unique("state", ".json")))
-        except Exception as err:
-            self.files_note.value = f"<span class='sl-error'>⚠ could not save: {html.escape(str(err))}</span>"
-
-    def export(self, view: str, path: str | Path) -> Path:
-        """Write one view as PNG, HTML (its figure) or CSV (its main frame), chosen by the suffix of ``path``."""
-        if view not in self.views:
-            raise ValueError(f"view: unknown view {view!r}; known: {', '.join(self.views)}")
-        self._catch_up()
-        return self.views[view].save(Path(path).expanduser())
-
     # --- data out ---------------------------------------------------------------------------
 
     def frames(self) -> dict[str, pd.DataFrame]:
@@ -941,46 +632,3 @@ class Workbench(w.VBox):
             close_tree(child)
         self.layout.close()
         super().close()
-
-
-def read_state(source: str | Path | dict) -> dict:
-    """Read and check a saved workbench state (a ``save_state`` file or its dict).
-
-    Returns:
-        A dict with premise, domain_premise, options, paraphrases, gold, lm, server and mlm.
-    """
-    if isinstance(source, dict):
-        doc, where = source, "state"
-    else:
-        path = Path(source).expanduser()
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ValueError(f"source: no state file at {str(path)!r}") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            raise ValueError(f"source: {path.name} is not a JSON state file ({err})") from None
-        where = path.name
-    if not isinstance(doc, dict) or doc.get("format") != STATE_FORMAT:
-        raise ValueError(f"source: {where} is not a surfacelab workbench state (no \"format\": \"{STATE_FORMAT}\")")
-    if not isinstance(doc.get("premise"), str):
-        raise ValueError(f"source: {where}: premise must be a string")
-    if doc.get("domain_premise") is not None and not isinstance(doc["domain_premise"], str):
-        raise ValueError(f"source: {where}: domain_premise must be a string or null")
-    opts = doc.get("options")
-    if not isinstance(opts, list) or not all(isinstance(o, str) for o in opts):
-        raise ValueError(f"source: {where}: options must be a list of strings")
-    para = doc.get("paraphrases") or [""] * len(opts)
-    if not isinstance(para, list) or len(para) != len(opts) or not all(isinstance(p, str) for p in para):
-        raise ValueError(f"source: {where}: paraphrases must be one string per option")
-    try:
-        gold = check_gold(doc.get("gold"), len(opts))
-    except ValueError as err:
-        raise ValueError(f"source: {where}: {err}") from None
-    for key in ("lm", "mlm"):
-        if doc.get(key) is not None and not isinstance(doc[key], str):
-            raise ValueError(f"source: {where}: {key} must be a model name")
-    if doc.get("server") is not None and not isinstance(doc["server"], str):
-        raise ValueError(f"source: {where}: server must be a URL string or null")
-    return {"premise": doc["premise"], "domain_premise": doc.get("domain_premise"), "options": opts,
-            "paraphrases": para, "gold": gold, "lm": doc.get("lm"), "server": doc.get("server") or None,
-            "mlm": doc.get("mlm")}

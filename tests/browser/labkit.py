@@ -181,7 +181,7 @@ WATCH_JS = """() => {
   const VIEW_NAMES = %s;
   const root = document.querySelector('.sl-workbench');
   if (window.__slWatch) window.__slWatch.obs.disconnect();
-  const w = {last: performance.now(), key: 0, count: 0, busy: false, obs: null, views: {}};
+  const w = {last: performance.now(), key: 0, count: 0, busy: false, obs: null, views: {}, first: {}};
   const names = VIEW_NAMES;
   w.obs = new MutationObserver((records) => {
     const now = performance.now();
@@ -192,11 +192,13 @@ WATCH_JS = """() => {
       const view = el && el.closest ? el.closest('.sl-view') : null;
       const name = view && names.find((n) => view.classList.contains('sl-view-' + n));
       if (name) w.views[name] = now;  // the last change inside each view
+      // the first change of each view's content after the keystroke (a slow view's first part)
+      if (name && w.key > 0 && !(name in w.first) && el.closest('.sl-view-content')) w.first[name] = now;
     }
   });
   w.obs.observe(root, {subtree: true, childList: true, attributes: true, characterData: true});
   const box = document.querySelector('.sl-premise textarea');
-  box.addEventListener('keydown', () => { w.key = performance.now(); }, true);
+  box.addEventListener('keydown', () => { w.key = performance.now(); w.first = {}; }, true);
   window.__slWatch = w;
 }""" % repr(VIEWS)
 
@@ -216,14 +218,17 @@ def wait_quiet(page: Any, quiet_ms: int = 700, timeout_ms: int = 120_000, *, cha
 
 
 def timed_edit(page: Any, base: str, word: str, *, delay_ms: int = 60, quiet_ms: int = 700,
-               stale_seen: list | None = None, per_view: dict | None = None) -> float:
+               stale_seen: list | None = None, per_view: dict | None = None,
+               first_content: dict | None = None) -> float:
     """Set the premise to ``base`` (and let it settle), then type ``word`` at its end with ``delay_ms`` between
     keys; returns the seconds from the last keystroke until the DOM was last changed (quiet after it).
 
     ``stale_seen``: if given, gets two booleans appended: some view carried ``sl-stale`` right after the
     typing, and some view carried ``sl-busy`` while the update ran. ``per_view``: if given, gets per view the
     seconds from the last keystroke to the last change inside it (None: it did not change), and under
-    ``"deferred"`` the views left for later because they were out of sight.
+    ``"deferred"`` the views left for later because they were out of sight. ``first_content``: if given, gets
+    per view the seconds from the last keystroke to the first change of its content (what a slow view shows
+    first), None where its content did not change.
     """
     box = page.locator(".sl-premise textarea")
     box.fill(base)
@@ -238,13 +243,17 @@ def timed_edit(page: Any, base: str, word: str, *, delay_ms: int = 60, quiet_ms:
         stale_seen.append(page.evaluate("document.querySelectorAll('.sl-workbench .sl-stale').length > 0"))
     wait_quiet(page, quiet_ms)
     w = page.evaluate("(() => { const w = window.__slWatch; return {key: w.key, last: w.last, busy: w.busy, "
-                      "views: w.views}; })()")
+                      "views: w.views, first: w.first}; })()")
     if per_view is not None:
         for name in VIEWS:
             t = w["views"].get(name)
             per_view[name] = (t - w["key"]) / 1000.0 if t is not None and t > w["key"] else None
         per_view["deferred"] = page.evaluate("[...document.querySelectorAll('.sl-view.sl-deferred')].map(e => "
                                              "[...e.classList].find(c => c.startsWith('sl-view-')).slice(8))")
+    if first_content is not None:
+        for name in VIEWS:
+            t = w["first"].get(name)
+            first_content[name] = (t - w["key"]) / 1000.0 if t is not None and t > w["key"] else None
     if stale_seen is not None:
         stale_seen.append(w["busy"])
     return (w["last"] - w["key"]) / 1000.0

@@ -109,11 +109,25 @@ def test_why_view_renders_and_follows_its_picker(session):
     assert "LM margin" in text and "DC-PMI margin" in text and "replaced by" in text, text
     assert 0 <= box["x"] and box["x"] + box["width"] <= view["width"], (box, view)
     page.mouse.move(2, 2)
-    # compare with the last option: the view recomputes against it
+    # compare with the last option: the view recomputes against it, showing its first part (verdict, gap) marked
+    # busy with a visible cue while the premise occlusion computes, then the premise map
+    page.evaluate("""() => {
+      const view = document.querySelector('.sl-view-why');
+      window.__slFirstPart = false;
+      const obs = new MutationObserver(() => {
+        const cue = view.querySelector('.sl-view-cue')?.innerText || '';
+        const verdict = view.querySelector('.sl-why-verdict')?.innerText || '';
+        const words = view.querySelectorAll('.sl-why-premise .sl-tok').length;
+        if (view.classList.contains('sl-busy') && cue.includes('first part shown') && verdict.includes('Verdict')
+            && words === 0) { window.__slFirstPart = true; obs.disconnect(); }
+      });
+      obs.observe(view, {subtree: true, childList: true, attributes: true, characterData: true});
+    }""")
     page.locator(".sl-view-why .sl-why-against select").select_option(index=3)
     page.wait_for_function("document.querySelector('.sl-view-why .sl-why-premise .sl-heatmap-label')"
                            "?.textContent.includes('xylophone')", timeout=60_000)
     page.wait_for_selector(".sl-view-why.sl-view-ready", timeout=60_000)
+    assert page.evaluate("window.__slFirstPart")
     page.locator(".sl-view-why .sl-why-against select").select_option(index=0)
     page.wait_for_selector(".sl-view-why.sl-view-ready", timeout=60_000)
 

@@ -16,6 +16,7 @@ import surfacelab as sl
 from surfacelab import paraphrase
 from surfacelab.alternatives import token_view
 from surfacelab.widgets import TokenHeatmap, Workbench, heatmap_rows, problems, read_state
+from surfacelab.widgets import loading
 from surfacelab.widgets import views as vmod
 from surfacelab.widgets import workbench as wbmod
 from surfacelab.widgets.workbench import Inputs
@@ -470,8 +471,8 @@ def test_a_bad_server_url_is_one_message_and_the_previous_model_stays(wb, tiny_l
     assert wb.state()["server"] == not_vllm  # the URL is kept as typed, for the user to fix
     # the previous model still answers edits; live updates do not retry the failed URL, Score does
     calls = []
-    real = wbmod.load_lm
-    monkeypatch.setattr(wbmod, "load_lm", lambda *a, **k: calls.append(k.get("server")) or real(*a, **k))
+    real = loading.load_lm
+    monkeypatch.setattr(loading, "load_lm", lambda *a, **k: calls.append(k.get("server")) or real(*a, **k))
     wb.premise_box.value = PREMISE + " big"
     wb._update(everything=False)
     assert calls == [] and wb.frames()["scores"]["option"].tolist() == OPTIONS
@@ -572,6 +573,16 @@ def test_why_view_is_computed_after_the_others_and_off_the_keystroke_path(tiny_l
     # the other views are drawn and the status says so while Why computes, with its cue
     assert bench.views["scores"].state == "ready" and bench.status.value.startswith("updated in")
     assert why.state == "busy" and "computing" in why.cue.value and "sl-busy" in _classes(why.box)
+    # meanwhile its first part is shown: the library's account of the new premise without the occlusion
+    # (every frame but the attribution equal to the full account's), marked as such
+    full = sl.why(tiny_lm, "The woman took a bath in the", wbmod.DEFAULT_EXAMPLE["options"], gold=0,
+                  domain_premise=wbmod.DEFAULT_EXAMPLE["domain_premise"], all_options=False)
+    assert why.result.premise == full.premise and why.result.meta["occlusion"] is False
+    assert why.result.attribution.empty and not full.attribution.empty
+    pd.testing.assert_frame_equal(why.result.terms, full.terms)
+    pd.testing.assert_frame_equal(why.result.competitors, full.competitors)
+    assert full.verdict in why.verdict.value and why.premise_map.rows == []
+    assert "first part shown" in why.cue.value and "premise map" in why.text.value
     # a new edit is answered while Why still computes
     bench.premise_box.value = "The dog took a bath in the"
     deadline = time.monotonic() + 30
@@ -581,4 +592,6 @@ def test_why_view_is_computed_after_the_others_and_off_the_keystroke_path(tiny_l
     gate.set()
     bench.wait(60)
     assert why.state == "ready" and why.result.premise == "The dog took a bath in the"
+    assert why.result.meta["occlusion"] and not why.result.attribution.empty and why.premise_map.rows
+    assert "first part" not in why.cue.value and "Occlusion:" in why.text.value
     bench.close()

@@ -1,0 +1,182 @@
+"""The Workbench's inputs: the ``Inputs`` snapshot, the problems found in it (messages for people), the
+option rows (text, paraphrases, gold, the leading-space marker and fix) and how an option joins the premise."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import ipywidgets as w
+
+from .._format import visible
+from ..text import glued
+
+if TYPE_CHECKING:
+    from .workbench import Workbench
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """A snapshot of the editable state (paraphrases as the forms scored: each with its option's leading space)."""
+
+    premise: str
+    domain_premise: str | None
+    options: tuple[str, ...]
+    paraphrases: tuple[tuple[str, ...], ...]
+    gold: int | None
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something wrong with the inputs, in words for people.
+
+    ``scope``: the view it concerns (None: every view); ``blocking``: the views in scope wait until it is
+    fixed (otherwise it is a notice); ``kind``: a short tag (``"glued"`` for a missing leading space).
+    """
+
+    text: str
+    scope: str | None = None
+    blocking: bool = True
+    kind: str = ""
+
+
+def split_forms(value: str, lead: str = " ") -> tuple[str, ...]:
+    """Paraphrases typed as "form, form | form": each stripped form gets ``lead`` (its option's leading space)."""
+    parts = [p.strip() for p in value.replace("|", ",").split(",")]
+    return tuple(lead + p for p in parts if p)
+
+
+def leading(text: str) -> str:
+    """The leading whitespace of ``text``."""
+    return text[:len(text) - len(text.lstrip())]
+
+
+def _quote(text: str) -> str:
+    return repr(visible(text))
+
+
+def problems(inp: Inputs) -> list[Problem]:
+    """Every problem with ``inp``, one message per problem, options numbered from 1 and quoted."""
+    out: list[Problem] = []
+    if not inp.premise.strip():
+        out.append(Problem("The premise is empty: type the text the options continue (an empty premise would "
+                           "score the options from the start of text, which this workbench does not do)."))
+    n = len(inp.options)
+    if n < 2:
+        out.append(Problem(f"Add at least two options to compare (there {'is one' if n == 1 else 'are none'}): "
+                           "a winner and a margin need two."))
+    for i, o in enumerate(inp.options):
+        if not o.strip():
+            what = "empty" if not o else "only whitespace"
+            out.append(Problem(f"Option {i + 1} is {what}: type an answer or remove it with ✕."))
+    seen: dict[str, int] = {}
+    for i, o in enumerate(inp.options):
+        if o.strip() and o in seen:
+            out.append(Problem(f"Options {seen[o] + 1} and {i + 1} are the same text, {_quote(o)}: change or "
+                               "remove one."))
+        seen.setdefault(o, i)
+    bare: dict[str, int] = {}
+    for i, o in enumerate(inp.options):
+        b = o.strip()
+        if b and b in bare and inp.options[bare[b]] != o:
+            out.append(Problem(f"Options {bare[b] + 1} and {i + 1} differ only in whitespace ({_quote(inp.options[bare[b]])} "
+                               f"and {_quote(o)}): as lettered lines they read the same.", scope="letters"))
+        bare.setdefault(b, i)
+    if inp.premise.strip():
+        for i, o in enumerate(inp.options):
+            if glued(inp.premise, o):
+                tail = inp.premise.rstrip()[-12:]
+                out.append(Problem(f"Option {i + 1}, {_quote(o)}, does not start with a space, so the model reads it "
+                                   f"glued to the premise: '…{tail}{o}'. Add ␣ if it is a new word.",
+                                   blocking=False, kind="glued"))
+    owner: dict[str, int] = {o: i for i, o in enumerate(inp.options) if o.strip()}
+    for i, forms in enumerate(inp.paraphrases):
+        for f in dict.fromkeys(forms):
+            j = owner.get(f)
+            if j is None:
+                owner[f] = i
+            elif j != i:
+                kind = "is option" if inp.options[j] == f else "is also a paraphrase of option"
+                out.append(Problem(f"Paraphrase {_quote(f)} of option {i + 1} {kind} {j + 1}: a form can belong "
+                                   "to one option only, so the paraphrase view waits until one is removed.",
+                                   scope="paraphrase"))
+            elif f == inp.options[i]:
+                out.append(Problem(f"Paraphrase {_quote(f)} of option {i + 1} repeats the option; it is counted once.",
+                                   scope="paraphrase", blocking=False))
+        repeated = sorted({f for f in forms if forms.count(f) > 1})
+        for f in repeated:
+            out.append(Problem(f"Paraphrase {_quote(f)} is listed twice for option {i + 1}; it is counted once.",
+                               scope="paraphrase", blocking=False))
+    return out
+
+
+def join_preview(premise: str, option: str, forms: tuple[str, ...]) -> str:
+    """HTML: how the option joins the premise (the join's whitespace marked) and the paraphrase forms scored."""
+    if not option:
+        return "<span class='sl-join'>empty option</span>"
+    tail = premise[-18:].lstrip() if premise else ""
+    dots = "…" if len(premise) > 18 else ""
+    space = premise[-1:].isspace() or option[:1].isspace()
+    if not premise.strip():
+        marker = "<span class='sl-space-marker sl-space-yes'>␣</span>" if option[:1].isspace() else ""
+        read = f"<code>{html.escape(visible(option))}</code>"
+    elif space:
+        marker = ("<span class='sl-space-marker sl-space-yes' title='starts a new word after the premise'>"
+                  f"{'␣' * max(len(leading(option)) + len(premise) - len(premise.rstrip()), 1)}</span>")
+        read = (f"<code>{html.escape(dots + tail.rstrip())}</code>{marker}"
+                f"<code>{html.escape(visible(option.lstrip()))}</code>")
+    else:
+        marker = ("<span class='sl-space-marker sl-space-no' title='no space: glued to the last word of the "
+                  "premise'>no ␣</span>")
+        read = (f"<code>{html.escape(dots + tail)}</code><span class='sl-space-marker sl-space-no'>‸</span>"
+                f"<code>{html.escape(visible(option))}</code>")
+    out = f"<span class='sl-join'>reads {read}"
+    if forms:
+        out += " · paraphrases: " + ", ".join(f"<code>{html.escape(visible(f))}</code>" for f in forms)
+    return out + "</span>"
+
+
+class OptionRow(w.HBox):
+    """One option: number, gold toggle, text, paraphrases, move up/down, remove, and how it joins the premise
+    (the ␣ marker, with an "add ␣" button when the option is glued to the premise's last word)."""
+
+    def __init__(self, bench: "Workbench", text: str = "", paraphrases: str = "") -> None:
+        self.number = w.HTML("")
+        self.number.add_class("sl-option-number")
+        self.gold = w.ToggleButton(value=False, description="★", tooltip="gold answer")
+        self.text = w.Text(value=text, placeholder="option, e.g. ␣bathtub (start with a space)")
+        self.paraphrases = w.Text(value=paraphrases, placeholder="paraphrases: tub, bath tub")
+        self.up = w.Button(icon="arrow-up", tooltip="move up")
+        self.down = w.Button(icon="arrow-down", tooltip="move down")
+        self.remove = w.Button(icon="times", tooltip="remove")
+        self.join = w.HTML("")
+        self.fix = w.Button(description="add ␣", tooltip="start the option with a space so it is a new word")
+        for widget, cls in [(self.gold, "sl-gold"), (self.text, "sl-option"), (self.paraphrases, "sl-paraphrases"),
+                            (self.up, "sl-option-up"), (self.down, "sl-option-down"),
+                            (self.remove, "sl-option-remove"), (self.join, "sl-option-preview"),
+                            (self.fix, "sl-space-fix")]:
+            widget.add_class(cls)
+        super().__init__([self.number, self.gold, self.text, self.paraphrases, self.up, self.down, self.remove,
+                          self.join, self.fix])
+        self.add_class("sl-option-row")
+        self.up.on_click(lambda _: bench.move_option(bench.rows.index(self), -1))
+        self.down.on_click(lambda _: bench.move_option(bench.rows.index(self), +1))
+        self.remove.on_click(lambda _: bench.remove_option(bench.rows.index(self)))
+        self.fix.on_click(lambda _: setattr(self.text, "value", " " + self.text.value.lstrip()))
+        self.gold.observe(lambda ch: setattr(self.gold, "button_style", "warning" if ch["new"] else ""), "value")
+        self.gold.observe(lambda ch: bench._gold_toggled(self, ch["new"]), "value")
+        self.text.observe(lambda _: bench._edited(), "value")
+        self.paraphrases.observe(lambda _: bench._edited(), "value")
+
+    def forms(self) -> tuple[str, ...]:
+        """The paraphrase forms as scored: each with this option's leading space."""
+        return split_forms(self.paraphrases.value, leading(self.text.value))
+
+    def refresh(self, number: int, premise: str) -> None:
+        """Show the 1-based number and how the option joins ``premise`` (the ␣ marker, the fix button)."""
+        self.number.value = f"{number}"
+        bad = glued(premise, self.text.value)
+        self.fix.layout.display = None if bad else "none"  # before the preview: the page sees them in this order
+        (self.add_class if bad else self.remove_class)("sl-glued")
+        self.join.value = join_preview(premise, self.text.value, self.forms())

@@ -1,0 +1,122 @@
+"""The Workbench's models: loaded once per workbench and server, with progress in the widget; a model that fails
+to load becomes a message and the views keep the one they had (a mixin of ``Workbench``)."""
+
+from __future__ import annotations
+
+import html
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from ..models import DEFAULT_LM, DEFAULT_MLM, load_lm, load_mlm
+from .inputs import Problem
+
+
+def server_url(lm: Any) -> str:
+    """The URL of the server ``lm`` scores on ("" for an in-process model)."""
+    return str(getattr(getattr(lm, "backend", None), "url", "") or "")
+
+
+def load_failure(key: tuple[str, str, str], err: Exception, current: Any) -> str:
+    """The message for a model that could not be loaded: what was asked, why, and what the views keep using."""
+    kind, name, server = key
+    what = f"The {'causal' if kind == 'causal' else 'masked'} LM {name!r}" + (f" on the server {server}" if server else "")
+    why = str(err) if isinstance(err, (ValueError, ConnectionError, OSError)) else f"{type(err).__name__}: {err}"
+    why = " ".join(why.split())  # a server's error page arrives as a page of HTML: one line, cut short
+    why = why if len(why) <= 300 else why[:299] + "…"
+    where = f" on {server_url(current)}" if server_url(current) else ""
+    return (f"{what} could not be loaded: {why}. The views still use {current.name}{where}; fix the "
+            f"{'URL' if server else 'model'} or press Score to try again.")
+
+
+class ModelSlots:
+    """The model part of ``Workbench``: ``_resolve``, ``_wanted``, ``_load_models`` and the Score retry."""
+
+    def _resolve(self, value: Any, kind: str, server: str = "",
+                 progress: Callable[[float, str], None] | None = None) -> Any:
+        """A loaded model for ``value`` (None: the default preset; a causal one on ``server`` when given),
+        loaded once per workbench and server."""
+        if value is None or isinstance(value, (str, Path)):
+            name = str(value) if value is not None else (DEFAULT_LM if kind == "causal" else DEFAULT_MLM)
+            key = (kind, name, server)
+            if key not in self._models:
+                if kind == "causal":
+                    remote = {"server": server, "api_key": self._api_key} if server else {}
+                    self._models[key] = load_lm(name, progress=progress, **remote)
+                else:
+                    self._models[key] = load_mlm(name, progress=progress)
+            return self._models[key]
+        if server and server != server_url(value):
+            raise ValueError(f"server: {server!r} given with an LM loaded {'on ' + server_url(value) if server_url(value) else 'in-process'}; "
+                             "pass the model's name instead, or no server")
+        self._models[(kind, value.name, server_url(value))] = value
+        return value
+
+    def _wanted(self, kind: str) -> tuple[str, str, str]:
+        """The model the pickers (and the server box) ask for: (kind, name, server URL or "")."""
+        if kind == "causal":
+            return kind, self.lm_picker.value, self.server_box.value.strip()
+        return kind, self.mlm_picker.value, ""
+
+    @contextmanager
+    def _loading(self, name: str) -> Iterator[Callable[[float, str], None]]:
+        """Show a model load in the progress bar and the status line, with the seconds elapsed."""
+        start = time.monotonic()
+        state = {"step": "starting", "fraction": 0.0}
+        done = threading.Event()
+
+        def show() -> None:
+            self.progress.value = state["fraction"]
+            self.status.value = (f"<i>loading {html.escape(name)}: {html.escape(state['step'])} · "
+                                 f"{time.monotonic() - start:.0f} s</i>")
+
+        def report(fraction: float, step: str) -> None:
+            state["fraction"], state["step"] = min(max(float(fraction), 0.0), 1.0), step
+            show()
+
+        def tick() -> None:
+            while not done.wait(1.0):
+                show()
+
+        ticker = threading.Thread(target=tick, daemon=True, name="surfacelab-loading")
+        self.progress.bar_style = "info"
+        show()
+        ticker.start()
+        try:
+            yield report
+        finally:
+            done.set()
+            self.progress.bar_style = ""
+
+    def _load_models(self) -> list[Problem]:
+        """Load what the pickers ask for. A model that fails (a bad or unreachable server, a missing folder)
+        becomes a message, and the views keep the model they had; it is tried again on Score / ``update()``.
+
+        Returns:
+            The problems, one per model that could not be loaded.
+        """
+        out = []
+        for kind, attr in (("causal", "lm"), ("masked", "mlm")):
+            key = self._wanted(kind)
+            if key not in self._models and key not in self._failed:
+                try:
+                    with self._loading(key[1] + (f" on {key[2]}" if key[2] else "")) as report:
+                        for v in self.views.values():
+                            if v.state != "empty":
+                                v.set_state("stale", "loading model…")
+                        self._resolve(key[1], kind, key[2], report)
+                except Exception as err:  # a model that fails to load must not kill the UI
+                    self._failed[key] = Problem(load_failure(key, err, getattr(self, attr)), kind="model",
+                                                blocking=False)
+            if key in self._failed:
+                out.append(self._failed[key])
+            else:
+                setattr(self, attr, self._models[key])
+        return out
+
+    def _retry(self) -> None:
+        """Score: try models that failed to load again, then update."""
+        self._failed.clear()
+        self._kick()

@@ -1,0 +1,53 @@
+"""Saved Workbench states: the JSON file ``Workbench.save_state`` writes, read and checked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..viz import check_gold
+
+STATE_FORMAT = "surfacelab-workbench-state"
+
+
+def read_state(source: str | Path | dict) -> dict:
+    """Read and check a saved workbench state (a ``save_state`` file or its dict).
+
+    Returns:
+        A dict with premise, domain_premise, options, paraphrases, gold, lm, server and mlm.
+    """
+    if isinstance(source, dict):
+        doc, where = source, "state"
+    else:
+        path = Path(source).expanduser()
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ValueError(f"source: no state file at {str(path)!r}") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise ValueError(f"source: {path.name} is not a JSON state file ({err})") from None
+        where = path.name
+    if not isinstance(doc, dict) or doc.get("format") != STATE_FORMAT:
+        raise ValueError(f"source: {where} is not a surfacelab workbench state (no \"format\": \"{STATE_FORMAT}\")")
+    if not isinstance(doc.get("premise"), str):
+        raise ValueError(f"source: {where}: premise must be a string")
+    if doc.get("domain_premise") is not None and not isinstance(doc["domain_premise"], str):
+        raise ValueError(f"source: {where}: domain_premise must be a string or null")
+    opts = doc.get("options")
+    if not isinstance(opts, list) or not all(isinstance(o, str) for o in opts):
+        raise ValueError(f"source: {where}: options must be a list of strings")
+    para = doc.get("paraphrases") or [""] * len(opts)
+    if not isinstance(para, list) or len(para) != len(opts) or not all(isinstance(p, str) for p in para):
+        raise ValueError(f"source: {where}: paraphrases must be one string per option")
+    try:
+        gold = check_gold(doc.get("gold"), len(opts))
+    except ValueError as err:
+        raise ValueError(f"source: {where}: {err}") from None
+    for key in ("lm", "mlm"):
+        if doc.get(key) is not None and not isinstance(doc[key], str):
+            raise ValueError(f"source: {where}: {key} must be a model name")
+    if doc.get("server") is not None and not isinstance(doc["server"], str):
+        raise ValueError(f"source: {where}: server must be a URL string or null")
+    return {"premise": doc["premise"], "domain_premise": doc.get("domain_premise"), "options": opts,
+            "paraphrases": para, "gold": gold, "lm": doc.get("lm"), "server": doc.get("server") or None,
+            "mlm": doc.get("mlm")}
