@@ -28,6 +28,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from ._checks import check_int, is_int, is_number
 from ._format import distinct, visible
 from .scoring import SCORER_LABELS, SCORER_RANKS
 
@@ -60,7 +61,7 @@ def check_gold(gold: Any, n: int) -> int | None:
     """``gold`` as an int index into ``n`` options, or None; ``ValueError`` naming ``gold`` otherwise (True, 1.0)."""
     if gold is None:
         return None
-    if isinstance(gold, bool) or not isinstance(gold, (int, np.integer)) or not 0 <= gold < n:
+    if not is_int(gold) or not 0 <= gold < n:
         raise ValueError(f"gold: expected None or an option index (an int in [0, {n})), got {gold!r}")
     return int(gold)
 
@@ -410,8 +411,7 @@ def letters_reading(table: pd.DataFrame, *, orders: int | None = None) -> str:
 def pll_subwords_spec(tokens: pd.DataFrame, *, note: str = "", cols: int = 1, title: str = "PLL by subword") -> dict:
     """Plotly JSON of ``pll_subwords`` (see there)."""
     tokens = _check_frame(tokens, "tokens", ["sentence", "metric", "position", "subword", "logprob"])
-    if isinstance(cols, bool) or not isinstance(cols, int) or cols < 1:
-        raise ValueError(f"cols: expected an int >= 1, got {cols!r}")
+    check_int("cols", cols, 1)
     sentences = list(dict.fromkeys(tokens["sentence"]))
     cols = min(cols, max(len(sentences), 1))
     rows = max(-(-len(sentences) // cols), 1)
@@ -594,8 +594,7 @@ def accuracy_ci(frame: pd.DataFrame, x: str, *, chance: float | None = None,
         chance: accuracy of guessing (e.g. 0.5 for two classes), drawn as a dashed line; None: no line.
     """
     frame = _check_frame(frame, "frame", [x, "scorer", "accuracy", "ci_low", "ci_high"])
-    if chance is not None and (isinstance(chance, bool) or not isinstance(chance, (int, float))
-                               or not 0 <= chance <= 1):
+    if chance is not None and (not is_number(chance) or not 0 <= chance <= 1):
         raise ValueError(f"chance: expected an accuracy in [0, 1], got {chance!r}")
     data = []
     for scorer, g in frame.groupby("scorer", sort=False):

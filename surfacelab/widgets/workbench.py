@@ -44,6 +44,7 @@ import ipywidgets as w
 import pandas as pd
 import plotly.graph_objects as go
 
+from .._checks import check_int, is_int, is_number
 from ..text import glued
 from ..viz import check_gold
 from ..models import list_presets
@@ -72,10 +73,9 @@ RULE = ("Each option is read exactly as typed, straight after the premise: start
 
 def _check_arguments(debounce: Any, top_k: Any, export_dir: Any, server: Any) -> None:
     """``ValueError``/``TypeError`` naming the first bad ``Workbench`` argument."""
-    if isinstance(debounce, bool) or not isinstance(debounce, (int, float)) or debounce < 0:
+    if not is_number(debounce) or debounce < 0:
         raise ValueError(f"debounce: expected seconds >= 0, got {debounce!r}")
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-        raise ValueError(f"top_k: expected an int >= 1, got {top_k!r}")
+    check_int("top_k", top_k, 1)
     if export_dir is not None and not isinstance(export_dir, (str, Path)):
         raise TypeError(f"export_dir: expected a folder path or None, got {type(export_dir).__name__}")
     if server is not None and not isinstance(server, str):
@@ -258,7 +258,7 @@ class Workbench(ModelSlots, Exports, w.VBox):
 
     def remove_option(self, index: int) -> None:
         """Remove the option at ``index`` (0-based)."""
-        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(self.rows):
+        if not is_int(index) or not 0 <= index < len(self.rows):
             raise ValueError(f"index: no option {index!r} (there are {len(self.rows)})")
         row = self.rows.pop(index)
         self.options_box.children = tuple(self.rows)
@@ -267,7 +267,7 @@ class Workbench(ModelSlots, Exports, w.VBox):
 
     def move_option(self, index: int, delta: int) -> None:
         """Move the option at ``index`` by ``delta`` places (clamped to the list)."""
-        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(self.rows):
+        if not is_int(index) or not 0 <= index < len(self.rows):
             raise ValueError(f"index: no option {index!r} (there are {len(self.rows)})")
         j = min(max(index + delta, 0), len(self.rows) - 1)
         self.rows.insert(j, self.rows.pop(index))
