@@ -437,7 +437,7 @@ def evaluate(
         lm: a loaded ``LM``.
         task: a loaded ``Task`` (``surfacelab.tasks.load``) or a task name (default split and data root).
         scorers: scorer names (list or comma-separated string); default: every registered scorer.
-        limit: evaluate only the first ``limit`` items (use ``tasks.load(limit=...)`` for a seeded sample).
+        limit: evaluate only the first ``limit`` items (``tasks.load(sample=..., seed=...)``: a seeded random subset).
         template: re-render the task first: a template family (``"code"``, ``"paper_table"``, ``"lm-eval"``),
             a template name from ``tasks.templates(task.name)`` or a ``Template``; default: the task's own
             (the ``variant`` it was loaded with). Under ``"lm-eval"`` the accuracy table names the harness's
@@ -480,8 +480,8 @@ def evaluate_fewshot(
     """Accuracy with ``n_shot`` labelled examples prepended, over several shot seeds (mean ± std).
 
     Args:
-        task: a task name (loaded with ``split``/``source``; ``limit`` is then a seeded sample) or a loaded
-            ``Task`` (``limit`` keeps its first items).
+        task: a task name (loaded with ``split``/``source``) or a loaded ``Task``; ``limit`` keeps its first
+            items either way.
         n_shot: examples per prompt (>= 1); one shared set per seed, drawn as in ``tasks.fewshot``.
         seeds: shot seeds; all of their requests go to the engine in one call.
         too_long: as in :func:`evaluate`.
