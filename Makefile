@@ -7,6 +7,8 @@ PORT ?= 8888
 LAB_DIR ?= lab
 # OPEN=0: do not open a browser (one is opened only where one exists)
 OPEN ?= 1
+# `make unit` runs its tests in this many processes (pytest-xdist; "auto": one per core)
+UNIT_WORKERS ?= auto
 # one token, drawn once (a `?=` here would draw a new one at every use)
 ifndef TOKEN
 TOKEN := $(shell python3 -c 'import secrets; print(secrets.token_hex(16))')
@@ -56,7 +58,7 @@ test: setup vllm
 # the fast part: unit tests on the tiny in-memory models and the docstring examples; no real model, browser, vLLM
 # or fresh Python process (`make test` runs those)
 unit: setup
-	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) -m pytest -q -m "not slow and not browser and not vllm and not process" \
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) -m pytest -q -n $(UNIT_WORKERS) -m "not slow and not browser and not vllm and not process" \
 		--durations=10 --doctest-modules surfacelab tests
 
 # the speed benchmarks the README quotes, against lm-evaluation-harness 0.4.13 and minicons 0.3.39 (the `bench`
