@@ -58,7 +58,7 @@ test: setup vllm
 # the fast part: unit tests on the tiny in-memory models and the docstring examples; no real model, browser, vLLM
 # or fresh Python process (`make test` runs those)
 unit: setup
-	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) -m pytest -q -n $(UNIT_WORKERS) -m "not slow and not browser and not vllm and not process" \
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) -m pytest -q -p no:nbmake -n $(UNIT_WORKERS) -m "not slow and not browser and not vllm and not process" \
 		--durations=10 --doctest-modules surfacelab tests
 
 # the speed benchmarks the README quotes, against lm-evaluation-harness 0.4.13 and minicons 0.3.39 (the `bench`
