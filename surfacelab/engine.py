@@ -312,8 +312,10 @@ def next_token_logprobs(
         token_ids: vocabulary ids whose log-probs are returned in ``selected``.
         top_k: how many of the most likely next tokens to return.
         batch_size: requests per batch, or "auto" (as in ``logprobs``).
-        cache: use the on-disk cache (True), a given ``ScoreCache``, or none (False). The cache
-            holds ``selected`` and ``entropy``; with ``top_k > 0`` every prompt is computed.
+        cache: use the on-disk cache (True), a given ``ScoreCache``, or none (False). The disk cache
+            holds ``selected`` and ``entropy``; with ``top_k > 0`` the in-memory cache of the last
+            ``TOP_CACHE_SIZE`` prompts holds the whole result instead (not with False), so a view that
+            asks again (a first part, then the rest) pays nothing.
 
     Returns:
         One ``NextToken`` per context, in order, as a ``Results`` list with this call's ``.stats``.
@@ -330,7 +332,10 @@ def next_token_logprobs(
     store = _store(cache) if sel and not top_k else None
     tag = f"{lm.fingerprint}|next-token|{','.join(map(str, sel))}"
     keys = [request_key(tag, p, 0) for p in prompts]
-    found = store.get_many(keys) if store is not None else {}
+    if top_k:
+        found = _TOP_CACHE.get_many(keys, top_k) if cache is not False else {}
+    else:
+        found = store.get_many(keys) if store is not None else {}
     todo = {k: p for k, p in zip(keys, prompts) if k not in found}
     stats = EngineStats(requests=len(prompts), unique=len(set(keys)), cached=len(found), backend=lm.backend.kind)
     stats.tokens_needed = sum(len(p) for p in todo.values())
@@ -345,6 +350,10 @@ def next_token_logprobs(
     computed = dict(zip(todo_keys, lm.backend.next_token(list(todo.values()), token_ids=sel, top_k=top_k,
                                                          batch_size=rows, progress=False, stats=stats,
                                                          on_done=commit))) if todo else {}
+    if top_k and cache is not False:
+        _TOP_CACHE.put_many({k: {"selected": r.selected, "entropy": np.array([r.entropy], np.float32),
+                                 "top_ids": r.top_ids, "top_logprobs": r.top_logprobs}
+                             for k, r in computed.items()}, top_k)
     out = Results(stats=stats)
     for c, p, k in zip(contexts, prompts, keys):
         if k in computed:
@@ -352,7 +361,8 @@ def next_token_logprobs(
             selected, ent, tids, tlp = r.selected, r.entropy, r.top_ids, r.top_logprobs
         else:
             selected, ent = found[k]["selected"], float(found[k]["entropy"][0])
-            tids, tlp = np.zeros(0, np.int64), np.zeros(0, np.float32)
+            tids = found[k].get("top_ids", np.zeros(0, np.int64))
+            tlp = found[k].get("top_logprobs", np.zeros(0, np.float32))
         out.append(NextToken(c, p, selected.astype(np.float32), tids, tlp.astype(np.float32),
                              [lm.tokenizer.decode([int(t)]) for t in tids], ent))
     return out

@@ -417,14 +417,17 @@ def _index(value: Any, options: list[str], name: str) -> int:
 
 
 def _where_mass_went(lm: Any, plan: MassPlan, options: list[str], gold: int, against: int, top_k: int,
-                     batch_size: int | str, cost: dict[str, Any]) -> tuple[pd.DataFrame, dict[str, float]]:
+                     batch_size: int | str, cache: bool, cost: dict[str, Any]) -> tuple[pd.DataFrame, dict[str, float]]:
     """The competitors frame and the mass numbers from one prompt's next-token distribution (top-k and every
     form's first token); empty / NaN when ``plan`` says why it could not be measured. Adds ``cost["next_token"]``."""
     if plan.reason:
         return (pd.DataFrame({c: pd.Series(dtype=object) for c in COMPETITOR_COLUMNS}),
                 dict.fromkeys(MASS_KEYS, float("nan")))
     t0 = time.perf_counter()
-    nts = engine.next_token_logprobs(lm, [plan.prompt], token_ids=plan.token_ids, top_k=top_k, batch_size=batch_size)
+    # with top_k the engine keeps it in memory: a second account of the question (the rest after a first part)
+    # reuses it
+    nts = engine.next_token_logprobs(lm, [plan.prompt], token_ids=plan.token_ids, top_k=top_k, batch_size=batch_size,
+                                     cache=cache)
     cost["next_token"] = _stats(t0, nts.stats)
     selected = dict(zip(plan.token_ids, nts[0].selected.astype(np.float64).tolist()))
     return competitors_frame(lm, plan, nts[0], options, gold, against), mass_numbers(plan, selected, gold, against)
@@ -479,7 +482,7 @@ def from_result(
     prior = result.table[pcol].to_numpy(dtype=float)
     cost: dict[str, Any] = {}
     plan = mass_plan(lm, result.premise, options)
-    competitors, mass = _where_mass_went(lm, plan, options, gold, against, top_k, batch_size, cost)
+    competitors, mass = _where_mass_went(lm, plan, options, gold, against, top_k, batch_size, cache, cost)
     attribution = _attribution(lm, result, gold, against, prior, neutral=neutral, sentences=sentences,
                                all_options=all_options, gradient=gradient, batch_size=batch_size, cache=cache,
                                cost=cost, occlusion=occlusion)

@@ -270,6 +270,23 @@ def test_top_k_memory_cache_honours_cache_false(tiny_lm, monkeypatch):
     assert again.stats.cached == 0 and sum(again.stats.paths.values()) == 3  # not read either
 
 
+def test_next_token_top_k_is_kept_in_memory_and_read_back_whole(tiny_lm):
+    engine.clear_top_cache()
+    prompts = ["The man took a", "The cat"]
+    first = engine.next_token_logprobs(tiny_lm, prompts, token_ids=[5, 7], top_k=3, cache=True)
+    assert first.stats.cached == 0 and len(engine._TOP_CACHE) == 2
+    again = engine.next_token_logprobs(tiny_lm, prompts, token_ids=[5, 7], top_k=3, cache=True)
+    assert again.stats.cached == 2 and again.stats.tokens_forwarded == 0
+    for a, b in zip(first, again):
+        assert (a.top_ids == b.top_ids).all() and a.top_tokens == b.top_tokens and a.entropy == b.entropy
+        np.testing.assert_array_equal(a.top_logprobs, b.top_logprobs)
+        np.testing.assert_array_equal(a.selected, b.selected)
+    other = engine.next_token_logprobs(tiny_lm, prompts, token_ids=[5], top_k=3, cache=True)
+    assert other.stats.cached == 0  # other token ids: another entry
+    off = engine.next_token_logprobs(tiny_lm, prompts, token_ids=[5, 7], top_k=3, cache=False)
+    assert off.stats.cached == 0  # cache=False reads nothing
+
+
 def test_threads_share_the_top_k_cache_and_keep_their_own_stats(tiny_lm, monkeypatch):
     import threading
 
