@@ -186,7 +186,7 @@ class View:
         """Mark the view ready / stale / busy / blocked / deferred / error (CSS classes and the visible cue)."""
         cues = {"ready": "", "stale": "updating…" if self.bench.live else "inputs changed: press Score",
                 "busy": "computing…", "blocked": "waiting for valid inputs", "error": "", "empty": "",
-                "deferred": "updates when in sight"}
+                "deferred": "updates after the views in sight"}
         with self._state_lock:
             self.state = state
             classes = [c for c in self.box._dom_classes if c not in _STATE_CLASSES]

@@ -64,11 +64,28 @@ SAVED = "saved states"
 DEFAULT_EXAMPLE = {"premise": "The man took a bath in the", "domain_premise": " the",
                    "options": [" bathtub", " sink", " pool", " xylophone"],
                    "paraphrases": ["tub, bath tub", "basin, washbasin", "swimming pool", ""], "gold": 0}
+#: Seconds without an edit before the views out of sight are computed in the background (so that a person who
+#: scrolls down after typing finds them drawn, and one who keeps typing is not slowed by them).
+BACKGROUND_IDLE_S = 0.4
 #: The cue of a slow view whose preview (first part) is shown while the rest computes.
 PREVIEW_CUE = "first part shown · computing the rest…"
 RULE = ("Each option is read exactly as typed, straight after the premise: start it with a space (<code>␣</code>) "
         "to begin a new word. Paraphrases (comma-separated) take their option's leading space. ★ marks the gold "
         "answer.")
+
+
+@contextmanager
+def _spare_a_core() -> Iterator[None]:
+    """Run the block (an update thread's work) on every torch thread but one, leaving a core to the browser that
+    draws the views and to the Jupyter server (torch keeps the setting per thread; restored after)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(max(1, before - 1))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _check_arguments(debounce: Any, top_k: Any, export_dir: Any, server: Any) -> None:
@@ -111,7 +128,10 @@ class Workbench(ModelSlots, Exports, w.VBox):
         self._computing = threading.Lock()  # one update at a time, whichever thread asks
         self._timer: threading.Timer | None = None
         self._worker: threading.Thread | None = None
-        self._slow_job: tuple | None = None  # (generation, inputs, views) for the slow lane
+        self._slow_job: tuple | None = None  # (generation, inputs, slow views, views out of sight) for the slow lane
+        self._inflight: set[tuple[str, tuple]] = set()  # (view, key) being computed, by whichever thread
+        self._last_edit = 0.0
+        self._hurry = False  # data asked for (frames, figures): the background stops waiting for a pause
         self._slow_worker: threading.Thread | None = None
         self._pending = False
         self._hold = 0
@@ -438,6 +458,7 @@ class Workbench(ModelSlots, Exports, w.VBox):
         if self._hold:
             return
         self._generation += 1
+        self._last_edit = time.monotonic()
         for v in self._stale_views():
             if v.state != "busy":
                 v.set_state("stale")
@@ -466,7 +487,7 @@ class Workbench(ModelSlots, Exports, w.VBox):
                     self._worker = None
                     return
                 self._pending = False
-            with self._computing:
+            with self._computing, _spare_a_core():
                 self._update(everything=False)
 
     def _sighted(self, view: View, seen: bool) -> None:
@@ -497,14 +518,19 @@ class Workbench(ModelSlots, Exports, w.VBox):
         handing out data."""
         worker = self._slow_worker
         if worker is not None and worker is not threading.current_thread():
-            worker.join()
+            self._hurry = True
+            try:
+                worker.join()
+            finally:
+                self._hurry = False
         # deferred (out of sight), or a slow view left at its preview by a newer edit
         if any(v.state in ("deferred", "busy", "stale") for v in self.views.values()):
             self.update()
 
     def _update(self, everything: bool) -> None:
         """One update pass. ``everything``: every view; otherwise (live edits) views out of sight in the browser
-        are left stale ("deferred") and computed when they come into sight or when their data is asked for."""
+        are left stale ("deferred") and computed after the others, in the background once the edits pause
+        (``BACKGROUND_IDLE_S``), or at once when they come into sight or their data is asked for."""
         start = time.perf_counter()
         gen = self._generation
         inp = self.inputs()
@@ -522,7 +548,7 @@ class Workbench(ModelSlots, Exports, w.VBox):
             self._show_messages(self._problems)
         order = sorted(self.views.values(), key=lambda v: v.cost)
         self.progress.value = 0
-        slow = []
+        slow, later = [], []
         for k, view in enumerate(order):
             if self.live and self._generation != gen:
                 self.status.value = "<i>newer edit: starting over…</i>"
@@ -530,10 +556,13 @@ class Workbench(ModelSlots, Exports, w.VBox):
             blocked = [p for p in self._problems if p.scope == view.name and p.blocking]
             key = view.key(inp)
             outdated = key != view.shown_key or view.state in ("error", "empty")
-            if blocked:
+            if (view.name, key) in self._inflight:
+                pass  # being computed in the background: it shows the result when done
+            elif blocked:
                 view.set_state("blocked")
             elif outdated and not everything and not view.probe.in_sight and view.state != "empty":
                 view.set_state("deferred")
+                later.append(view)
             elif outdated and view.slow and not everything:
                 if view.preview_key != key:
                     self.status.value = f"<i>computing {html.escape(view.title)} (first part)…</i>"
@@ -548,11 +577,16 @@ class Workbench(ModelSlots, Exports, w.VBox):
             self.progress.value = (k + 1) / len(order)
         self.last_update_s = time.perf_counter() - start
         self.status.value = f"updated in {self.last_update_s:.2f} s"
-        if slow:
-            self._start_slow(gen, inp, slow)
+        if slow or later:
+            self._start_slow(gen, inp, slow, later)
 
     def _compute(self, view: View, inp: Inputs, key: tuple, gen: int) -> None:
-        """Compute and draw one view for ``inp`` (its key ``key``); ready, or stale if a newer edit came."""
+        """Compute and draw one view for ``inp`` (its key ``key``); ready, or stale if a newer edit came. Nothing
+        when another thread is computing the same."""
+        with self._lock:
+            if (view.name, key) in self._inflight:
+                return
+            self._inflight.add((view.name, key))
         view.set_state("busy", PREVIEW_CUE if view.preview_key == key else None)
         try:
             view.publish(inp, view.compute(inp))
@@ -561,6 +595,9 @@ class Workbench(ModelSlots, Exports, w.VBox):
         except Exception as err:  # every failure becomes a message inside its view
             view.fail(str(err) if isinstance(err, (ValueError, TypeError, ModuleNotFoundError))
                       else f"{type(err).__name__}: {err}")
+        finally:
+            with self._lock:
+                self._inflight.discard((view.name, key))
 
     def _preview(self, view: View, inp: Inputs, key: tuple) -> None:
         """Show a slow view's preview for ``inp`` (its key ``key``), if it has one; a failure shows nothing
@@ -573,26 +610,46 @@ class Workbench(ModelSlots, Exports, w.VBox):
         except Exception:  # the full computation reports every failure inside its view
             view.preview_key = None
 
-    def _start_slow(self, gen: int, inp: Inputs, views: list[View]) -> None:
-        """Compute slow views (``View.slow``) in their own thread, so the next edit's update need not wait."""
+    def _start_slow(self, gen: int, inp: Inputs, views: list[View], later: list[View]) -> None:
+        """Compute slow views (``View.slow``), then the views out of sight (``later``) once the edits pause, in
+        their own thread, so the next edit's update need not wait."""
         with self._lock:
-            self._slow_job = (gen, inp, views)
+            self._slow_job = (gen, inp, views, later)
             if self._slow_worker is None:
                 self._slow_worker = threading.Thread(target=self._slow_work, daemon=True, name="surfacelab-slow")
                 self._slow_worker.start()
 
     def _slow_work(self) -> None:
+        with _spare_a_core():
+            self._slow_jobs()
+
+    def _slow_jobs(self) -> None:
         while True:
             with self._lock:
                 job, self._slow_job = self._slow_job, None
                 if job is None:
                     self._slow_worker = None
                     return
-            gen, inp, views = job
+            gen, inp, views, later = job
             for view in views:
                 if self.live and self._generation != gen:  # a newer edit: its update schedules the view again
                     break
                 self._compute(view, inp, view.key(inp), gen)
+            for view in later:
+                if not self._paused(gen):
+                    break
+                if view.state == "deferred":  # not brought up to date meanwhile (scrolled into sight)
+                    self._compute(view, inp, view.key(inp), gen)
+
+    def _paused(self, gen: int) -> bool:
+        """Wait until the edits have paused for ``BACKGROUND_IDLE_S`` and no update runs; False when a newer edit
+        came (its update schedules the background work again)."""
+        while self._generation == gen:
+            left = BACKGROUND_IDLE_S - (time.monotonic() - self._last_edit)
+            if self._hurry or (left <= 0 and self._worker is None):
+                return True
+            time.sleep(min(max(left, 0.0), 0.05) or 0.02)
+        return False
 
     def _show_messages(self, found: list[Problem]) -> None:
         """One line per problem; notices (non-blocking) in the warning colour."""
@@ -626,6 +683,7 @@ class Workbench(ModelSlots, Exports, w.VBox):
     def close(self) -> None:
         """Close the workbench and every widget in it."""
         with self._lock:
+            self._generation += 1  # the update threads stop at their next check
             if self._timer is not None:
                 self._timer.cancel()
         for child in self.children:

@@ -211,6 +211,12 @@ QUIET_JS = """([quiet, changed]) => {
 }"""
 
 
+SIGHT_JS = """() => [...document.querySelectorAll('.sl-workbench .sl-view')].filter((e) => {
+  const r = e.getBoundingClientRect();
+  return r.bottom > 0 && r.top < window.innerHeight && r.right > 0 && r.left < window.innerWidth;
+}).map((e) => %s.find((n) => e.classList.contains('sl-view-' + n)))""" % repr(VIEWS)
+
+
 def wait_quiet(page: Any, quiet_ms: int = 700, timeout_ms: int = 120_000, *, changed: bool = True) -> None:
     """Wait until no view in sight is stale and the workbench's DOM has not changed for ``quiet_ms`` (``changed``:
     and it did change after the last keystroke)."""
@@ -219,7 +225,7 @@ def wait_quiet(page: Any, quiet_ms: int = 700, timeout_ms: int = 120_000, *, cha
 
 def timed_edit(page: Any, base: str, word: str, *, delay_ms: int = 60, quiet_ms: int = 700,
                stale_seen: list | None = None, per_view: dict | None = None,
-               first_content: dict | None = None) -> float:
+               first_content: dict | None = None, in_sight: list | None = None) -> float:
     """Set the premise to ``base`` (and let it settle), then type ``word`` at its end with ``delay_ms`` between
     keys; returns the seconds from the last keystroke until the DOM was last changed (quiet after it).
 
@@ -228,7 +234,8 @@ def timed_edit(page: Any, base: str, word: str, *, delay_ms: int = 60, quiet_ms:
     seconds from the last keystroke to the last change inside it (None: it did not change), and under
     ``"deferred"`` the views left for later because they were out of sight. ``first_content``: if given, gets
     per view the seconds from the last keystroke to the first change of its content (what a slow view shows
-    first), None where its content did not change.
+    first), None where its content did not change. ``in_sight``: if given, gets the names of the views on the
+    screen at the keystroke (the others are computed after them, in the background).
     """
     box = page.locator(".sl-premise textarea")
     box.fill(base)
@@ -238,6 +245,8 @@ def timed_edit(page: Any, base: str, word: str, *, delay_ms: int = 60, quiet_ms:
     page.evaluate(WATCH_JS)
     box.click()
     page.keyboard.press("End")
+    if in_sight is not None:
+        in_sight.extend(page.evaluate(SIGHT_JS))
     page.keyboard.type(word, delay=delay_ms)
     if stale_seen is not None:
         stale_seen.append(page.evaluate("document.querySelectorAll('.sl-workbench .sl-stale').length > 0"))
@@ -257,6 +266,18 @@ def timed_edit(page: Any, base: str, word: str, *, delay_ms: int = 60, quiet_ms:
     if stale_seen is not None:
         stale_seen.append(w["busy"])
     return (w["last"] - w["key"]) / 1000.0
+
+
+def timed_scroll(page: Any, view: str, *, quiet_ms: int = 700) -> dict[str, float]:
+    """Scroll ``view`` to the top of the screen; returns, per view that changed after the scroll, the seconds from
+    the scroll until its last change (the DOM quiet after it). An empty dict: nothing was left to draw."""
+    page.evaluate(WATCH_JS)
+    page.evaluate("(v) => { window.__slWatch.key = performance.now(); "
+                  "document.querySelector('.sl-view-' + v).scrollIntoView({block: 'start'}); }", view)
+    time.sleep(0.3)  # the view's sight probe reaches the kernel, which starts what it deferred
+    wait_quiet(page, quiet_ms, changed=False)
+    w = page.evaluate("(() => { const w = window.__slWatch; return {key: w.key, views: w.views}; })()")
+    return {name: (t - w["key"]) / 1000.0 for name, t in w["views"].items() if t > w["key"]}
 
 
 def no_horizontal_scroll(page: Any) -> dict:

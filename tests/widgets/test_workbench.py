@@ -263,24 +263,66 @@ def test_an_edit_during_an_update_starts_over(tiny_lm, tiny_mlm, monkeypatch):
     bench.close()
 
 
-def test_views_out_of_sight_wait_until_seen_or_asked_for(tiny_lm, tiny_mlm):
+def _wait_for(condition, timeout: float = 60.0) -> None:
+    end = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < end, "timed out"
+        time.sleep(0.02)
+
+
+def _log_computes(bench: Workbench) -> list[tuple[str, float, float]]:
+    """(view, start, end) of every view computation from now on (monotonic seconds)."""
+    log: list[tuple[str, float, float]] = []
+    for name, view in bench.views.items():
+        def timed(inp, compute=view.compute, name=name):
+            t = time.monotonic()
+            try:
+                return compute(inp)
+            finally:
+                log.append((name, t, time.monotonic()))
+        view.compute = timed
+    return log
+
+
+def test_views_out_of_sight_are_computed_after_the_others_once_the_edits_pause(tiny_lm, tiny_mlm):
+    bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=True, debounce=0.05)
+    bench.update()
+    log = _log_computes(bench)
+    letters = bench.views["letters"]
+    letters.probe.in_sight = False  # what the browser reports for a view scrolled out of sight
+    bench.premise_box.value = "The woman went to the store because she"
+    time.sleep(0.1)
+    edited = time.monotonic()
+    bench.premise_box.value = "The woman went to the store because she needed"  # still typing
+    bench.wait(60)
+    assert letters.state == "ready" and letters.result.question == "The woman went to the store because she needed"
+    when = {name: (start, end) for name, start, end in log}
+    assert [name for name, *_ in log].count("letters") == 1  # only for the last edit: the first was overtaken
+    assert when["letters"][0] >= max(when[n][1] for n in ("scores", "tokens", "paraphrase", "pll"))
+    assert when["letters"][0] - edited >= wbmod.BACKGROUND_IDLE_S  # not while the person types
+    assert bench.views["scores"].state == "ready"
+    bench.close()
+
+
+def test_views_out_of_sight_wait_until_seen_or_asked_for(tiny_lm, tiny_mlm, monkeypatch):
+    monkeypatch.setattr(wbmod, "BACKGROUND_IDLE_S", 3600.0)  # a person who keeps typing
     bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=True, debounce=0.05)
     bench.update()
     letters = bench.views["letters"]
-    letters.probe.in_sight = False  # what the browser reports for a view scrolled out of sight
+    letters.probe.in_sight = False
     bench.premise_box.value = "The woman went to the store because she needed"
-    bench.wait(60)
+    _wait_for(lambda: bench.views["scores"].state == "ready" and bench._worker is None)
+    time.sleep(0.2)
     assert letters.state == "deferred" and "sl-deferred" in _classes(letters.box)
     assert "in sight" in letters.cue.value
-    assert bench.views["scores"].state == "ready"  # the views in sight are up to date
     letters.probe.in_sight = True  # scrolled into sight: computed now
-    bench.wait(60)
-    assert letters.state == "ready"
+    _wait_for(lambda: letters.state == "ready")
+    assert letters.result.question == "The woman went to the store because she needed"
     letters.probe.in_sight = False
     bench.premise_box.value = "The cat sat on the"
-    bench.wait(60)
+    _wait_for(lambda: bench.views["scores"].state == "ready" and bench._worker is None)
     assert letters.state == "deferred"
-    frames = bench.frames()  # asking for the data brings every view up to date
+    frames = bench.frames()  # asking for the data brings every view up to date at once
     assert letters.state == "ready" and frames["letters"]["option"].tolist() == [o.strip() for o in bench.options]
     assert bench.views["letters"].result.question == "The cat sat on the"
     bench.close()
