@@ -98,6 +98,31 @@ def measure(page, edits: int, label: str) -> dict:
             "left_deferred": left}
 
 
+def measure_bursts(page, rounds: int, pause_s: float) -> dict:
+    """A person typing in bursts: a word, a pause of ``pause_s`` (long enough for the views out of sight to
+    start computing in the background), the next word; the seconds from its last keystroke until the views in
+    sight were last changed."""
+    waits = []
+    nonce = secrets.token_hex(2)
+    box = page.locator(".sl-premise textarea")
+    for i in range(rounds):
+        box.fill(f"In yard {nonce}{i} the man took a bath in the")
+        time.sleep(0.5)
+        labkit.wait_quiet(page, changed=False)
+        box.click()
+        page.keyboard.press("End")
+        page.keyboard.type(WORDS[i % len(WORDS)], delay=60)
+        time.sleep(pause_s)
+        page.evaluate(labkit.WATCH_JS)
+        page.keyboard.type(WORDS[(i + 5) % len(WORDS)], delay=60)
+        sight = page.evaluate(labkit.SIGHT_JS)
+        labkit.wait_quiet(page)
+        w = page.evaluate("(() => { const w = window.__slWatch; return {key: w.key, views: w.views}; })()")
+        waits.append(max((w["views"][n] - w["key"]) / 1000.0 for n in sight if w["views"].get(n, 0) > w["key"]))
+        print(f"  1440x900 burst {i + 1} (pause {pause_s} s): in sight {waits[-1]:.2f} s", flush=True)
+    return {"pause_s": pause_s, "median_s": statistics.median(waits), "p90_s": p90(waits), "n": len(waits)}
+
+
 def measure_scrolls(page, rounds: int) -> dict:
     """What a person waits for when, after an edit, they scroll down to a view: per round an edit (settled, the
     views in sight redrawn), then each view below the first screen scrolled to the top of the screen in turn;
@@ -159,6 +184,7 @@ def main() -> None:
             out["viewports"][label] = measure(page, args.edits, label)
             if height == 900:
                 out["scroll"] = measure_scrolls(page, args.scrolls)
+                out["bursts"] = [measure_bursts(page, args.scrolls, pause) for pause in (0.6, 1.5)]
             if errors:
                 out["viewports"][label]["errors"] = errors
             browser.close()
@@ -181,6 +207,9 @@ def main() -> None:
     if out.get("scroll"):
         print("1440x900, after an edit, scroll to a view → it is drawn: " + ", ".join(
             f"{n} median {v['median_s']:.2f} s (p90 {v['p90_s']:.2f})" for n, v in out["scroll"].items()))
+    for b in out.get("bursts", []):
+        print(f"1440x900, typing in bursts (a word, {b['pause_s']} s pause, a word): the views in sight redrawn "
+              f"after the second word: median {b['median_s']:.2f} s (p90 {b['p90_s']:.2f}, n={b['n']})")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
 

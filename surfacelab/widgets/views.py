@@ -93,7 +93,8 @@ class View:
         self._state_lock = threading.Lock()
         self.cue = w.HTML("<span class='sl-cue'>not computed yet</span>")
         self.cue.add_class("sl-view-cue")
-        # a live update recomputes a view out of sight only when it comes into sight (see Workbench._update)
+        # a live update computes a view out of sight after those in sight: in the background once the typing
+        # pauses, or at once when it comes into sight (see Workbench._update)
         self.probe = SightProbe()
         head = w.HBox([w.HTML(f"<span class='sl-view-title'>{html.escape(self.title)}</span>"), self.cue,
                        self.probe])
@@ -460,7 +461,8 @@ class WhyView(View):
     (occlusion: every word removed and replaced, all in one engine call), where the gold's mass went
     at its first token, and the verdict in one sentence. The occlusion costs one forward per premise
     word and option, so this view is ``slow``: computed after the other views are drawn, beside the
-    next edits, and only when in sight. Occluded premises are scored with the two options compared
+    next edits (out of sight: with the other views out of sight, once the typing pauses). Occluded premises
+    are scored with the two options compared
     (``all_options=False``): the margin is the pair's, and it halves the forwards.
     """
 

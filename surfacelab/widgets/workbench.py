@@ -21,7 +21,9 @@ paraphrase view and the scorer table score the same strings.
 Nothing here computes a score: every number comes from the library (``score``, ``alternatives``,
 ``paraphrase``, ``letters``, ``pll``) and every figure from ``surfacelab.viz``. An edit marks the views
 it affects as stale at once; the update (debounced, in a background thread) redraws each view in
-place as soon as its numbers are ready, cheapest first, and starts over if a newer edit arrives.
+sight in place as soon as its numbers are ready, cheapest first, and starts over if a newer edit arrives;
+the views out of sight follow once the typing pauses (``BACKGROUND_IDLE_S``), so they are drawn by the
+time a person scrolls to them. The update threads leave one core to the browser that draws the views.
 
 >>> wb = Workbench()                     # doctest: +SKIP
 >>> wb                                   # displays the UI  # doctest: +SKIP
@@ -66,7 +68,7 @@ DEFAULT_EXAMPLE = {"premise": "The man took a bath in the", "domain_premise": " 
                    "paraphrases": ["tub, bath tub", "basin, washbasin", "swimming pool", ""], "gold": 0}
 #: Seconds without an edit before the views out of sight are computed in the background (so that a person who
 #: scrolls down after typing finds them drawn, and one who keeps typing is not slowed by them).
-BACKGROUND_IDLE_S = 0.4
+BACKGROUND_IDLE_S = 1.0
 #: The cue of a slow view whose preview (first part) is shown while the rest computes.
 PREVIEW_CUE = "first part shown · computing the rest…"
 RULE = ("Each option is read exactly as typed, straight after the premise: start it with a space (<code>␣</code>) "
