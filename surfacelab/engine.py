@@ -361,7 +361,7 @@ def next_token_logprobs(
             selected, ent, tids, tlp = r.selected, r.entropy, r.top_ids, r.top_logprobs
         else:
             selected, ent = found[k]["selected"], float(found[k]["entropy"][0])
-            tids = found[k].get("top_ids", np.zeros(0, np.int64))
+            tids = found[k].get("top_ids", np.zeros(0, np.int64)).copy()  # the cached array stays as it is
             tlp = found[k].get("top_logprobs", np.zeros(0, np.float32))
         out.append(NextToken(c, p, selected.astype(np.float32), tids, tlp.astype(np.float32),
                              [lm.tokenizer.decode([int(t)]) for t in tids], ent))

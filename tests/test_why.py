@@ -219,6 +219,18 @@ def test_competitors_frame_of_a_result_reads_one_next_token_call(tiny_why):
     assert tiny_why.term("gold listed", "mass") == pytest.approx(float(gold_row["prob"].iloc[0]))
 
 
+def test_a_second_account_of_the_same_question_reuses_the_next_token_forward(tiny_lm):
+    engine.clear_top_cache()
+    result = sl.score(tiny_lm, PREMISE, OPTIONS, domain_premise=DOMAIN)
+    first = result.why(tiny_lm, gold=0, occlusion=False)  # the workbench's first part
+    rest = result.why(tiny_lm, gold=0)  # then the whole account
+    assert first.meta["cost"]["next_token"]["cached"] == 0
+    assert rest.meta["cost"]["next_token"]["cached"] == 1 and rest.meta["cost"]["next_token"]["tokens_forwarded"] == 0
+    pd.testing.assert_frame_equal(first.competitors, rest.competitors)
+    off = result.why(tiny_lm, gold=0, occlusion=False, cache=False)
+    assert off.meta["cost"]["next_token"]["cached"] == 0  # cache=False: computed again
+
+
 # --------------------------------------------------------------------------- verdicts
 @pytest.mark.parametrize("args, kwargs, label", [
     ((1.0, 0.0, 0.5, 0.5), {"gold_wins": True}, "right"),

@@ -45,6 +45,7 @@ from typing import Any, Iterator
 import ipywidgets as w
 import pandas as pd
 import plotly.graph_objects as go
+import torch
 
 from .._checks import check_int, is_int, is_number
 from ..text import glued
@@ -77,17 +78,16 @@ RULE = ("Each option is read exactly as typed, straight after the premise: start
 
 
 @contextmanager
-def _spare_a_core() -> Iterator[None]:
-    """Run the block (an update thread's work) on every torch thread but one, leaving a core to the browser that
-    draws the views and to the Jupyter server (torch keeps the setting per thread; restored after)."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(max(1, before - 1))
+def _threads(n: int, after: int) -> Iterator[None]:
+    """Run the block (an update thread's work) on ``n`` torch threads, then set ``after`` (the process default read
+    on the main thread). torch keeps the setting per running thread, but also records it as the default of
+    threads started later: setting ``after`` keeps that default from drifting."""
+    torch.get_num_threads()  # a new thread first takes the default (lazily, at its first call): before ours
+    torch.set_num_threads(n)
     try:
         yield
     finally:
-        torch.set_num_threads(before)
+        torch.set_num_threads(after)
 
 
 def _check_arguments(debounce: Any, top_k: Any, export_dir: Any, server: Any) -> None:
@@ -132,6 +132,11 @@ class Workbench(ModelSlots, Exports, w.VBox):
         self._worker: threading.Thread | None = None
         self._slow_job: tuple | None = None  # (generation, inputs, slow views, views out of sight) for the slow lane
         self._inflight: set[tuple[str, tuple]] = set()  # (view, key) being computed, by whichever thread
+        self._changed = threading.Condition(self._lock)  # notified when a computation ends
+        self._publishing = threading.Lock()
+        self._shown_gen: dict[str, int] = {}  # per view: the edit its content is for (an older result is dropped)
+        # the update threads leave a core to the browser that draws the views and to the Jupyter server
+        self._torch_threads = (max(1, torch.get_num_threads() - 1), torch.get_num_threads())
         self._last_edit = 0.0
         self._hurry = False  # data asked for (frames, figures): the background stops waiting for a pause
         self._slow_worker: threading.Thread | None = None
@@ -489,12 +494,12 @@ class Workbench(ModelSlots, Exports, w.VBox):
                     self._worker = None
                     return
                 self._pending = False
-            with self._computing, _spare_a_core():
+            with self._computing, _threads(*self._torch_threads):
                 self._update(everything=False)
 
     def _sighted(self, view: View, seen: bool) -> None:
-        """A view deferred by a live update came into sight: update it now."""
-        if seen and view.state == "deferred" and self.live:
+        """A view left for later by a live update came into sight: update it now."""
+        if seen and view.state in ("deferred", "stale") and self.live:
             self._kick()
 
     def wait(self, timeout: float = 120.0) -> None:
@@ -558,7 +563,7 @@ class Workbench(ModelSlots, Exports, w.VBox):
             blocked = [p for p in self._problems if p.scope == view.name and p.blocking]
             key = view.key(inp)
             outdated = key != view.shown_key or view.state in ("error", "empty")
-            if (view.name, key) in self._inflight:
+            if (view.name, key) in self._inflight and not everything:
                 pass  # being computed in the background: it shows the result when done
             elif blocked:
                 view.set_state("blocked")
@@ -568,12 +573,12 @@ class Workbench(ModelSlots, Exports, w.VBox):
             elif outdated and view.slow and not everything:
                 if view.preview_key != key:
                     self.status.value = f"<i>computing {html.escape(view.title)} (first part)…</i>"
-                    self._preview(view, inp, key)
+                    self._preview(view, inp, key, gen)
                 view.set_state("busy", PREVIEW_CUE if view.preview_key == key else "computing… (after the other views)")
                 slow.append(view)
             elif outdated:
                 self.status.value = f"<i>computing {html.escape(view.title)}…</i>"
-                self._compute(view, inp, key, gen)
+                self._compute(view, inp, key, gen, wait=everything)
             elif self._generation == gen:
                 view.set_state("ready")
             self.progress.value = (k + 1) / len(order)
@@ -582,33 +587,50 @@ class Workbench(ModelSlots, Exports, w.VBox):
         if slow or later:
             self._start_slow(gen, inp, slow, later)
 
-    def _compute(self, view: View, inp: Inputs, key: tuple, gen: int) -> None:
-        """Compute and draw one view for ``inp`` (its key ``key``); ready, or stale if a newer edit came. Nothing
-        when another thread is computing the same."""
-        with self._lock:
-            if (view.name, key) in self._inflight:
+    def _compute(self, view: View, inp: Inputs, key: tuple, gen: int, *, wait: bool = False) -> None:
+        """Compute and draw one view for ``inp`` (its key ``key``, for edit ``gen``): ready, or stale when the inputs
+        changed meanwhile (a newer update draws it). Another thread computing the same: nothing, or (``wait``) wait
+        for it. A result for an older edit than the one shown is dropped."""
+        with self._changed:
+            while (view.name, key) in self._inflight:
+                if not wait:
+                    return
+                self._changed.wait()
+            if view.shown_key == key and view.state != "error":  # drawn meanwhile, by another thread
                 return
             self._inflight.add((view.name, key))
         view.set_state("busy", PREVIEW_CUE if view.preview_key == key else None)
         try:
-            view.publish(inp, view.compute(inp))
-            view.shown_key = key
-            view.set_state("ready" if self._generation == gen else "stale")
+            self._show(view, inp, view.compute(inp), key, gen)
         except Exception as err:  # every failure becomes a message inside its view
             view.fail(str(err) if isinstance(err, (ValueError, TypeError, ModuleNotFoundError))
                       else f"{type(err).__name__}: {err}")
         finally:
-            with self._lock:
+            with self._changed:
                 self._inflight.discard((view.name, key))
+                self._changed.notify_all()
 
-    def _preview(self, view: View, inp: Inputs, key: tuple) -> None:
+    def _show(self, view: View, inp: Inputs, result: Any, key: tuple, gen: int, *, preview: bool = False) -> None:
+        """Draw ``result`` (for ``inp``, its key ``key``, edit ``gen``) unless the view shows a newer edit's; a full
+        result leaves the view ready, or stale when the inputs changed meanwhile."""
+        with self._publishing:
+            if gen < self._shown_gen.get(view.name, -1):
+                return
+            view.publish(inp, result)
+            self._shown_gen[view.name] = gen
+            if preview:
+                view.preview_key = key
+            else:
+                view.shown_key = key
+                view.set_state("ready" if key == view.key(self.inputs()) else "stale")
+
+    def _preview(self, view: View, inp: Inputs, key: tuple, gen: int) -> None:
         """Show a slow view's preview for ``inp`` (its key ``key``), if it has one; a failure shows nothing
         (the full computation that follows reports it)."""
         try:
             result = view.preview(inp)
             if result is not None:
-                view.publish(inp, result)
-                view.preview_key = key
+                self._show(view, inp, result, key, gen, preview=True)
         except Exception:  # the full computation reports every failure inside its view
             view.preview_key = None
 
@@ -622,7 +644,7 @@ class Workbench(ModelSlots, Exports, w.VBox):
                 self._slow_worker.start()
 
     def _slow_work(self) -> None:
-        with _spare_a_core():
+        with _threads(*self._torch_threads):
             self._slow_jobs()
 
     def _slow_jobs(self) -> None:
@@ -637,11 +659,10 @@ class Workbench(ModelSlots, Exports, w.VBox):
                 if self.live and self._generation != gen:  # a newer edit: its update schedules the view again
                     break
                 self._compute(view, inp, view.key(inp), gen)
-            for view in later:
+            for view in later:  # each unless drawn meanwhile (scrolled into sight)
                 if not self._paused(gen):
                     break
-                if view.state == "deferred":  # not brought up to date meanwhile (scrolled into sight)
-                    self._compute(view, inp, view.key(inp), gen)
+                self._compute(view, inp, view.key(inp), gen)
 
     def _paused(self, gen: int) -> bool:
         """Wait until the edits have paused for ``BACKGROUND_IDLE_S`` and no update runs; False when a newer edit

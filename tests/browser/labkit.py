@@ -212,8 +212,8 @@ QUIET_JS = """([quiet, changed]) => {
 
 
 SIGHT_JS = """() => [...document.querySelectorAll('.sl-workbench .sl-view')].filter((e) => {
-  const r = e.getBoundingClientRect();
-  return r.bottom > 0 && r.top < window.innerHeight && r.right > 0 && r.left < window.innerWidth;
+  const r = e.getBoundingClientRect();  // in sight as the views' sight probes count it: within 200 px of the screen
+  return r.bottom > -200 && r.top < window.innerHeight + 200 && r.right > 0 && r.left < window.innerWidth;
 }).map((e) => %s.find((n) => e.classList.contains('sl-view-' + n)))""" % repr(VIEWS)
 
 
