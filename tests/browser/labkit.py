@@ -181,7 +181,7 @@ WATCH_JS = """() => {
   const VIEW_NAMES = %s;
   const root = document.querySelector('.sl-workbench');
   if (window.__slWatch) window.__slWatch.obs.disconnect();
-  const w = {last: performance.now(), key: 0, count: 0, busy: false, obs: null, views: {}, first: {}};
+  const w = {last: performance.now(), key: 0, count: 0, busy: false, obs: null, views: {}, first: {}, later: {}};
   const names = VIEW_NAMES;
   w.obs = new MutationObserver((records) => {
     const now = performance.now();
@@ -192,13 +192,15 @@ WATCH_JS = """() => {
       const view = el && el.closest ? el.closest('.sl-view') : null;
       const name = view && names.find((n) => view.classList.contains('sl-view-' + n));
       if (name) w.views[name] = now;  // the last change inside each view
+      // a view the kernel found out of sight after the keystroke: computed later, in the background
+      if (name && w.key > 0 && view.classList.contains('sl-deferred')) w.later[name] = true;
       // the first change of each view's content after the keystroke (a slow view's first part)
       if (name && w.key > 0 && !(name in w.first) && el.closest('.sl-view-content')) w.first[name] = now;
     }
   });
   w.obs.observe(root, {subtree: true, childList: true, attributes: true, characterData: true});
   const box = document.querySelector('.sl-premise textarea');
-  box.addEventListener('keydown', () => { w.key = performance.now(); w.first = {}; }, true);
+  box.addEventListener('keydown', () => { w.key = performance.now(); w.first = {}; w.later = {}; }, true);
   window.__slWatch = w;
 }""" % repr(VIEWS)
 
@@ -211,10 +213,9 @@ QUIET_JS = """([quiet, changed]) => {
 }"""
 
 
-SIGHT_JS = """() => [...document.querySelectorAll('.sl-workbench .sl-view')].filter((e) => {
-  const r = e.getBoundingClientRect();  // in sight as the views' sight probes count it: within 200 px of the screen
-  return r.bottom > -200 && r.top < window.innerHeight + 200 && r.right > 0 && r.left < window.innerWidth;
-}).map((e) => %s.find((n) => e.classList.contains('sl-view-' + n)))""" % repr(VIEWS)
+#: The views the kernel computed on the keystroke's path (in sight for their sight probes; the others are marked
+#: ``sl-deferred`` and computed later), from ``WATCH_JS``'s record.
+SIGHT_JS = "%s.filter((n) => !window.__slWatch.later[n])" % repr(VIEWS)
 
 
 def wait_quiet(page: Any, quiet_ms: int = 700, timeout_ms: int = 120_000, *, changed: bool = True) -> None:
@@ -234,8 +235,8 @@ def timed_edit(page: Any, base: str, word: str, *, delay_ms: int = 60, quiet_ms:
     seconds from the last keystroke to the last change inside it (None: it did not change), and under
     ``"deferred"`` the views left for later because they were out of sight. ``first_content``: if given, gets
     per view the seconds from the last keystroke to the first change of its content (what a slow view shows
-    first), None where its content did not change. ``in_sight``: if given, gets the names of the views on the
-    screen at the keystroke (the others are computed after them, in the background).
+    first), None where its content did not change. ``in_sight``: if given, gets the names of the views in sight
+    (computed on the keystroke's path; the others are computed after them, in the background).
     """
     box = page.locator(".sl-premise textarea")
     box.fill(base)
@@ -245,12 +246,12 @@ def timed_edit(page: Any, base: str, word: str, *, delay_ms: int = 60, quiet_ms:
     page.evaluate(WATCH_JS)
     box.click()
     page.keyboard.press("End")
-    if in_sight is not None:
-        in_sight.extend(page.evaluate(SIGHT_JS))
     page.keyboard.type(word, delay=delay_ms)
     if stale_seen is not None:
         stale_seen.append(page.evaluate("document.querySelectorAll('.sl-workbench .sl-stale').length > 0"))
     wait_quiet(page, quiet_ms)
+    if in_sight is not None:
+        in_sight.extend(page.evaluate(SIGHT_JS))
     w = page.evaluate("(() => { const w = window.__slWatch; return {key: w.key, last: w.last, busy: w.busy, "
                       "views: w.views, first: w.first}; })()")
     if per_view is not None:
