@@ -67,6 +67,18 @@ def gap(x: float, *, digits: int = 2) -> str:
     return _fmt(x, d, False)
 
 
+def signed(x: float, *, digits: int = 2) -> str:
+    """A signed number that never prints as "-0.00" (a zero has no sign) and, when not zero, never as zero.
+
+    >>> signed(1.234), signed(-0.0), signed(-0.0004), signed(float("nan"))
+    ('+1.23', '0.00', '-0.0004', 'n/a')
+    """
+    x = float(x)
+    if not math.isfinite(x) or x == 0:
+        return _fmt(abs(x), digits, False)
+    return ("+" if x > 0 else "-") + gap(abs(x), digits=digits)
+
+
 def visible(text: str) -> str:
     """``text`` with its leading and trailing whitespace drawn as marks (␣ for a space, ↵ newline, ⇥ tab)."""
     core = text.strip()

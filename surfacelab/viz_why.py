@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
+from ._format import signed
 from .viz import _check_frame, _grid, _layout, _plain, esc, figure, show
 
 #: Colour of each competitor group (gold warm, other options cool, shared and elsewhere grey).
@@ -41,7 +42,7 @@ def gap_waterfall_spec(terms: pd.DataFrame, *, title: str = "Where the LM gap co
     names = [*GAP_TERMS, "LM gap"]
     values = [float(gap.loc[t, "value"]) for t in names]
     data = [{"type": "waterfall", "x": names, "y": values, "measure": ["relative"] * len(GAP_TERMS) + ["total"],
-             "text": [f"{v:+.2f}" for v in values], "textposition": "outside",
+             "text": [signed(v) for v in values], "textposition": "outside",
              "customdata": [esc(gap.loc[t, "sentence"]) for t in names],
              "hovertemplate": "%{customdata}<extra></extra>",
              "increasing": {"marker": {"color": "#54a24b"}}, "decreasing": {"marker": {"color": "#e45756"}},

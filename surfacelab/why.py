@@ -257,9 +257,9 @@ def _terms_frame(result: MCResult, gold: int, against: int, d: dict[str, float],
         at = (f"after the shared {plan.prompt[len(result.premise.rstrip()):]!r}" if plan.shared
               else "at the options' first token")
         for side, name in (("gold", og), ("against", oa)):
-            lead = f"{at[:1].upper() + at[1:]}, the gold's" if side == "gold" else f"{name}'s"
+            lead = f"{at[:1].upper() + at[1:]}, the gold's own token" if side == "gold" else f"The own token of {name}"
             add("mass", f"{side} listed", mass[f"{side}_listed"], "prob", f"P({side}'s own token)",
-                f"{lead} own token has P = {_pct(mass[f'{side}_listed'])}.")
+                f"{lead} has P = {_pct(mass[f'{side}_listed'])}.")
             add("mass", f"{side} unlisted", mass[f"{side}_unlisted"], "prob",
                 f"Σ P(tokens of unlisted {side} forms only)",
                 f"Tokens that start only unlisted forms of {name} hold {_pct(mass[f'{side}_unlisted'])} "
@@ -284,9 +284,9 @@ def _verdict_detail(label: str, d: dict[str, float], og: str, oa: str, mass: dic
         return f"Verdict: tie — {og} ties {oa} exactly under LM and loses the tie-break."
     what = {"premise evidence": f"the premise itself favours {oa} ({d['evidence']:+.2f} nats of evidence)",
             "length": f"{og} is longer ({d['length']:+.2f} nats of length)",
-            "prior": f"{og}'s words are rarer a priori ({d['prior_per_token']:+.2f} nats per-token prior)",
-            "letter bias": f"the model prefers {oa}'s letter a priori ({d['prior_per_token']:+.2f} nats)",
-            "split mass": f"{og}'s probability is split over unlisted forms ({mass['gold_ratio']:.2f}× its listed "
+            "prior": f"the words of {og} are rarer a priori ({d['prior_per_token']:+.2f} nats per-token prior)",
+            "letter bias": f"the model prefers the letter of {oa} a priori ({d['prior_per_token']:+.2f} nats)",
+            "split mass": f"the probability of {og} is split over unlisted forms ({mass['gold_ratio']:.2f}× its listed "
                           f"token; counting them moves the gap by {mass['mass_gain']:+.2f} nats)",
             "mixed": "no single term holds half of the loss",
             "lost": "no prior context was scored"}[label]

@@ -305,6 +305,22 @@ def test_figures_are_built_from_the_frames(tiny_why):
         tiny_why.show("nope")
 
 
+def test_waterfall_labels_never_print_a_negative_zero(tiny_why):
+    from surfacelab.viz_why import gap_waterfall_spec
+
+    terms = tiny_why.terms.copy()
+    rows = (terms["group"] == "gap") & terms["term"].isin(["length", "prior per token"])
+    terms.loc[rows, "value"] = [-0.0, -0.0004]  # equal token counts; a tiny prior gap
+    labels = dict(zip(gap_waterfall_spec(terms)["data"][0]["x"], gap_waterfall_spec(terms)["data"][0]["text"]))
+    assert labels["length"] == "0.00" and labels["prior per token"] == "-0.0004"
+
+
+def test_sentences_quote_options_without_a_doubled_apostrophe(tiny_lm):
+    for gold in range(len(OPTIONS)):
+        account = sl.why(tiny_lm, PREMISE, OPTIONS, gold=gold, domain_premise=DOMAIN)
+        assert not any("''s" in t for t in account.terms["sentence"]), account.terms["sentence"].tolist()
+
+
 def test_bad_input_names_the_argument(tiny_lm):
     with pytest.raises(ValueError, match="gold"):
         sl.why(tiny_lm, PREMISE, OPTIONS, gold=3)

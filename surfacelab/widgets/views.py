@@ -439,7 +439,7 @@ class PLLView(View):
         rows = [[("★ " if i == inp.gold else "") + f"<span class='sl-opt'>{html.escape(visible(o))}</span>"]
                 + [f"{totals[m].iloc[i]:.2f}" for m in metrics] for i, o in enumerate(totals["option"])]
         win = [[False] + [bool(totals[f"winner_{m}"].iloc[i]) for m in metrics] for i in range(len(totals))]
-        self.totals.value = (html_table(["premise + option", *metrics], rows, win=win, gold=inp.gold,
+        self.totals.value = (html_table(["option (after the premise)", *metrics], rows, win=win, gold=inp.gold,
                                         cls="sl-table sl-pll-table")
                              + "<div class='sl-hint'>sentence PLL (sum over every subword) · green = winner "
                                "under that metric</div>")

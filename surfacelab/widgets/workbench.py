@@ -556,6 +556,7 @@ class Workbench(ModelSlots, Exports, w.VBox):
         order = sorted(self.views.values(), key=lambda v: v.cost)
         self.progress.value = 0
         slow, later = [], []
+        worked = False
         for k, view in enumerate(order):
             if self.live and self._generation != gen:
                 self.status.value = "<i>newer edit: starting over…</i>"
@@ -574,18 +575,28 @@ class Workbench(ModelSlots, Exports, w.VBox):
                 if view.preview_key != key:
                     self.status.value = f"<i>computing {html.escape(view.title)} (first part)…</i>"
                     self._preview(view, inp, key, gen)
+                    worked = True
                 view.set_state("busy", PREVIEW_CUE if view.preview_key == key else "computing… (after the other views)")
                 slow.append(view)
             elif outdated:
                 self.status.value = f"<i>computing {html.escape(view.title)}…</i>"
                 self._compute(view, inp, key, gen, wait=everything)
+                worked = True
             elif self._generation == gen:
                 view.set_state("ready")
             self.progress.value = (k + 1) / len(order)
-        self.last_update_s = time.perf_counter() - start
-        self.status.value = f"updated in {self.last_update_s:.2f} s"
+        if worked or self.last_update_s is None:  # a pass that only marked views keeps the last time shown
+            self.last_update_s = time.perf_counter() - start
         if slow or later:
             self._start_slow(gen, inp, slow, later)
+        else:
+            self._status_done(rest=False)
+
+    def _status_done(self, rest: bool) -> None:
+        """The status line after an update: its time, and whether views are still being finished in the
+        background (slow views, views out of sight)."""
+        self.status.value = f"updated in {self.last_update_s:.2f} s" + (
+            " · finishing the other views in the background…" if rest else "")
 
     def _compute(self, view: View, inp: Inputs, key: tuple, gen: int, *, wait: bool = False) -> None:
         """Compute and draw one view for ``inp`` (its key ``key``, for edit ``gen``): ready, or stale when the inputs
@@ -638,6 +649,7 @@ class Workbench(ModelSlots, Exports, w.VBox):
         """Compute slow views (``View.slow``), then the views out of sight (``later``) once the edits pause, in
         their own thread, so the next edit's update need not wait."""
         with self._lock:
+            self._status_done(rest=True)
             self._slow_job = (gen, inp, views, later)
             if self._slow_worker is None:
                 self._slow_worker = threading.Thread(target=self._slow_work, daemon=True, name="surfacelab-slow")
@@ -653,6 +665,8 @@ class Workbench(ModelSlots, Exports, w.VBox):
                 job, self._slow_job = self._slow_job, None
                 if job is None:
                     self._slow_worker = None
+                    if self.status.value.startswith("updated in"):
+                        self._status_done(rest=False)
                     return
             gen, inp, views, later = job
             for view in views:

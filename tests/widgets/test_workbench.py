@@ -303,6 +303,21 @@ def test_views_out_of_sight_are_computed_after_the_others_once_the_edits_pause(t
     bench.close()
 
 
+def test_the_status_line_keeps_the_update_time_and_says_when_the_background_is_done(tiny_lm, tiny_mlm):
+    bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=True, debounce=0.05)
+    bench.update()
+    bench.views["letters"].probe.in_sight = False
+    bench.premise_box.value = "The woman went to the store because she needed"
+    _wait_for(lambda: "background" in bench.status.value)  # the views in sight are drawn, letters follows
+    took = bench.last_update_s
+    bench.wait(60)
+    assert bench.status.value == f"updated in {took:.2f} s" and bench.views["letters"].state == "ready"
+    bench._kick()  # a pass with nothing to compute (as a view coming into sight already drawn)
+    bench.wait(60)
+    assert bench.last_update_s == took and bench.status.value == f"updated in {took:.2f} s"
+    bench.close()
+
+
 @pytest.mark.timeout(120)  # a background that does not hurry when data is asked for would hang
 def test_views_out_of_sight_wait_until_seen_or_asked_for(tiny_lm, tiny_mlm, monkeypatch):
     monkeypatch.setattr(wbmod, "BACKGROUND_IDLE_S", 3600.0)  # a person who keeps typing
