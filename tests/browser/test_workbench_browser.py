@@ -185,6 +185,23 @@ def test_views_are_marked_stale_while_computing_and_an_edit_redraws_them(session
     assert page.locator(".sl-view-error").count() == 0
 
 
+def test_a_view_above_that_changes_height_does_not_move_the_view_being_read(session):
+    page = session["page"]
+    page.evaluate("document.querySelector('.sl-view-why').scrollIntoView({block: 'start'})")
+    time.sleep(0.5)
+    where = "document.querySelector('.sl-view-why').getBoundingClientRect().top"
+    before = page.evaluate(where)
+    grow = "(px) => { document.querySelector('.sl-view-scores .sl-view-text').style.paddingBottom = px; }"
+    page.evaluate(grow, "90px")  # as a view redrawn in the background above the screen grows (a longer reading)
+    time.sleep(0.3)
+    grown = page.evaluate(where)
+    page.evaluate(grow, "")  # and shrinks back
+    time.sleep(0.3)
+    shrunk = page.evaluate(where)
+    assert abs(grown - before) <= 2 and abs(shrunk - before) <= 2, (before, grown, shrunk)
+    page.evaluate("document.querySelector('.sl-workbench').scrollIntoView()")
+
+
 def test_money_options_are_not_latex(session):
     page = session["page"]
     rows = page.locator(".sl-option-row")
