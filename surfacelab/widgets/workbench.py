@@ -70,6 +70,8 @@ DEFAULT_EXAMPLE = {"premise": "The man took a bath in the", "domain_premise": " 
 #: Seconds without an edit before the views out of sight are computed in the background (so that a person who
 #: scrolls down after typing finds them drawn, and one who keeps typing is not slowed by them).
 BACKGROUND_IDLE_S = 1.0
+#: The status line while a problem with the inputs blocks every view.
+BLOCKED_STATUS = "<i>fix the inputs above to update the views</i>"
 #: The cue of a slow view whose preview (first part) is shown while the rest computes.
 PREVIEW_CUE = "first part shown · computing the rest…"
 RULE = ("Each option is read exactly as typed, straight after the premise: start it with a space (<code>␣</code>) "
@@ -466,11 +468,15 @@ class Workbench(ModelSlots, Exports, w.VBox):
             return
         self._generation += 1
         self._last_edit = time.monotonic()
+        if not self.live:
+            for v in self._stale_views():
+                if v.state != "busy":
+                    v.set_state("stale")
+            return
+        self._check_inputs(self.inputs(), keep_model_errors=True)
         for v in self._stale_views():
             if v.state != "busy":
-                v.set_state("stale")
-        if not self.live:
-            return
+                v.set_state("blocked" if self._blocking(v.name) else "stale")
         with self._lock:
             if self._timer is not None:
                 self._timer.cancel()
@@ -541,13 +547,10 @@ class Workbench(ModelSlots, Exports, w.VBox):
         start = time.perf_counter()
         gen = self._generation
         inp = self.inputs()
-        self._problems = problems(inp)
-        self._show_messages(self._problems)
-        if any(p.blocking and p.scope is None for p in self._problems):
+        if self._check_inputs(inp):
             for v in self.views.values():
                 v.set_state("blocked")
             self.progress.value = 0
-            self.status.value = "<i>fix the inputs above to update the views</i>"
             return
         failed = self._load_models()
         if failed:
@@ -561,7 +564,7 @@ class Workbench(ModelSlots, Exports, w.VBox):
             if self.live and self._generation != gen:
                 self.status.value = "<i>newer edit: starting over…</i>"
                 return
-            blocked = [p for p in self._problems if p.scope == view.name and p.blocking]
+            blocked = self._blocking(view.name)  # every view's own (none block them all here)
             key = view.key(inp)
             outdated = key != view.shown_key or view.state in ("error", "empty")
             if (view.name, key) in self._inflight and not everything:
@@ -591,6 +594,25 @@ class Workbench(ModelSlots, Exports, w.VBox):
             self._start_slow(gen, inp, slow, later)
         else:
             self._status_done(rest=False)
+
+    def _check_inputs(self, inp: Inputs, *, keep_model_errors: bool = False) -> bool:
+        """Find and show the problems of ``inp`` (on each edit too, so that a message goes as soon as its problem
+        is fixed); True when one of them blocks every view. ``keep_model_errors``: keep showing a model that
+        failed to load (the next update tries it again)."""
+        kept = [p for p in self._problems if p.kind == "model"] if keep_model_errors else []
+        self._problems = problems(inp) + kept
+        self._show_messages(self._problems)
+        blocked = bool(self._blocking(None))
+        if blocked:
+            self.status.value = BLOCKED_STATUS
+        elif self.status.value == BLOCKED_STATUS:
+            self.status.value = "<i>updating…</i>"
+        return blocked
+
+    def _blocking(self, scope: str | None) -> list[Problem]:
+        """The blocking problems of the views (``scope`` None: of every view; otherwise of that view alone or of
+        every view)."""
+        return [p for p in self._problems if p.blocking and p.scope in (None, scope)]
 
     def _status_done(self, rest: bool) -> None:
         """The status line after an update: its time, and whether views are still being finished in the

@@ -163,6 +163,20 @@ def test_one_message_per_problem_numbered_from_one(wb, monkeypatch):
     assert "waiting for valid inputs" in wb.views["pll"].cue.value
 
 
+def test_messages_and_the_status_line_follow_each_keystroke_before_the_update(tiny_lm, tiny_mlm):
+    bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=True, debounce=3600.0)  # no update runs in this test
+    bench.update()
+    bench.rows[1].text.value = ""
+    assert "Option 2 is empty" in bench.message.value and bench.status.value == wbmod.BLOCKED_STATUS
+    assert all(v.state == "blocked" for v in bench.views.values())
+    bench.rows[1].text.value = " s"  # refilled: the message and the blocked status go at once
+    assert bench.message.value == "" and bench.status.value != wbmod.BLOCKED_STATUS
+    assert all(v.state == "stale" for v in bench.views.values())
+    bench.rows[2].paraphrases.value = "s"  # a form of option 2 as a paraphrase of 3: the paraphrase view waits
+    assert bench.views["paraphrase"].state == "blocked" and bench.views["scores"].state == "stale"
+    bench.close()
+
+
 def test_empty_premise_and_single_option_are_refused_in_words(wb):
     wb.premise_box.value = "   "
     wb.set_options([" bathtub"])
