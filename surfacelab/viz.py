@@ -528,9 +528,12 @@ def pll_options_spec(tokens: pd.DataFrame, *, premise: str, options: Sequence[st
         notes.append(_panel_title(("★ " if i == gold else "") + show(option, limit=48), cells[i]))
     lines = _wrap(note, 90)
     full = esc(title) + "".join(f"<br><sup>{esc(line)}</sup>" for line in lines)
-    layout = _layout(full, 150 + 210 * rows + 14 * len(lines), barmode="group", annotations=notes,
-                     margin={"l": 10, "r": 10, "t": 60 + 16 * len(lines), "b": 10},
+    layout = _layout(full, 170 + 210 * rows + 18 * len(lines), barmode="group", annotations=notes,
+                     margin={"l": 10, "r": 10, "t": 64 + 18 * len(lines), "b": 10},
                      legend={"orientation": "h", "y": -0.12, "yanchor": "top", "x": 0}, **axes)
+    # the title and its note hang from the top (plotly places a multi-line title by its first line, hence the
+    # pad), so that the first row's panel titles keep clear of the note
+    layout["title"].update(y=1, yref="container", yanchor="top", pad={"t": 26})
     return {"data": data, "layout": layout}
 
 

@@ -157,8 +157,10 @@ class OptionRow(w.HBox):
                             (self.remove, "sl-option-remove"), (self.join, "sl-option-preview"),
                             (self.fix, "sl-space-fix")]:
             widget.add_class(cls)
-        super().__init__([self.number, self.gold, self.text, self.paraphrases, self.up, self.down, self.remove,
-                          self.join, self.fix])
+        # the preview and its fix share one box, so the fix button appearing never narrows the text boxes
+        tail = w.HBox([self.join, self.fix])
+        tail.add_class("sl-option-tail")
+        super().__init__([self.number, self.gold, self.text, self.paraphrases, self.up, self.down, self.remove, tail])
         self.add_class("sl-option-row")
         self.up.on_click(lambda _: bench.move_option(bench.rows.index(self), -1))
         self.down.on_click(lambda _: bench.move_option(bench.rows.index(self), +1))

@@ -306,3 +306,19 @@ def no_horizontal_scroll(page: Any) -> dict:
       out.columns = getComputedStyle(document.querySelector('.sl-views')).gridTemplateColumns.split(' ').length;
       return out;
     }""")
+
+
+def overlapping_text(page: Any, view: str) -> list[str]:
+    """Pairs of texts in ``view``'s plotly figures (the title with its note, panel titles, legend, axis titles)
+    whose boxes on the screen overlap."""
+    return page.evaluate("""(view) => {
+      const out = [];
+      for (const svg of document.querySelectorAll(`.sl-view-${view} .main-svg`)) {
+        const texts = [...svg.querySelectorAll('.gtitle, .annotation-text, .legendtext, .xtitle, .ytitle')]
+          .map(t => [t.textContent, t.getBoundingClientRect()]).filter(([, r]) => r.width > 0);
+        texts.forEach(([a, r], i) => texts.slice(i + 1).forEach(([b, q]) => {
+          if (r.left < q.right && q.left < r.right && r.top < q.bottom && q.top < r.bottom) out.push(`${a} / ${b}`);
+        }));
+      }
+      return out;
+    }""", view)

@@ -16,7 +16,8 @@ import time
 
 import pytest
 
-from labkit import CHROMIUM, REPO, VIEWS, launch, make_lab, no_horizontal_scroll, open_workbench, timed_edit
+from labkit import (CHROMIUM, REPO, VIEWS, launch, make_lab, no_horizontal_scroll, open_workbench, overlapping_text,
+                    timed_edit)
 
 # the module shares one server and page; the first test also opens them (about a minute here)
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
@@ -137,11 +138,14 @@ def test_leading_space_marker_and_one_click_fix(session):
     page = session["page"]
     row = page.locator(".sl-option-row").nth(1)
     assert row.locator(".sl-space-yes").count() == 1  # " sink": the marker shows its space
+    widths = "[...document.querySelectorAll('.sl-option-row')].map(r => r.querySelector('.sl-option').offsetWidth)"
+    before = page.evaluate(widths)
     row.locator(".sl-option input").fill("sink")
     row.locator(".sl-space-no").first.wait_for(timeout=10_000)
     assert "thesink" in row.locator(".sl-option-preview").inner_text().replace("‸", "")
     fix = row.locator(".sl-space-fix")
     fix.wait_for(state="visible", timeout=10_000)
+    assert page.evaluate(widths) == before  # the fix button takes its room from the preview, not the text boxes
     page.wait_for_selector(".sl-message .sl-warning", timeout=30_000)  # the notice, in words
     assert "Option 2" in page.inner_text(".sl-message")
     fix.click()
@@ -241,6 +245,10 @@ def test_layout_without_horizontal_scrolling(session, width, file_browser, dark,
               font: getComputedStyle(document.body).getPropertyValue('--jp-ui-font-color1').trim()};
     }""")
     assert colours["bg"] in ("rgba(0, 0, 0, 0)", "transparent"), colours  # the page's theme shows through
+    for view in VIEWS:
+        page.locator(f".sl-view-{view}").scroll_into_view_if_needed()
+        time.sleep(0.3)
+        assert overlapping_text(page, view) == [], view
     page.screenshot(path=str(session["tmp"] / f"layout-{width}{'-fb' if file_browser else ''}"
                                               f"{'-dark' if dark else ''}.png"))
 
