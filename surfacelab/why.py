@@ -45,8 +45,9 @@ winner under ``scorer``, or the runner-up when the gold wins) and returns a :cla
 Verdict labels (``verdict()``; the first rule that holds). Let Δ < 0 (gold loses under LM) and take
 the negative parts of the three gap terms; each term's *share* is its negative part over their sum:
 
-1. ``"right"``: the gold is the LM winner (the first option on a tie); ``"tie"``: it ties the
-   other option exactly and loses the tie-break.
+1. ``"right"``: the gold is the LM winner (the first option on a tie); ``"ahead"``: it is not, but it
+   leads the option it is compared with (an ``against`` other than the LM winner); ``"tie"``: it ties
+   the other option exactly and loses the tie-break.
 2. ``"premise evidence"``: the evidence term holds ≥ ``EVIDENCE_SHARE`` (0.5) of the loss: the
    premise itself raises the other option more (DC-PMI does not rescue the gold against it).
 3. ``"split mass"``: ``ratio_g`` ≥ ``MASS_RATIO`` (0.5: unlisted forms of the gold hold at least
@@ -77,6 +78,7 @@ import pandas as pd
 
 from ._checks import check_int, is_int
 from ._results import JSONResult
+from ._format import signed
 from . import engine, text
 from .scoring import MCResult, get_scorer, score
 from .why_mass import (COMPETITOR_COLUMNS, GROUP_KIND, MASS_KEYS, MassPlan, competitors_frame,  # noqa: F401
@@ -84,7 +86,7 @@ from .why_mass import (COMPETITOR_COLUMNS, GROUP_KIND, MASS_KEYS, MassPlan, comp
 from .why_occlusion import SENTENCE, WORD, _attribution, _stats, occlude, premise_units  # noqa: F401
 
 #: Verdict labels, in the order of the rules (see the module docstring).
-LABELS = ("right", "tie", "premise evidence", "split mass", "length", "prior", "letter bias", "mixed", "lost")
+LABELS = ("right", "ahead", "tie", "premise evidence", "split mass", "length", "prior", "letter bias", "mixed", "lost")
 #: Share of the loss the evidence term must hold for "premise evidence".
 EVIDENCE_SHARE = 0.5
 #: Share of the loss the length term must hold for "length".
@@ -138,12 +140,14 @@ def verdict(lm_gap: float, length: float, prior_per_token: float, evidence: floa
     Args:
         lm_gap: Δ, gold − against under LM.
         length, prior_per_token, evidence: the three terms (they sum to ``lm_gap``; NaN: no prior).
-        gold_wins: the gold is the LM winner.
+        gold_wins: the gold is the LM winner (otherwise ``lm_gap`` > 0 means it leads only the compared option).
         mass_ratio, mass_gain: the gold's ``ratio`` and ``mass_gain`` (NaN: not measured).
         letters: the options are option IDs.
     """
     if gold_wins:
         return "right"
+    if lm_gap > 0:
+        return "ahead"
     if lm_gap == 0:
         return "tie"
     if not all(np.isfinite([length, prior_per_token, evidence])):
@@ -214,18 +218,18 @@ def _terms_frame(result: MCResult, gold: int, against: int, d: dict[str, float],
     rows = []
 
     def add(group: str, term: str, value: float, unit: str, formula: str, sentence: str) -> None:
-        rows.append({"group": group, "term": term, "value": float(value), "unit": unit, "formula": formula,
+        rows.append({"group": group, "term": term, "value": float(value) + 0.0, "unit": unit, "formula": formula,
                      "sentence": sentence})
 
     add("gap", "length", d["length"], "nats", "(n_g − n_a)·(u_g + u_a)/2",
         f"Length: {og} has {ng} token{'s' * (ng != 1)} against {na}; at the prior's mean rate of "
-        f"{d['rate']:.2f} nats per token that is worth {d['length']:+.2f} nats to the gold.")
+        f"{d['rate']:.2f} nats per token that is worth {signed(d['length'])} nats to the gold.")
     add("gap", "prior per token", d["prior_per_token"], "nats", "(n_g + n_a)/2·(u_g − u_a)",
         f"Prior per token: {prior_desc} gives {og} {g[pcol] / ng:.2f} and {oa} {a[pcol] / na:.2f} nats per token, "
-        f"worth {d['prior_per_token']:+.2f} nats to the gold.")
+        f"worth {signed(d['prior_per_token'])} nats to the gold.")
     add("gap", "premise evidence", d["evidence"], "nats", "DC-PMI(g) − DC-PMI(a)",
-        f"Premise evidence: the premise raises {og} by {g['logprob'] - g[pcol]:+.2f} and {oa} by "
-        f"{a['logprob'] - a[pcol]:+.2f} nats over {prior_desc}: {d['evidence']:+.2f} nats to the gold.")
+        f"Premise evidence: the premise raises {og} by {signed(g['logprob'] - g[pcol])} and {oa} by "
+        f"{signed(a['logprob'] - a[pcol])} nats over {prior_desc}: {signed(d['evidence'])} nats to the gold.")
     add("gap", "LM gap", d["lm"], "nats", "log P(g|x) − log P(a|x)",
         f"Under LM {og} {_gap_word(d['lm'])} {oa} by {abs(d['lm']):.2f} nats "
         f"({g['logprob']:.2f} against {a['logprob']:.2f}).")
@@ -237,10 +241,10 @@ def _terms_frame(result: MCResult, gold: int, against: int, d: dict[str, float],
         length = (g[ncol] - a[ncol]) * rate
         add("length", f"LM length ({unit}s)", length, "nats", f"(n_g − n_a)·mean LM per {unit}",
             f"At LM's mean of {rate:.3f} nats per {unit}, the {int(g[ncol] - a[ncol]):+d} {unit}s of {og} cost "
-            f"{length:+.2f} nats.")
+            f"{signed(length)} nats.")
         add("length", f"LM per {unit}", d["lm"] - length, "nats", f"mean length·(LM per {unit} gap)",
             f"Per {unit} {og} {_gap_word(g[col] - a[col])} by {abs(g[col] - a[col]):.3f} nats/{unit}, worth "
-            f"{d['lm'] - length:+.2f} nats over the mean length.")
+            f"{signed(d['lm'] - length)} nats over the mean length.")
     for name, unit in (("lm", "nats"), ("avg", "nats/token"), ("per_char", "nats/char"), ("per_byte", "nats/byte"),
                        ("unc", "nats"), ("dcpmi", "nats"), ("pmi_null", "nats")):
         s = get_scorer(name)
@@ -249,7 +253,7 @@ def _terms_frame(result: MCResult, gold: int, against: int, d: dict[str, float],
         gap = g[s.column] - a[s.column]
         top = int(np.argmax(t[s.column].to_numpy()))  # the first best option, as MCResult.winner
         add("scorer", name, gap, unit, s.formula,
-            f"{name}: {og} {_gap_word(gap)} {oa} by {abs(gap):.3g} {unit}; "
+            f"{s.label}: {og} {_gap_word(gap)} {oa} by {abs(gap):.3g} {unit}; "
             + ("the gold wins." if top == gold else f"the top option is {_q(result.options[top])}."))
     if plan.reason:
         add("mass", "unavailable", float("nan"), "", "", f"Where the gold's mass went: not measured ({plan.reason}).")
@@ -269,28 +273,31 @@ def _terms_frame(result: MCResult, gold: int, against: int, d: dict[str, float],
         add("mass", "shared", mass["shared"], "prob", "Σ P(tokens that start forms of several options)",
             f"Tokens that start forms of several options (articles, quotes) hold {_pct(mass['shared'])}.")
         add("mass", "mass gain", mass["mass_gain"], "nats", "log(1 + ratio_g) − log(1 + ratio_a)",
-            f"Counting every form of each option would move the LM gap by {mass['mass_gain']:+.2f} nats "
-            f"(to {d['lm'] + mass['mass_gain']:+.2f}).")
+            f"Counting every form of each option would move the LM gap by {signed(mass['mass_gain'])} nats "
+            f"(to {signed(d['lm'] + mass['mass_gain'])}).")
     add("verdict", label, 0.0 if label in ("right", "tie") else float("nan"), "", "", label_detail)
     return pd.DataFrame(rows, columns=["group", "term", "value", "unit", "formula", "sentence"])
 
 
-def _verdict_detail(label: str, d: dict[str, float], og: str, oa: str, mass: dict[str, float]) -> str:
+def _verdict_detail(label: str, d: dict[str, float], og: str, oa: str, mass: dict[str, float], winner: str) -> str:
     share = shares(d["length"], d["prior_per_token"], d["evidence"])
     share["letter bias"] = share["prior"]
     if label == "right":
         return f"Verdict: right — {og} is the LM winner; it leads {oa} by {d['lm']:.2f} nats."
+    if label == "ahead":
+        return (f"Verdict: ahead — {og} leads {oa} by {d['lm']:.2f} nats under LM, but loses to {winner}; compare "
+                f"it with {winner} to see why.")
     if label == "tie":
         return f"Verdict: tie — {og} ties {oa} exactly under LM and loses the tie-break."
-    what = {"premise evidence": f"the premise itself favours {oa} ({d['evidence']:+.2f} nats of evidence)",
-            "length": f"{og} is longer ({d['length']:+.2f} nats of length)",
-            "prior": f"the words of {og} are rarer a priori ({d['prior_per_token']:+.2f} nats per-token prior)",
-            "letter bias": f"the model prefers the letter of {oa} a priori ({d['prior_per_token']:+.2f} nats)",
+    what = {"premise evidence": f"the premise itself favours {oa} ({signed(d['evidence'])} nats of evidence)",
+            "length": f"{og} is longer ({signed(d['length'])} nats of length)",
+            "prior": f"the words of {og} are rarer a priori ({signed(d['prior_per_token'])} nats per-token prior)",
+            "letter bias": f"the model prefers the letter of {oa} a priori ({signed(d['prior_per_token'])} nats)",
             "split mass": f"the probability of {og} is split over unlisted forms ({mass['gold_ratio']:.2f}× its listed "
-                          f"token; counting them moves the gap by {mass['mass_gain']:+.2f} nats)",
+                          f"token; counting them moves the gap by {signed(mass['mass_gain'])} nats)",
             "mixed": "no single term holds half of the loss",
             "lost": "no prior context was scored"}[label]
-    detail = f" ({share[label]:.0%} of the loss)" if label in ("premise evidence", "length", "prior", "letter bias") else ""
+    detail = f" ({share[label]:.0%} of what counts against the gold)" if label in ("premise evidence", "length", "prior", "letter bias") else ""
     return f"Verdict: {label} — {what}{detail}."
 
 
@@ -350,8 +357,14 @@ class WhyResult(JSONResult):
         og, oa = _q(self.options[self.gold]), _q(self.options[self.against])
         lines = []
         gap = self.term("LM gap", "gap")
-        lead = (f"The gold {og} loses to {oa} under {self.scorer}" if self.meta.get("gold_lost", gap < 0)
-                else f"The gold {og} wins under {self.scorer}; compared with the runner-up {oa}")
+        under = get_scorer(self.scorer).label
+        winner = self.meta.get("winner", self.against if gap < 0 else self.gold)
+        if not self.meta.get("gold_lost", gap < 0):
+            lead = f"The gold {og} wins under {under}; compared here with {oa}"
+        elif winner == self.against:
+            lead = f"The gold {og} loses to {oa} under {under}"
+        else:
+            lead = f"The gold {og} loses to {_q(self.options[winner])} under {under}; compared here with {oa}"
         lines.append(f"{lead}. " + t[(t.group == "gap") & (t.term == "LM gap")]["sentence"].iloc[0])
         lines.append("That gap is length + prior per token + premise evidence: "
                      + " ".join(t[(t.group == "gap") & (t.term != "LM gap")]["sentence"]))
@@ -360,25 +373,27 @@ class WhyResult(JSONResult):
         tok = self.tokens[(self.tokens["rank_cost"] > 0) & (self.tokens["side"] == "gold")]
         tok = tok.sort_values("rank_cost").head(3)
         lines.append("Costliest tokens for the gold: " + ", ".join(
-            f"{r.token!r} in {_q(r.option)} ({r.gap_lm:+.2f})" for r in tok.itertuples()) + ".")
-        ev = self.tokens[self.tokens["rank_evidence"] > 0].dropna(subset=["gap_evidence"])
+            f"{r.token!r} in {_q(r.option)} ({signed(r.gap_lm)})" for r in tok.itertuples()) + ".")
+        ev = self.tokens[(self.tokens["rank_evidence"] > 0) & (self.tokens["gap_evidence"] < 0)]
         ev = ev.sort_values("rank_evidence").head(2)
         if len(ev):
-            lines.append("Tokens where the premise helps the gold least: " + ", ".join(
-                f"{r.token!r} in {_q(r.option)} ({r.gap_evidence:+.2f})" for r in ev.itertuples()) + ".")
+            lines.append("Tokens where the premise works against the gold most: " + ", ".join(
+                f"{r.token!r} in {_q(r.option)} ({signed(r.gap_evidence)})" for r in ev.itertuples()) + ".")
         occ = self.attribution[self.attribution["method"] == "remove"]
         if len(occ):
-            pro = occ.nsmallest(3, "delta_lm")
-            con = occ.nlargest(2, "delta_lm")
-            lines.append("Premise words that favour the gold most (removing them changes the margin by): "
-                         + ", ".join(f"{r.text!r} {r.delta_lm:+.2f}" for r in pro.itertuples()) + "; "
-                         + "that favour " + oa + " most: "
-                         + ", ".join(f"{r.text!r} {r.delta_lm:+.2f}" for r in con.itertuples()) + ".")
-            lost = not self.meta.get("gold_wins_lm", gap > 0)
-            flips = occ[occ["gold_wins_lm"] == lost]
+            pro = occ[occ["delta_lm"] < 0].nsmallest(3, "delta_lm")
+            con = occ[occ["delta_lm"] > 0].nlargest(2, "delta_lm")
+            words = [f"that favour {side} most: " + ", ".join(f"{r.text!r} {signed(r.delta_lm)}" for r in part.itertuples())
+                     for side, part in (("the gold", pro), (oa, con)) if len(part)]
+            if words:
+                lines.append("Premise words (removing one changes the LM margin by) " + "; ".join(words) + ".")
+            # as the attribution frame: the gold against every option, or against the compared one alone
+            rival, won = (("every other option", self.meta.get("gold_wins_lm", gap > 0))
+                          if self.meta.get("all_options", True) else (oa, gap > 0))
+            flips = occ[occ["gold_wins_lm"] != won]
             if len(flips):
-                lines.append(f"Removing {', '.join(repr(x) for x in flips['text'])} "
-                             f"{'makes the gold win' if lost else 'makes the gold lose'} under LM.")
+                lines.append(f"Removing {', '.join(repr(x) for x in flips['text'])} would make the gold "
+                             f"{'lose to' if won else 'beat'} {rival} under LM.")
         mass = t[t.group == "mass"].set_index("term")
         lines += [mass.loc[k, "sentence"] for k in ("unavailable", "gold listed", "gold unlisted", "against listed",
                                                      "against unlisted", "mass gain") if k in mass.index]
@@ -490,15 +505,15 @@ def from_result(
     lm_scores = t["logprob"].to_numpy(dtype=float)
     d = decompose(lm_scores[gold], lm_scores[against], prior[gold], prior[against], int(t["n_tokens"].iloc[gold]),
                   int(t["n_tokens"].iloc[against]))
-    label = verdict(d["lm"], d["length"], d["prior_per_token"], d["evidence"],
-                    gold_wins=int(np.argmax(lm_scores)) == gold, mass_ratio=mass["gold_ratio"],
-                    mass_gain=mass["mass_gain"], letters=is_option_ids(options))
-    detail = _verdict_detail(label, d, _q(options[gold]), _q(options[against]), mass)
+    lm_winner = int(np.argmax(lm_scores))  # the first best option, as MCResult.winner
+    label = verdict(d["lm"], d["length"], d["prior_per_token"], d["evidence"], gold_wins=lm_winner == gold,
+                    mass_ratio=mass["gold_ratio"], mass_gain=mass["mass_gain"], letters=is_option_ids(options))
+    detail = _verdict_detail(label, d, _q(options[gold]), _q(options[against]), mass, _q(options[lm_winner]))
     terms = _terms_frame(result, gold, against, d, prior_cond, prior_desc, mass, plan, label, detail)
     meta = {"prior": prior_cond, "prior_context": result.domain_premise if prior_cond == "domain" else "",
             "neutral": neutral, "top_k": top_k, "all_options": all_options, "occlusion": occlusion,
-            "gold_lost": not gold_won,
-            "gold_wins_lm": int(np.argmax(lm_scores)) == gold,
+            "gold_lost": not gold_won, "winner": ranked[0],
+            "gold_wins_lm": lm_winner == gold,
             "mass_prompt": plan.prompt, "mass_shared_tokens": plan.shared, "mass_unavailable": plan.reason,
             "cost": cost, "forwarded_tokens": int(sum(c.get("tokens_forwarded", 0) for c in cost.values())),
             "methods": {"remove": "occlusion: the unit and one adjacent whitespace run deleted",

@@ -85,6 +85,31 @@ def test_against_defaults_to_the_winner_or_the_runner_up(tiny_lm):
     assert from_result(tiny_lm, r, gold=" bathtub", against=" dog").against == 2
 
 
+def test_a_gold_compared_with_an_option_it_beats_is_ahead_and_every_sentence_says_so(tiny_lm):
+    r = sl.score(tiny_lm, PREMISE, OPTIONS, domain_premise=DOMAIN)
+    order = [int(i) for i in np.argsort(-r.table["logprob"].to_numpy(), kind="stable")]
+    winner, gold, against = order  # the gold is second under LM, compared with the last option
+    w = from_result(tiny_lm, r, gold=gold, against=against, all_options=False)
+    assert w.term("LM gap", "gap") > 0 and w.verdict == "ahead"
+    name = repr(OPTIONS[winner].strip())
+    sentence = w.terms.loc[w.terms["group"] == "verdict", "sentence"].iloc[0]
+    assert f"but loses to {name}" in sentence and "against the gold)" not in sentence
+    text = w.explain()
+    assert text.startswith(f"The gold {OPTIONS[gold].strip()!r} loses to {name} under LM; compared here with "
+                           f"{OPTIONS[against].strip()!r}.")
+    occ = w.attribution[w.attribution["method"] == "remove"]
+    flipped = [x for x, m in zip(occ["text"], occ["lm_margin"]) if m < 0]  # the pair's margin, as the frame's
+    if flipped:
+        assert f"Removing {', '.join(repr(x) for x in flipped)} would make the gold lose to" in text
+    else:
+        assert "Removing" not in text
+    for part in text.split("favour")[1:]:  # words listed for a side move the margin towards it
+        listed = part.split(";")[0].split(".")[0]
+        assert ("+" not in listed) if part.startswith(" the gold") else ("-" not in listed.split(":")[1])
+    assert "-0.00" not in text and "under lm" not in text
+    assert not any(v == 0 and math.copysign(1.0, v) < 0 for v in w.terms["value"])  # no negative zero
+
+
 # --------------------------------------------------------------------------- occlusion
 def test_units_and_occlusion_text():
     units = premise_units(" I pressed my hand into the wet cement so. Then it's 5-6 p.m.", sentences=True)
