@@ -45,11 +45,17 @@ class Exports:
 
     def _export_clicked(self, name: str, kind: str) -> None:
         view = self.views[name]
+        view.export_note.value = f"<span class='sl-hint'>exporting {kind.upper()}…</span>"
+        for b in view.export_buttons:  # one export at a time: a second click would only queue behind it
+            b.disabled = True
         try:
             path = self.export(name, self._unique(name, f".{kind}"))
             view.export_note.value = self._saved_note(path)
         except Exception as err:  # an export failure is a message next to the button, not a traceback
             view.export_note.value = f"<span class='sl-error'>⚠ export failed: {html.escape(str(err))}</span>"
+        finally:
+            for b in view.export_buttons:
+                b.disabled = False
 
     def _save_clicked(self) -> None:
         try:

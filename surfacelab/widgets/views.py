@@ -33,7 +33,6 @@ from ..letters import score as letter_scores
 from ..paraphrase import mass
 from ..pll import pll_metrics
 from ..scoring import score_items
-from ..why import why
 from .heatmap import TokenHeatmap, attribution_rows, heatmap_rows
 from .plot import PlotView, SightProbe
 
@@ -46,6 +45,8 @@ STATES = {"empty": (), "ready": ("sl-view-ready",), "stale": ("sl-stale",), "bus
           "blocked": ("sl-stale", "sl-blocked"), "deferred": ("sl-stale", "sl-deferred"),
           "error": ("sl-view-error",)}
 _STATE_CLASSES = {c for cs in STATES.values() for c in cs}
+#: The mark of a note (a notice, not an error): drawn by CSS, since fonts such as Debian's have no "ⓘ".
+INFO_MARK = "<span class='sl-info-mark' aria-label='note'>i</span>"
 
 
 def html_table(header: list[str], rows: list[list[str]], *, win: list[list[bool]] | None = None,
@@ -113,6 +114,7 @@ class View:
             b.add_class("sl-export-button")
             b.on_click(lambda _, kind=kind: bench._export_clicked(self.name, kind))
             buttons.append(b)
+        self.export_buttons = buttons
         self.export_note = w.HTML("")
         self.export_note.add_class("sl-export-note")
         row = w.HBox([*buttons, self.export_note])
@@ -210,6 +212,11 @@ class View:
             raise ValueError(f"view {self.name!r}: no figure to export ({self.message or 'not computed yet'})")
         return viz.save(self.figure, path)
 
+    def forget(self) -> None:
+        """Drop what belongs to the previous example (a new one was loaded): the export message, and in views
+        that have one, the choice made for it."""
+        self.export_note.value = ""
+
     def close(self) -> None:
         """Close every widget of the view."""
         close_tree(self.box)
@@ -267,6 +274,14 @@ class ScoresView(View):
         result.gold = inp.gold
         return result
 
+    def result_for(self, inp: "Inputs") -> Any:
+        """The scores of ``inp`` for the views built on them: the result shown when it is for ``inp``, otherwise
+        computed (another thread may be drawing it; the engine's cache makes the second pass cheap), never an
+        older input's."""
+        with self.bench._publishing:  # the result and its key together
+            current = self.result if self.shown_key == self.key(inp) and self.state != "error" else None
+        return current if current is not None else self.compute(inp)
+
     def show(self, inp: "Inputs", result: Any) -> None:
         table = result.table.copy()
         table.insert(1, "gold", [i == inp.gold for i in range(len(table))])
@@ -291,10 +306,7 @@ class TokensView(View):
         return [self.heatmap]
 
     def compute(self, inp: "Inputs") -> Any:
-        scores = self.bench.views["scores"]
-        if scores.result is None or scores.state == "error":
-            raise ValueError("the scorer view failed, so there are no tokens to show")
-        return token_view(self.bench.lm, scores.result, top_k=self.bench.top_k)
+        return token_view(self.bench.lm, self.bench.views["scores"].result_for(inp), top_k=self.bench.top_k)
 
     def show(self, inp: "Inputs", result: Any) -> None:
         self.frames = {"tokens": result}
@@ -302,7 +314,7 @@ class TokensView(View):
         with self.heatmap.hold_sync():
             self.heatmap.has_entropy = entropy
             self.heatmap.rows = heatmap_rows(result)
-        note = "" if entropy else (f"<div class='sl-note sl-no-entropy'>ⓘ entropy not available from this backend "
+        note = "" if entropy else (f"<div class='sl-note sl-no-entropy'>{INFO_MARK} entropy not available from this backend "
                                    f"({html.escape(type(self.bench.lm.backend).__name__)}: it returns only the "
                                    "top-k log-probs)</div>")
         self.text.value = note + ("<div class='sl-explain'>Each option's tokens under the premise and under the "
@@ -365,7 +377,7 @@ class ParaphraseView(View):
         self.plot.show(self.spec)
         notes = [p.text for p in self.bench.problems_for(self.name)]
         reading = viz.mass_reading(result.concepts, result.winners, answer=result.answer)
-        self.text.value = "".join(f"<div class='sl-note'>ⓘ {html.escape(n)}</div>" for n in notes) + \
+        self.text.value = "".join(f"<div class='sl-note'>{INFO_MARK} {html.escape(n)}</div>" for n in notes) + \
             f"<div class='sl-explain'>{html.escape(reading)}</div>"
 
 
@@ -488,6 +500,14 @@ class WhyView(View):
     def key(self, inp: "Inputs") -> tuple:
         return (*super().key(inp), ("against", self.against.value))
 
+    def forget(self) -> None:
+        super().forget()
+        self._choosing = True  # a loaded example is compared with its own LM winner
+        try:
+            self.against.value = AUTO
+        finally:
+            self._choosing = False
+
     def sync_choices(self, inp: "Inputs") -> None:
         """The "compare with" choices for the current options (every option but the gold; AUTO when the
         chosen one is gone)."""
@@ -515,12 +535,8 @@ class WhyView(View):
         against = self.against.value
         if against == AUTO or against == inp.gold or not 0 <= against < len(inp.options):
             against = None
-        scores = self.bench.views["scores"]
-        if scores.result is not None and scores.shown_key == scores.key(inp):
-            return scores.result.why(self.bench.lm, gold=inp.gold, against=against, all_options=False,
-                                     occlusion=occlusion)
-        return why(self.bench.lm, inp.premise, list(inp.options), gold=inp.gold, domain_premise=inp.domain_premise,
-                   against=against, all_options=False, occlusion=occlusion)
+        return self.bench.views["scores"].result_for(inp).why(self.bench.lm, gold=inp.gold, against=against,
+                                                               all_options=False, occlusion=occlusion)
 
     def show(self, inp: "Inputs", result: Any) -> None:
         self.sync_choices(inp)
@@ -556,7 +572,7 @@ class WhyView(View):
         else:
             notes.append("Computing which premise words support the gold (each word removed, then replaced by "
                          f"{result.meta['neutral']!r}): the premise map and its sentence follow.")
-        self.text.value = "".join(f"<div class='sl-note'>ⓘ {html.escape(n)}</div>" for n in notes) + \
+        self.text.value = "".join(f"<div class='sl-note'>{INFO_MARK} {html.escape(n)}</div>" for n in notes) + \
             f"<details class='sl-why-explain'><summary>the whole account in words</summary>" \
             f"<pre>{html.escape(result.explain())}</pre></details>"
 

@@ -57,7 +57,7 @@ from .exporting import DEFAULT_EXPORT_DIR, Exports
 from .inputs import Inputs, OptionRow, Problem, problems
 from .loading import ModelSlots, server_url
 from .state import STATE_FORMAT, read_state
-from .views import VIEWS, View, close_tree
+from .views import INFO_MARK, VIEWS, View, close_tree
 
 HERE = Path(__file__).parent
 DATASETS = ("copa", "arc-challenge", "openbookqa", "commonsenseqa", "sst-2", "mmlu")
@@ -396,6 +396,8 @@ class Workbench(ModelSlots, Exports, w.VBox):
                     picker.value = example[key]
             self.premise_box.value = example["premise"]
             self.domain_box.value = example.get("domain_premise") or ""
+            for view in self.views.values():  # choices and messages about the previous example
+                view.forget()
             self.set_options(example["options"], example.get("paraphrases"), gold=example.get("gold"))
         self._edited(0)
 
@@ -655,7 +657,9 @@ class Workbench(ModelSlots, Exports, w.VBox):
                 view.preview_key = key
             else:
                 view.shown_key = key
-                view.set_state("ready" if key == view.key(self.inputs()) else "stale")
+                now = self.inputs()
+                view.set_state("ready" if key == view.key(now) else
+                               "blocked" if self.live and self._blocking(view.name) else "stale")
 
     def _preview(self, view: View, inp: Inputs, key: tuple, gen: int) -> None:
         """Show a slow view's preview for ``inp`` (its key ``key``), if it has one; a failure shows nothing
@@ -718,7 +722,7 @@ class Workbench(ModelSlots, Exports, w.VBox):
             return
         serious = [p.blocking or p.kind == "model" for p in shown]
         items = "".join(f"<li class='sl-problem{'' if bad else ' sl-warning'}{' sl-model-error' if p.kind == 'model' else ''}'>"
-                        f"{'⚠' if bad else 'ⓘ'} {html.escape(p.text)}</li>" for p, bad in zip(shown, serious))
+                        f"{'⚠' if bad else INFO_MARK} {html.escape(p.text)}</li>" for p, bad in zip(shown, serious))
         self.message.value = f"<ul>{items}</ul>"
 
     # --- data out ---------------------------------------------------------------------------
@@ -741,6 +745,9 @@ class Workbench(ModelSlots, Exports, w.VBox):
 
     def close(self) -> None:
         """Close the workbench and every widget in it."""
+        if not hasattr(self, "_lock"):  # the constructor refused its arguments (ipywidgets closes it when collected)
+            super().close()
+            return
         with self._lock:
             self._generation += 1  # the update threads stop at their next check
             if self._timer is not None:

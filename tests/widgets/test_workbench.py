@@ -98,6 +98,15 @@ def test_editing_marks_affected_views_stale_until_updated(wb):
     assert not np.allclose(before, wb.frames()["scores"]["logprob"].to_numpy())
 
 
+def test_views_built_on_the_scores_never_read_an_older_input_s(wb):
+    wb.update()
+    wb.rows[1].text.value = "soap"  # the scorer view still shows " soap"'s scores (no update yet)
+    tokens = wb.views["tokens"].compute(wb.inputs())  # as a thread that computes it before the scorer view
+    assert list(dict.fromkeys(tokens["option"])) == wb.options
+    account = wb.views["why"].compute(wb.inputs())
+    assert account.options == wb.options
+
+
 def test_busy_class_while_a_view_computes(wb, monkeypatch):
     wb.update()
     seen = {}
@@ -398,6 +407,23 @@ def test_a_background_result_overtaken_by_an_edit_never_sticks(tiny_lm, tiny_mlm
     bench.close()
 
 
+@pytest.mark.timeout(120)
+def test_a_result_that_lands_while_the_inputs_are_blocked_shows_as_blocked(tiny_lm, tiny_mlm):
+    bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=True, debounce=0.05)
+    bench.update()
+    scores = bench.views["scores"]
+    gate, started = threading.Event(), threading.Event()
+    _gate_first(scores, gate, started)
+    bench.premise_box.value = "The cat sat on the"
+    assert started.wait(30)  # scores is computing for this premise
+    bench.rows[1].text.value = ""  # meanwhile an option is emptied
+    gate.set()
+    bench.wait(60)
+    assert scores.state == "blocked" and "waiting for valid inputs" in scores.cue.value
+    assert bench.status.value == wbmod.BLOCKED_STATUS
+    bench.close()
+
+
 def test_update_threads_leave_a_core_and_the_thread_default_does_not_drift(tiny_lm, tiny_mlm):
     import torch
 
@@ -459,6 +485,38 @@ def test_export_names_are_unique_with_a_link_next_to_the_button(wb):
     wb.export_box.value = str(wb.export_dir / "blocker")  # a file where the folder should be
     wb.views["letters"].box.children[-1].children[2].click()
     assert "export failed" in wb.views["letters"].export_note.value
+
+
+def test_exporting_says_so_and_one_export_runs_at_a_time(wb, monkeypatch):
+    wb.update()
+    view = wb.views["scores"]
+    seen = []
+    real = view.save
+    monkeypatch.setattr(view, "save", lambda path: (seen.append((view.export_note.value, [b.disabled for b in
+                                                                 view.export_buttons])), real(path))[1])
+    view.export_buttons[2].click()  # CSV
+    assert seen == [("<span class='sl-hint'>exporting CSV…</span>", [True, True, True])]
+    assert "download" in view.export_note.value and not any(b.disabled for b in view.export_buttons)
+
+
+def test_a_loaded_example_is_compared_with_its_own_winner_and_old_messages_go(wb):
+    wb.update()
+    why = wb.views["why"]
+    why.against.value = 3  # compare with the fourth option
+    wb.views["scores"].export_buttons[2].click()
+    assert wb.views["scores"].export_note.value
+    wb.load_example({"premise": "The cat sat on the", "options": [" mat", " dog", " moon", " hat"], "gold": 0})
+    assert why.against.value == vmod.AUTO and wb.views["scores"].export_note.value == ""
+    wb.update()
+    assert why.result.against == int(np.argmax(wb.results["scores"].table["logprob"].to_numpy())) or \
+        why.result.verdict == "right"
+
+
+def test_notes_use_a_mark_every_font_has(wb):
+    wb.set_options([" bathtub", "sink"], gold=0)
+    wb.update()
+    texts = [wb.message.value] + [v.text.value for v in wb.views.values()]
+    assert vmod.INFO_MARK in wb.message.value and not any("ⓘ" in t for t in texts)
 
 
 def test_state_round_trip_and_the_picker_loads_saved_states(wb, tiny_lm, tiny_mlm, tmp_path):
