@@ -138,14 +138,18 @@ def test_leading_space_marker_and_one_click_fix(session):
     page = session["page"]
     row = page.locator(".sl-option-row").nth(1)
     assert row.locator(".sl-space-yes").count() == 1  # " sink": the marker shows its space
-    widths = "[...document.querySelectorAll('.sl-option-row')].map(r => r.querySelector('.sl-option').offsetWidth)"
+    widths = ("[...document.querySelectorAll('.sl-option-row')].map(r => [r.querySelector('.sl-option').offsetWidth, "
+              "r.offsetHeight])")
     before = page.evaluate(widths)
     row.locator(".sl-option input").fill("sink")
     row.locator(".sl-space-no").first.wait_for(timeout=10_000)
     assert "thesink" in row.locator(".sl-option-preview").inner_text().replace("‸", "")
     fix = row.locator(".sl-space-fix")
     fix.wait_for(state="visible", timeout=10_000)
-    assert page.evaluate(widths) == before  # the fix button takes its room from the preview, not the text boxes
+    assert page.evaluate(widths) == before  # the fix button takes its room from the preview: no box or row moves
+    page.wait_for_function("!document.querySelector('.sl-workbench .sl-stale:not(.sl-deferred)')", timeout=60_000)
+    labels = page.locator(".sl-view-tokens .sl-heatmap-label").all_inner_texts()
+    assert "sink · premise" in labels and "␣sink · premise" not in labels  # the views in sight read the new option
     page.wait_for_selector(".sl-message .sl-warning", timeout=30_000)  # the notice, in words
     assert "Option 2" in page.inner_text(".sl-message")
     fix.click()
