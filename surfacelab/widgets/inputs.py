@@ -146,7 +146,7 @@ class OptionRow(w.HBox):
         self.number.add_class("sl-option-number")
         self.gold = w.ToggleButton(value=False, description="★", tooltip="gold answer")
         self.text = w.Text(value=text, placeholder="option, e.g. ␣bathtub (start with a space)")
-        self.paraphrases = w.Text(value=paraphrases, placeholder="paraphrases: tub, bath tub")
+        self.paraphrases = w.Text(value=paraphrases, placeholder="paraphrases (optional), comma-separated")
         self.up = w.Button(icon="arrow-up", tooltip="move up")
         self.down = w.Button(icon="arrow-down", tooltip="move down")
         self.remove = w.Button(icon="times", tooltip="remove")

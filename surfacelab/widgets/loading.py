@@ -103,8 +103,8 @@ class ModelSlots:
             if key not in self._models and key not in self._failed:
                 try:
                     with self._loading(key[1] + (f" on {key[2]}" if key[2] else "")) as report:
-                        for v in self.views.values():
-                            if v.state != "empty":
+                        for v in self.views.values():  # the views that read this model
+                            if v.state != "empty" and attr in v.needs:
                                 v.set_state("stale", "loading model…")
                         self._resolve(key[1], kind, key[2], report)
                 except Exception as err:  # a model that fails to load must not kill the UI

@@ -317,8 +317,11 @@ class TokensView(View):
         note = "" if entropy else (f"<div class='sl-note sl-no-entropy'>{INFO_MARK} entropy not available from this backend "
                                    f"({html.escape(type(self.bench.lm.backend).__name__)}: it returns only the "
                                    "top-k log-probs)</div>")
-        self.text.value = note + ("<div class='sl-explain'>Each option's tokens under the premise and under the "
-                                  "domain premise; the Δ row is their difference, the token's share of DC-PMI.</div>")
+        reading = ("Each option's tokens under the premise and under the domain premise; the Δ row is their "
+                   "difference, the token's share of DC-PMI." if inp.domain_premise is not None else
+                   "Each option's tokens under the premise. Type a domain premise to see each token under it too, and "
+                   "the Δ row: the token's share of DC-PMI.")
+        self.text.value = note + f"<div class='sl-explain'>{reading}</div>"
 
     def make_figure(self) -> go.Figure | None:
         return viz.token_heatmap(self.frames["tokens"]) if "tokens" in self.frames else None

@@ -40,6 +40,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from textwrap import shorten
 from typing import Any, Iterator
 
 import ipywidgets as w
@@ -373,13 +374,13 @@ class Workbench(ModelSlots, Exports, w.VBox):
             for it in load_teaching_set():
                 forms = list(it["concepts"].values())
                 names = list(it["concepts"])
-                out[f"{it['id']}: {it['premise'][:50]}"] = {
+                out[f"{it['id']}: {shorten(it['premise'], 50, placeholder=' …')}"] = {
                     "premise": it["premise"], "domain_premise": it["domain_premise"],
                     "options": [f[0] for f in forms], "paraphrases": [", ".join(x.strip() for x in f[1:]) for f in forms],
                     "gold": names.index(it["answer"])}
             return out
         task = load_task(source, limit=20)
-        return {f"{it.id}: {it.premise.strip()[:50]}": {
+        return {f"{it.id}: {shorten(it.premise, 50, placeholder=' …')}": {
             "premise": it.premise, "domain_premise": it.domain_premise, "options": list(it.options),
             "paraphrases": [""] * len(it.options), "gold": it.gold} for it in task if it.premise_per_option is None}
 

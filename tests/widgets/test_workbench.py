@@ -547,9 +547,13 @@ def test_model_load_shows_progress(wb, tmp_path, tiny_lm):
     folder = tmp_path / "tiny-folder"
     tiny_lm.model.save_pretrained(folder)
     tiny_lm.tokenizer.save_pretrained(folder)
+    wb.update()
     seen = []
     wb.status.observe(lambda ch: seen.append(ch["new"]), "value")
     wb.progress.observe(lambda ch: seen.append(ch["new"]), "value")
+    cues = {name: [] for name in wb.views}
+    for name, v in wb.views.items():
+        v.cue.observe(lambda ch, name=name: cues[name].append(ch["new"]), "value")
     wb.lm_picker.options = [*wb.lm_picker.options, str(folder)]
     wb.lm_picker.value = str(folder)
     wb.update()
@@ -558,6 +562,8 @@ def test_model_load_shows_progress(wb, tmp_path, tiny_lm):
     assert any("loading" in t and "fingerprinting" in t for t in texts), texts
     assert 0.97 in [s for s in seen if isinstance(s, float)]
     assert wb.frames()["scores"]["option"].tolist() == wb.options
+    loading = {name for name, values in cues.items() if any("loading model" in v for v in values)}
+    assert loading == {"scores", "tokens", "paraphrase", "letters", "why"}  # not PLL: it reads the masked LM
 
 
 def test_example_sources(wb, monkeypatch, tmp_path):
@@ -567,6 +573,11 @@ def test_example_sources(wb, monkeypatch, tmp_path):
     assert wb.premise_box.value == item["premise"]
     assert wb.options == [forms[0] for forms in item["concepts"].values()]
     assert wb.options[wb.gold] == item["concepts"][item["answer"]][0]
+    for label in wb.example_picker.options:  # "id: premise", cut only between words
+        key, shown = label.split(": ", 1)
+        premise = next(it["premise"] for it in paraphrase.load_teaching_set() if it["id"] == key)
+        assert shown == " ".join(premise.split()) or (shown.endswith(" …")
+                                                      and " ".join(premise.split()).startswith(shown[:-2] + " "))
     monkeypatch.setenv("SURFACELAB_DATA", str(tmp_path / "nowhere"))
     wb.source_picker.value = "copa"
     assert "⚠" in wb.message.value and not wb.example_picker.options
@@ -692,6 +703,15 @@ def test_the_state_keeps_the_server_url(wb, tmp_path):
         read_state(dict(doc, server=8000))
     wb.load_state(dict(doc, server=None))
     assert wb.server_box.value == ""
+
+
+def test_tokens_view_names_the_rows_it_shows(wb):
+    wb.update()
+    assert "the Δ row is their difference" in wb.views["tokens"].text.value
+    wb.domain_box.value = ""
+    wb.update()
+    labels = [r["label"] for r in wb.views["tokens"].heatmap.rows]
+    assert not any("Δ" in x for x in labels) and "Type a domain premise" in wb.views["tokens"].text.value
 
 
 def test_tokens_view_says_when_the_backend_has_no_entropy(wb, monkeypatch):
