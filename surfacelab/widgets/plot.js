@@ -85,6 +85,7 @@ function render({ model, el }) {
       if (lib) lib.purge(div);
       div.replaceChildren();
       div.dataset.slRevision = String(revision);
+      el.dataset.slRevision = String(revision);
       return;
     }
     lib = await loadPlotly(model);

@@ -181,13 +181,17 @@ WATCH_JS = """() => {
   const VIEW_NAMES = %s;
   const root = document.querySelector('.sl-workbench');
   if (window.__slWatch) window.__slWatch.obs.disconnect();
-  const w = {last: performance.now(), key: 0, count: 0, busy: false, obs: null, views: {}, first: {}, later: {}};
+  const w = {last: performance.now(), key: 0, count: 0, busy: false, stale: false, obs: null, views: {}, first: {},
+             later: {}};
   const names = VIEW_NAMES;
   w.obs = new MutationObserver((records) => {
     const now = performance.now();
     w.last = now; w.count++;
     for (const r of records) {
       if (r.type === 'attributes' && r.target.classList && r.target.classList.contains('sl-busy')) w.busy = true;
+      // a view in sight marked stale by the edit (views out of sight may have been stale, deferred, before it)
+      if (w.key > 0 && r.type === 'attributes' && r.target.classList && r.target.classList.contains('sl-view')
+          && r.target.classList.contains('sl-stale') && !r.target.classList.contains('sl-deferred')) w.stale = true;
       const el = r.target.nodeType === 1 ? r.target : r.target.parentElement;
       const view = el && el.closest ? el.closest('.sl-view') : null;
       const name = view && names.find((n) => view.classList.contains('sl-view-' + n));
@@ -230,8 +234,9 @@ def timed_edit(page: Any, base: str, word: str, *, delay_ms: int = 60, quiet_ms:
     """Set the premise to ``base`` (and let it settle), then type ``word`` at its end with ``delay_ms`` between
     keys; returns the seconds from the last keystroke until the DOM was last changed (quiet after it).
 
-    ``stale_seen``: if given, gets two booleans appended: some view carried ``sl-stale`` right after the
-    typing, and some view carried ``sl-busy`` while the update ran. ``per_view``: if given, gets per view the
+    ``stale_seen``: if given, gets two booleans appended: some view in sight was marked ``sl-stale`` after a
+    keystroke (not only views out of sight, deferred before it), and some view carried ``sl-busy`` while the
+    update ran. ``per_view``: if given, gets per view the
     seconds from the last keystroke to the last change inside it (None: it did not change), and under
     ``"deferred"`` the views left for later because they were out of sight. ``first_content``: if given, gets
     per view the seconds from the last keystroke to the first change of its content (what a slow view shows
@@ -247,13 +252,11 @@ def timed_edit(page: Any, base: str, word: str, *, delay_ms: int = 60, quiet_ms:
     box.click()
     page.keyboard.press("End")
     page.keyboard.type(word, delay=delay_ms)
-    if stale_seen is not None:
-        stale_seen.append(page.evaluate("document.querySelectorAll('.sl-workbench .sl-stale').length > 0"))
     wait_quiet(page, quiet_ms)
     if in_sight is not None:
         in_sight.extend(page.evaluate(SIGHT_JS))
     w = page.evaluate("(() => { const w = window.__slWatch; return {key: w.key, last: w.last, busy: w.busy, "
-                      "views: w.views, first: w.first}; })()")
+                      "stale: w.stale, views: w.views, first: w.first}; })()")
     if per_view is not None:
         for name in VIEWS:
             t = w["views"].get(name)
@@ -265,7 +268,7 @@ def timed_edit(page: Any, base: str, word: str, *, delay_ms: int = 60, quiet_ms:
             t = w["first"].get(name)
             first_content[name] = (t - w["key"]) / 1000.0 if t is not None and t > w["key"] else None
     if stale_seen is not None:
-        stale_seen.append(w["busy"])
+        stale_seen.extend([w["stale"], w["busy"]])
     return (w["last"] - w["key"]) / 1000.0
 
 
@@ -279,6 +282,27 @@ def timed_scroll(page: Any, view: str, *, quiet_ms: int = 700) -> dict[str, floa
     wait_quiet(page, quiet_ms, changed=False)
     w = page.evaluate("(() => { const w = window.__slWatch; return {key: w.key, views: w.views}; })()")
     return {name: (t - w["key"]) / 1000.0 for name, t in w["views"].items() if t > w["key"]}
+
+
+def watch_redraw(page: Any, view: str) -> None:
+    """Start recording whether ``view`` is marked stale (call it before the edit: the mark may reach the page
+    before or after the edit's other changes); ``wait_redrawn`` then waits for it to be ready again."""
+    page.evaluate("""(name) => {
+      const view = document.querySelector('.sl-view-' + name);
+      window.__slMarked = window.__slMarked || {};
+      window.__slMarked[name] = false;
+      const obs = new MutationObserver(() => {
+        if (view.classList.contains('sl-stale')) { window.__slMarked[name] = true; obs.disconnect(); }
+      });
+      obs.observe(view, {attributes: true, attributeFilter: ['class']});
+    }""", view)
+
+
+def wait_redrawn(page: Any, view: str, timeout_ms: int = 60_000) -> None:
+    """Wait until ``view``, marked stale since ``watch_redraw``, is ready again (in sight or drawn in the
+    background)."""
+    page.wait_for_function("(name) => window.__slMarked[name] && document.querySelector('.sl-view-' + name)"
+                           ".classList.contains('sl-view-ready')", arg=view, timeout=timeout_ms)
 
 
 def no_horizontal_scroll(page: Any) -> dict:

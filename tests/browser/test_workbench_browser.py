@@ -17,7 +17,7 @@ import time
 import pytest
 
 from labkit import (CHROMIUM, REPO, VIEWS, launch, make_lab, no_horizontal_scroll, open_workbench, overlapping_text,
-                    timed_edit)
+                    timed_edit, wait_redrawn, watch_redraw)
 
 # the module shares one server and page; the first test also opens them (about a minute here)
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
@@ -141,13 +141,14 @@ def test_leading_space_marker_and_one_click_fix(session):
     widths = ("[...document.querySelectorAll('.sl-option-row')].map(r => [r.querySelector('.sl-option').offsetWidth, "
               "r.offsetHeight])")
     before = page.evaluate(widths)
+    watch_redraw(page, "tokens")
     row.locator(".sl-option input").fill("sink")
     row.locator(".sl-space-no").first.wait_for(timeout=10_000)
     assert "thesink" in row.locator(".sl-option-preview").inner_text().replace("‸", "")
     fix = row.locator(".sl-space-fix")
     fix.wait_for(state="visible", timeout=10_000)
     assert page.evaluate(widths) == before  # the fix button takes its room from the preview: no box or row moves
-    page.wait_for_function("!document.querySelector('.sl-workbench .sl-stale:not(.sl-deferred)')", timeout=60_000)
+    wait_redrawn(page, "tokens")  # marked stale by the edit, then ready: in sight, or drawn in the background
     labels = page.locator(".sl-view-tokens .sl-heatmap-label").all_inner_texts()
     assert "sink · premise" in labels and "␣sink · premise" not in labels  # the views in sight read the new option
     page.wait_for_selector(".sl-message .sl-warning", timeout=30_000)  # the notice, in words
