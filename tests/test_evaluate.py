@@ -327,7 +327,10 @@ def test_truncation_is_reported_in_the_frames(tiny_lm):
 def test_limit_keeps_the_first_items(result, tiny_lm, copa20):
     small = evaluate(tiny_lm, copa20, SCORERS, limit=5, progress=False)
     assert list(small.items["id"]) == list(result.items["id"][:5])
-    pd.testing.assert_frame_equal(small.items.drop(columns="why"), result.items.drop(columns="why").head(5))
+    # the same numbers up to float32 rounding: 5 items are packed in other rows than 20 (4.7e-7 nats apart in a
+    # gap_evidence of 3e-4 on one CPU), so differences of near-equal sums are compared in nats, not relatively
+    pd.testing.assert_frame_equal(small.items.drop(columns="why"), result.items.drop(columns="why").head(5),
+                                  check_exact=False, rtol=1e-5, atol=1e-5)
 
 
 # --------------------------------------------------------------------------- the real model

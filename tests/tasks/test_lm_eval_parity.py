@@ -75,5 +75,8 @@ def test_per_item_metrics_and_logprobs_equal_lm_eval(name, split, yaml, convert,
           f"acc_norm={np.mean([s['acc_norm'] for s in samples]):.3f} "
           f"acc_mutual_info={np.mean([s['acc_mutual_info'] for s in samples]):.3f} "
           f"(lm-eval {t1 - t0:.0f}s, surfacelab {t2 - t1:.0f}s)")
-    # 1e-4, plus float32 rounding of a sum that grows with its size (2e-6 relative: 8e-5 more at -40 nats)
-    np.testing.assert_allclose(ours_ll, ref_ll, rtol=2e-6, atol=1e-4)
+    # 1e-4, plus float32 rounding of a sum that grows with its size (1e-5 relative: 4e-4 more at -40 nats). The
+    # rounding depends on the CPU's matrix kernels and the shapes each tool multiplies (lm-eval pads batches of 32,
+    # surfacelab packs rows): 4.5e-5 at most on one machine, 1.7e-4 (at -31.6 nats) on another; a wrong token, a
+    # boundary merge or a lost position costs far more (> 1e-2)
+    np.testing.assert_allclose(ours_ll, ref_ll, rtol=1e-5, atol=1e-4)
