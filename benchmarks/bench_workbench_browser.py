@@ -167,7 +167,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--edits", type=int, default=7)
     ap.add_argument("--heights", default="900,3200", help="viewport heights at 1440 px wide (comma-separated)")
-    ap.add_argument("--scrolls", type=int, default=3, help="rounds of edit, then scroll to each view (1440x900)")
+    ap.add_argument("--scrolls", type=int, default=3, help="rounds of edit, then scroll to each view, and of typing in bursts (1440x900; 0: none)")
     ap.add_argument("--json", default=None, help="also write the numbers here")
     ap.add_argument("--screenshots", default=None, help="folder for screenshots (1280/1440/1920, light/dark)")
     ap.add_argument("--readme-shot", action="store_true", help="regenerate docs/workbench.png (1440x900)")
@@ -183,7 +183,7 @@ def main() -> None:
             page.evaluate("document.querySelector('.sl-workbench').scrollIntoView()")
             label = f"{width}x{height}"
             out["viewports"][label] = measure(page, args.edits, label)
-            if height == 900:
+            if height == 900 and args.scrolls > 0:
                 out["scroll"] = measure_scrolls(page, args.scrolls)
                 out["bursts"] = [measure_bursts(page, args.scrolls, pause) for pause in (0.6, 1.5)]
             if errors:
