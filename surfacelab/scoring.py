@@ -247,12 +247,17 @@ def _explain(result: MCResult) -> str:
     a, b = t.loc[lm_top], t.loc[pmi_top]
     lm_gap = a["logprob"] - b["logprob"]
     prior_gap = a["domain_logprob"] - b["domain_logprob"]
-    lines.append(f"Under LM, {lm_top!r} beats {pmi_top!r} by {gap(lm_gap)} nats; under DC-PMI, {pmi_top!r} wins "
-                 f"by {gap(b['dcpmi'] - a['dcpmi'])} nats.")
+    runner = t.drop(index=pmi_top)["dcpmi"].idxmax()
+    lead = (f"wins, {gap(b['dcpmi'] - a['dcpmi'])} nats ahead of it" if runner == lm_top else
+            f"wins by {gap(b['dcpmi'] - t.loc[runner, 'dcpmi'])} nats over the runner-up {runner!r} and is "
+            f"{gap(b['dcpmi'] - a['dcpmi'])} nats ahead of {lm_top!r}")
+    lines.append(f"Under LM, {lm_top!r} beats {pmi_top!r} by {gap(lm_gap)} nats; under DC-PMI, {pmi_top!r} {lead}.")
     if a["n_tokens"] < b["n_tokens"]:
+        per = a["per_char"] - b["per_char"]
+        per_text = (f"per character {pmi_top!r} is ahead, by {gap(-per)} nats/char" if per < 0 else
+                    f"per character {lm_top!r} still leads, by {gap(per)} nats/char")
         lines.append(f"Length: {pmi_top!r} has {int(b['n_tokens'])} tokens against {int(a['n_tokens'])}, and every "
-                     f"extra token costs log-probability (per character the gap is "
-                     f"{a['per_char'] - b['per_char']:+.2f} nats/char).")
+                     f"extra token costs log-probability ({per_text}).")
     if prior_gap > 0:
         lines.append(f"Prior: without the premise (domain premise {result.domain_premise!r}) the model already "
                      f"prefers {lm_top!r} by {gap(prior_gap)} nats, so most of its LM lead is a-priori frequency, "

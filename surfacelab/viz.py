@@ -553,15 +553,19 @@ def pll_options(tokens: pd.DataFrame, *, premise: str, options: Sequence[str], g
     return figure(pll_options_spec(tokens, premise=premise, options=options, gold=gold, note=note, title=title))
 
 
-def pll_reading(tokens: pd.DataFrame, totals: pd.DataFrame, *, premise: str) -> str:
-    """Sentences on the PLL view: the winner under each metric and whether (and why) the metrics coincide.
+def pll_reading(tokens: pd.DataFrame, totals: pd.DataFrame, *, premise: str, unknown_id: int | None = None) -> str:
+    """Sentences on the PLL view: the winner under each metric, whether (and why) the metrics coincide, and the
+    options the masked LM reads as its unknown token.
 
     Args:
-        tokens: as for ``pll_options``; totals: ``pll_totals`` output.
+        tokens: as for ``pll_options`` (with ``token_id`` when ``unknown_id`` is given); totals: ``pll_totals``
+            output.
         premise: the premise (the split words of the option part are named).
+        unknown_id: the masked LM's unknown-token id ([UNK]), or None.
     """
     tokens = _check_frame(tokens, "tokens", ["sentence_idx", "metric", "word", "n_subwords", "subword",
-                                             "char_end", "subword_idx"])
+                                             "char_end", "subword_idx"] + (["token_id"] if unknown_id is not None
+                                                                           else []))
     metrics = [m for m in METRIC_COLORS if m in totals.columns]
     winners = {m: [visible(o) for o, w in zip(totals["option"], totals[f"winner_{m}"]) if w] for m in metrics}
     if len({tuple(v) for v in winners.values()}) == 1:
@@ -581,6 +585,13 @@ def pll_reading(tokens: pd.DataFrame, totals: pd.DataFrame, *, premise: str) -> 
         out.append(f"Words split into subwords {where} ({', '.join(repr(w) for w in names)}) make the metrics differ: "
                    "original sees the word's other pieces when scoring one, word_l2r hides the later pieces, "
                    "whole_word hides them all.")
+    if unknown_id is not None and len(first):
+        unread = first[(first["token_id"] == unknown_id) & _option_part(first, premise)]
+        for i in sorted(set(unread["sentence_idx"])):
+            words = list(dict.fromkeys(unread.loc[unread["sentence_idx"] == i, "word"]))
+            out.append(f"Option {i + 1}, {visible(totals['option'].iloc[i])!r}, has text the masked LM does not know "
+                       f"({', '.join(repr(w) for w in words)} read as its unknown token): its PLL scores that token, "
+                       "not what was typed.")
     return " ".join(out)
 
 

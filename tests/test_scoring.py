@@ -73,13 +73,26 @@ def test_explain_tells_length_and_prior_with_the_numbers():
                            "logprob": [-3.5, -1.0, -0.5]})
     r = scoring.MCResult("p", [" tub", " bathtub"], " the", "m", scoring.option_table(raw), tokens)
     text = r.explain()
-    assert "Under LM, ' tub' beats ' bathtub' by 3.00 nats; under DC-PMI, ' bathtub' wins by 3.00 nats." in text
+    assert "Under LM, ' tub' beats ' bathtub' by 3.00 nats; under DC-PMI, ' bathtub' wins, 3.00 nats ahead of it." in text
     assert "' bathtub' has 3 tokens against 1" in text
+    assert "per character ' tub' still leads, by 0.12 nats/char" in text  # -2/4 against -5/8
     assert "prefers ' tub' by 6.00 nats" in text  # -3 - (-9)
     assert "' bath' (-3.50), 't' (-1.00)" in text
     same = scoring.MCResult("p", [" tub", " bathtub"], " the", "m", scoring.option_table(raw.assign(
         domain_logprob=[-3.0, -3.5])), tokens)
     assert same.explain().startswith("' tub' wins under both LM and DC-PMI (DC-PMI margin +2.50 nats)")  # 1 - (-1.5)
+
+
+def test_explain_measures_the_dcpmi_win_against_its_runner_up_and_signs_the_per_char_gap():
+    """Three options: the DC-PMI winner's lead over its runner-up is not its lead over the LM winner."""
+    raw = pd.DataFrame({"option": [" tub", " bathtub", " basin"], "logprob": [-2.0, -3.5, -4.0], "n_tokens": [1, 3, 1],
+                        "domain_logprob": [-3.0, -9.0, -8.0], "null_logprob": [-4.0, -8.0, -8.0]})
+    tokens = pd.DataFrame({"option": [" bathtub"], "condition": ["premise"], "token": [" bath"], "logprob": [-2.0]})
+    text = scoring.MCResult("p", list(raw["option"]), " the", "m", scoring.option_table(raw), tokens).explain()
+    # DC-PMI: tub 1.0, bathtub 5.5, basin 4.0
+    assert ("under DC-PMI, ' bathtub' wins by 1.50 nats over the runner-up ' basin' and is 4.50 nats ahead of "
+            "' tub'.") in text
+    assert "per character ' bathtub' is ahead, by 0.06 nats/char" in text  # -3.5/8 against -2/4
 
 
 def test_registry_accepts_new_scorers_and_the_scorer_table_shows_them(tiny_lm):

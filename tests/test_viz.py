@@ -232,6 +232,20 @@ def test_pll_options_focus_on_the_option_and_name_winners():
     assert "single subwords" in viz.pll_reading(single, one, premise="I saw")
 
 
+def test_pll_reading_names_the_options_read_as_the_unknown_token():
+    tokens, table = _pll_tokens()
+    totals = viz.pll_totals(table, [" a cat", " an aardvark"])
+    unk, other = 100, 7
+    ids = [unk if (w == "cat" or w == "I") else other for w in tokens["word"]]  # the premise's [UNK] is no option's
+    reading = viz.pll_reading(tokens.assign(token_id=ids), totals, premise="I saw", unknown_id=unk)
+    assert ("Option 1, '␣a cat', has text the masked LM does not know ('cat' read as its unknown token)" in reading
+            and "Option 2" not in reading)
+    assert "does not know" not in viz.pll_reading(tokens.assign(token_id=other), totals, premise="I saw",
+                                                  unknown_id=unk)
+    with pytest.raises(ValueError, match="token_id"):
+        viz.pll_reading(tokens, totals, premise="I saw", unknown_id=unk)
+
+
 def test_letters_reading_names_picks_and_the_letter_prior():
     table = pd.DataFrame({"id": list("AB"), "option": ["bathtub", "sink"], "observed": [0.6, 0.4],
                           "prior": [0.7, 0.3], "calibrated": [0.39, 0.61], "debiased": [0.45, 0.55]})

@@ -459,7 +459,7 @@ class PLLView(View):
                              + "<div class='sl-hint'>sentence PLL (sum over every subword) · green = winner "
                                "under that metric</div>")
         label = f"<div class='sl-note'>⚠ {html.escape(self.bench.mlm.note)}</div>" if self.bench.mlm.note else ""
-        reading = viz.pll_reading(tokens, totals, premise=inp.premise)
+        reading = viz.pll_reading(tokens, totals, premise=inp.premise, unknown_id=self.bench.mlm.tokenizer.unk_token_id)
         self.text.value = f"{label}<div class='sl-explain'>{html.escape(reading)}</div>"
 
 
