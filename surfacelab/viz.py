@@ -151,6 +151,16 @@ def _wrap(text: str, width: int) -> list[str]:
     return lines
 
 
+def _tick(text: str, width: int = 16, lines: int = 2) -> str:
+    """A category label that fits under a bar: ``text`` wrapped to at most ``lines`` lines of about ``width``
+    characters (``<br>``-joined, escaped), cut with "…" when longer (the full text is in the hover)."""
+    wrapped = _wrap(text, width) or [text]
+    cut = [w if len(w) <= width else w[:width - 1] + "…" for w in wrapped[:lines]]
+    if len(wrapped) > lines and not cut[-1].endswith("…"):
+        cut[-1] = (cut[-1] if len(cut[-1]) < width else cut[-1][:width - 1]) + "…"
+    return "<br>".join(esc(w) for w in cut)
+
+
 def _panel_title(text: str, domain: dict) -> dict:
     return {"text": text, "x": (domain["x"][0] + domain["x"][1]) / 2, "y": domain["y"][1], "xref": "paper",
             "yref": "paper", "xanchor": "center", "yanchor": "bottom", "showarrow": False,
@@ -269,6 +279,13 @@ def paraphrase_mass_spec(forms: pd.DataFrame, concepts: pd.DataFrame, winners: p
     concepts = _check_frame(concepts, "concepts", ["concept", "share", "domain_share", "dcpmi"])
     winners = _check_frame(winners, "winners", ["scorer", "concept"])
     names = {c: (f"★ {esc(c)}" if c == answer else esc(c)) for c in concepts["concept"]}
+    # long options (ARC, MMLU) get short wrapped tick labels, numbered, and the narrow totals panel their numbers
+    # alone; the bars keep the full names (hover, data)
+    star = ["★ " if c == answer else "" for c in names]
+    numbered = len(names) > 4 or any(len(str(c)) > 8 for c in names)
+    axis = {"tickmode": "array", "tickvals": list(names.values()), "tickangle": 0, "automargin": True}
+    left_ticks = [_tick(f"{s}{i + 1} · {c}" if numbered else f"{s}{c}") for i, (s, c) in enumerate(zip(star, names))]
+    right_ticks = [f"{s}{i + 1}" for i, s in enumerate(star)] if numbered else left_ticks
     left, right = {"x": [0, 0.56], "y": [0, 1]}, {"x": [0.68, 1], "y": [0, 1]}
     data = []
     seen: dict[str, int] = {}
@@ -276,7 +293,9 @@ def paraphrase_mass_spec(forms: pd.DataFrame, concepts: pd.DataFrame, winners: p
     for concept, form, prob, listed, share in zip(*(forms[c].tolist() for c in cols)):
         j = seen[concept] = seen.get(concept, -1) + 1
         data.append({"type": "bar", "x": [names[concept]], "y": [float(listed)],
-                     "name": show(form), "text": [show(form)], "textposition": "inside",
+                     # a form's name inside its bar where it can be read (a long one is in the hover)
+                     "name": show(form), "text": [show(form) if len(visible(form)) <= 14 else ""],
+                     "textposition": "inside", "textangle": 0,
                      "marker": {"color": PALETTE[j % len(PALETTE)]}, "showlegend": False,
                      "xaxis": "x", "yaxis": "y",
                      "hovertemplate": f"{show(form)}<br>P(form|premise) = {prob:.3g}<br>"
@@ -288,18 +307,21 @@ def paraphrase_mass_spec(forms: pd.DataFrame, concepts: pd.DataFrame, winners: p
         totals.append(("domain premise", "domain_share", "#bab0ac"))
     for name, col, color in totals:
         data.append({"type": "bar", "x": x, "y": _plain(concepts[col]), "name": name, "offsetgroup": name,
-                     "marker": {"color": color}, "xaxis": "x2", "yaxis": "y2",
+                     "marker": {"color": color}, "xaxis": "x2", "yaxis": "y2", "showlegend": False,
                      "hovertemplate": "%{x}: %{y:.1%} of the listed mass<extra>" + name + "</extra>"})
-    won = " · ".join(f"{MASS_RULES.get(r.scorer, r.scorer)}: <b>{esc(r.concept)}</b>" for r in winners.itertuples())
-    layout = _layout(f"{esc(title)}<br><sup>winners — {won}</sup>", 360, barmode="stack",
-                     margin={"l": 10, "r": 10, "t": 80, "b": 10},
-                     legend={"orientation": "h", "y": -0.12},
-                     xaxis={"domain": left["x"], "anchor": "y"},
+    # the key of the totals' colours sits in their panel title (a legend under the bars met the tick labels)
+    key = " ".join(f"<span style='color:{color}'>■</span> {name}" for name, _, color in totals)
+    won = [f"{MASS_RULES.get(r.scorer, r.scorer)}: <b>{show(r.concept, limit=30)}</b>" for r in winners.itertuples()]
+    lines = " · ".join(won[:2]) + ("<br>" + " · ".join(won[2:]) if len(won) > 2 else "")
+    layout = _layout(f"{esc(title)}<br><sup>winners — {lines}</sup>", 390, barmode="stack",
+                     margin={"l": 10, "r": 10, "t": 110, "b": 10},
+                     uniformtext={"minsize": 9, "mode": "hide"},
+                     xaxis={"domain": left["x"], "anchor": "y", "ticktext": left_ticks, **axis},
                      yaxis={"domain": left["y"], "anchor": "x", "tickformat": ".0%", "range": [0, 1]},
-                     xaxis2={"domain": right["x"], "anchor": "y2"},
+                     xaxis2={"domain": right["x"], "anchor": "y2", "ticktext": right_ticks, **axis},
                      yaxis2={"domain": right["y"], "anchor": "x2", "tickformat": ".0%", "range": [0, 1]},
                      annotations=[_panel_title("share of listed mass, by surface form", left),
-                                  _panel_title("concept totals", right)])
+                                  _panel_title(f"concept totals<br>{key}", right)])
     return {"data": data, "layout": layout}
 
 

@@ -100,6 +100,34 @@ def test_paraphrase_mass_stacks_forms_into_concept_shares():
     assert "LM: <b>sink</b>" in fig.layout.title.text and "concept mass: <b>tub</b>" in fig.layout.title.text
 
 
+def test_paraphrase_mass_keeps_long_options_readable():
+    """ARC-length options: short wrapped tick labels on both panels (the bars keep the full names), a shortened
+    winners line, the totals' colour key in their panel title instead of a legend under the tick labels."""
+    forms, concepts, winners = _mass()
+    long = {"tub": "buildings will be made safer", "sink": "building materials will be cheaper"}
+    forms, concepts, winners = (f.replace(long) for f in (forms, concepts, winners))
+    spec = viz.paraphrase_mass_spec(forms, concepts, winners, answer=long["tub"])
+    ticks = {"xaxis": ["★ 1 · buildings<br>will be made…", "2 · building<br>materials will…"],
+             "xaxis2": ["★ 1", "2"]}  # the narrow totals panel: the options' numbers
+    for axis, text in ticks.items():
+        ax = spec["layout"][axis]
+        assert ax["tickvals"] == ["★ buildings will be made safer", "building materials will be cheaper"]
+        assert ax["ticktext"] == text and ax["tickangle"] == 0
+    short = viz.paraphrase_mass_spec(*_mass(), answer="tub")["layout"]
+    assert short["xaxis"]["ticktext"] == short["xaxis2"]["ticktext"] == ["★ tub", "sink"]  # short: as they are
+    assert {t["x"][0] for t in spec["data"] if t["xaxis"] == "x"} == set(spec["layout"]["xaxis"]["tickvals"])
+    assert "LM: <b>building materials will be ch…</b>" in spec["layout"]["title"]["text"]
+    assert not any(t.get("showlegend", True) for t in spec["data"])
+    key = spec["layout"]["annotations"][1]["text"]
+    assert "■</span> premise" in key and "■</span> domain premise" in key
+    assert spec["layout"]["uniformtext"]["mode"] == "hide"
+    # a form's name inside its bar where it fits; a long one only in the hover
+    assert [t["text"] for t in spec["data"] if t["xaxis"] == "x"] == [["␣bathtub"], ["␣tub"], ["␣bath"], ["␣sink"]]
+    forms.loc[0, "form"] = " buildings will be made safer"
+    bars = viz.paraphrase_mass_spec(forms, concepts, winners)["data"]
+    assert bars[0]["text"] == [""] and "buildings will be made safer" in bars[0]["hovertemplate"]
+
+
 def test_letter_priors_one_bar_series_per_column():
     table = pd.DataFrame({"id": list("ABCD"), "observed": [0.4, 0.3, 0.2, 0.1], "prior": [0.25] * 4,
                           "calibrated": [0.3, 0.3, 0.2, 0.2], "debiased": [0.1, 0.2, 0.3, 0.4]})
