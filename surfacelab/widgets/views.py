@@ -33,6 +33,7 @@ from ..letters import score as letter_scores
 from ..paraphrase import mass
 from ..pll import pll_metrics
 from ..scoring import score_items
+from ..why import premise_units
 from .heatmap import TokenHeatmap, attribution_rows, heatmap_rows
 from .plot import PlotView, SightProbe
 
@@ -467,6 +468,9 @@ class PLLView(View):
 
 #: The "compare with" picker's value for "the LM winner (or the runner-up when the gold wins)".
 AUTO = -1
+#: Premises with more words than this get no premise map in the Why view: each word is removed and replaced under
+#: both options (4 scored premises a word), minutes of CPU for a 300-word passage; ``surfacelab.why`` computes it.
+MAX_OCCLUDED_WORDS = 40
 
 
 class WhyView(View):
@@ -478,7 +482,8 @@ class WhyView(View):
     word and option, so this view is ``slow``: computed after the other views are drawn, beside the
     next edits (out of sight: with the other views out of sight, once the typing pauses). Occluded premises
     are scored with the two options compared
-    (``all_options=False``): the margin is the pair's, and it halves the forwards.
+    (``all_options=False``): the margin is the pair's, and it halves the forwards. A premise of more than
+    ``MAX_OCCLUDED_WORDS`` words gets the account without the premise map, and a note that says so.
     """
 
     name, title, cost, main, slow = "why", "6 · Why", 5, "terms", True
@@ -526,7 +531,7 @@ class WhyView(View):
                 self._choosing = False
 
     def compute(self, inp: "Inputs") -> Any:
-        return self._account(inp, occlusion=True)
+        return self._account(inp, occlusion=len(premise_units(inp.premise)) <= MAX_OCCLUDED_WORDS)
 
     def preview(self, inp: "Inputs") -> Any:
         # everything but the premise occlusion (one short prompt beyond the scorer view's numbers)
@@ -572,6 +577,10 @@ class WhyView(View):
                          f"words removed, and replaced by {result.meta['neutral']!r}; {result.meta['forwarded_tokens']} "
                          "tokens forwarded for this account (numbers already in the score cache are not forwarded "
                          "again).")
+        elif (words := len(premise_units(inp.premise))) > MAX_OCCLUDED_WORDS:
+            notes.append(f"No premise map: the premise has {words} words, and removing and replacing each under both "
+                         f"options ({4 * words} scored requests) is left out above {MAX_OCCLUDED_WORDS} words here; "
+                         "surfacelab.why(lm, premise, options, gold=...) computes it.")
         else:
             notes.append("Computing which premise words support the gold (each word removed, then replaced by "
                          f"{result.meta['neutral']!r}): the premise map and its sentence follow.")

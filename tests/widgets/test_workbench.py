@@ -725,6 +725,20 @@ def test_tokens_view_says_when_the_backend_has_no_entropy(wb, monkeypatch):
     assert "entropy not available" not in view.text.value and view.heatmap.has_entropy is True
 
 
+def test_why_view_leaves_out_the_premise_map_of_a_long_premise_and_says_so(wb, monkeypatch):
+    monkeypatch.setattr(vmod, "MAX_OCCLUDED_WORDS", 6)
+    why = wb.views["why"]
+    wb.premise_box.value = "The man took a bath in the"  # 7 words: over the (lowered) limit
+    wb.update()
+    assert why.state == "ready" and why.result.meta["occlusion"] is False and why.result.attribution.empty
+    assert why.premise_map.rows == [] and len(why.result.terms)  # the rest of the account is there
+    assert "No premise map: the premise has 7 words" in why.text.value and "28 scored requests" in why.text.value
+    wb.premise_box.value = "The man took a bath"  # 5 words: the map
+    wb.update()
+    assert why.result.meta["occlusion"] and not why.result.attribution.empty and why.premise_map.rows
+    assert "No premise map" not in why.text.value
+
+
 def test_why_view_draws_the_library_account_and_follows_gold_and_picker(wb, tiny_lm):
     wb.update()
     view = wb.views["why"]
