@@ -270,12 +270,20 @@ def logprobs(
     return out
 
 
+#: The token string of a byte piece whose character an earlier token already shows (" 🎉" in three byte-level
+#: tokens reads "␣🎉", "…", "…", not the emoji three times).
+SAME_CHARACTER = "…"
+
+
 def _token_strings(lm: Any, enc: text.Encoding) -> list[str]:
-    """Readable token strings: the continuation text each token covers, or its decoded form."""
+    """Readable token strings: the continuation text each token covers (``SAME_CHARACTER`` for a byte piece of a
+    character an earlier token shows), or its decoded form."""
     out = []
+    shown = 0  # the continuation's characters shown so far
     for tid, (s, e) in zip(enc.scored_ids, enc.spans):
         piece = enc.continuation[s:e]
-        out.append(piece if piece else lm.tokenizer.decode([tid]))
+        out.append(SAME_CHARACTER if piece and e <= shown else piece or lm.tokenizer.decode([tid]))
+        shown = max(shown, e)
     return out
 
 

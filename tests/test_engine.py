@@ -334,3 +334,17 @@ def test_token_budget_follows_free_gpu_memory_and_model_size():
     # a multimodal config is read through its text config
     wrapped = SimpleNamespace(get_text_config=lambda: smol)
     assert tb.token_bytes(wrapped) == tb.token_bytes(smol)
+
+
+def test_a_character_in_several_byte_pieces_is_shown_once(tiny_lm):
+    """Byte-level BPE splits an emoji into byte pieces whose spans all cover it: the first shows it, the others
+    read as the continuation mark (the token view showed the emoji once per byte)."""
+    import surfacelab as sl
+
+    r = sl.score(tiny_lm, "I like", [" 🎉 ok", " tea"], cache=False)
+    t = r.tokens[(r.tokens["condition"] == "premise") & (r.tokens["option"] == " 🎉 ok")]
+    covering = t[(t["char_start"] <= 1) & (t["char_end"] >= 2)]  # every piece that covers the emoji
+    assert len(covering) > 1, t  # (the test needs the emoji split)
+    assert "".join(t["token"]).count("🎉") == 1
+    assert list(covering["token"])[1:] == [engine.SAME_CHARACTER] * (len(covering) - 1)
+    assert "".join(t["token"]).endswith("ok")
