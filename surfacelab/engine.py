@@ -23,12 +23,12 @@ import pandas as pd
 
 from ._checks import is_int
 from . import text
-from .backends.base import RANK_TOL, EngineStats, NextTokenScores, TokenScores
+from .backends.base import RANK_TOL, Cancelled, EngineStats, NextTokenScores, TokenScores, cancelled_when
 from .backends.plan import unique_prefix_tokens
 from .cache import ScoreCache, default_cache, request_key
 
-__all__ = ["EngineStats", "NextToken", "RANK_TOL", "Results", "Scored", "check_batch_size", "check_requests",
-           "clear_top_cache", "logprobs", "next_token_logprobs"]
+__all__ = ["Cancelled", "EngineStats", "NextToken", "RANK_TOL", "Results", "Scored", "cancelled_when",
+           "check_batch_size", "check_requests", "clear_top_cache", "logprobs", "next_token_logprobs"]
 
 Request = tuple[str, str]
 #: Requests whose top-k alternatives are kept in memory (``logprobs(..., top_k=k)``).
@@ -323,7 +323,10 @@ def next_token_logprobs(
         cache: use the on-disk cache (True), a given ``ScoreCache``, or none (False). The disk cache
             holds ``selected`` and ``entropy``; with ``top_k > 0`` the in-memory cache of the last
             ``TOP_CACHE_SIZE`` prompts holds the whole result instead (not with False), so a view that
-            asks again (a first part, then the rest) pays nothing.
+            asks again (a first part, then the rest) pays nothing. Unless False, a prompt that was the
+            context of a recent small scoring call is answered from the distribution that call computed
+            at its first scored position, where the backend keeps them (in-process: the last
+            ``RECENT_CONTEXTS``), with no forward (``stats.paths["recalled"]``).
 
     Returns:
         One ``NextToken`` per context, in order, as a ``Results`` list with this call's ``.stats``.
@@ -346,18 +349,28 @@ def next_token_logprobs(
         found = store.get_many(keys) if store is not None else {}
     todo = {k: p for k, p in zip(keys, prompts) if k not in found}
     stats = EngineStats(requests=len(prompts), unique=len(set(keys)), cached=len(found), backend=lm.backend.kind)
+    recall = getattr(lm.backend, "remembered", None)  # an in-process backend's recent scoring contexts
+    recalled = {}
+    if recall is not None and cache is not False and todo:
+        hits = recall(list(todo.values()), token_ids=sel, top_k=top_k)
+        recalled = {k: hits[i] for i, k in enumerate(todo) if i in hits}
+        todo = {k: p for k, p in todo.items() if k not in recalled}
+        if recalled:
+            stats.count_path("recalled", len(recalled))
     stats.tokens_needed = sum(len(p) for p in todo.values())
     stats.tokens_unique = unique_prefix_tokens(list(todo.values()))
     todo_keys = list(todo)
 
-    def commit(done: list[int], scores: list[NextTokenScores]) -> None:
+    def commit(keys: list[str], scores: list[NextTokenScores]) -> None:
         if store is not None:
-            store.put_many({todo_keys[d]: {"selected": s.selected, "entropy": np.array([s.entropy], np.float32)}
-                            for d, s in zip(done, scores)})
+            store.put_many({k: {"selected": s.selected, "entropy": np.array([s.entropy], np.float32)}
+                            for k, s in zip(keys, scores)})
 
-    computed = dict(zip(todo_keys, lm.backend.next_token(list(todo.values()), token_ids=sel, top_k=top_k,
-                                                         batch_size=rows, progress=False, stats=stats,
-                                                         on_done=commit))) if todo else {}
+    commit(list(recalled), list(recalled.values()))
+    computed = dict(zip(todo_keys, lm.backend.next_token(
+        list(todo.values()), token_ids=sel, top_k=top_k, batch_size=rows, progress=False, stats=stats,
+        on_done=lambda done, scores: commit([todo_keys[d] for d in done], scores)))) if todo else {}
+    computed.update(recalled)
     if top_k and cache is not False:
         _TOP_CACHE.put_many({k: {"selected": r.selected, "entropy": np.array([r.entropy], np.float32),
                                  "top_ids": r.top_ids, "top_logprobs": r.top_logprobs}

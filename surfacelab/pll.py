@@ -38,6 +38,7 @@ import torch
 
 from . import engine, models, text
 from ._results import JSONResult, macro_ci, model_meta
+from .backends.base import raise_if_cancelled
 from .backends.transformers import MASKED_TOKEN_BUDGET, back_off, token_budget
 from .registry import Registry
 from .tasks.blimp import load_blimp
@@ -255,6 +256,7 @@ def _run_copies(mlm: models.MLM, sents: list[_Sentence], copies: list[tuple[int,
     step = 0
     with torch.inference_mode():
         while step < len(plan):
+            raise_if_cancelled()
             batch = [order[j] for j in plan[step]]
             ids = torch.tensor([sents[copies[k][0]].ids for k in batch], dtype=torch.long)
             m_rows, m_cols, s_rows, s_cols, slots = [], [], [], [], []

@@ -84,6 +84,28 @@ def test_every_plan_matches_a_plain_forward(family, tokenizer, monkeypatch):
         _check(only_kv, reference)
 
 
+@pytest.mark.parametrize("family", list(arch_zoo.FAMILIES))
+def test_a_recalled_next_token_distribution_is_a_plain_forwards_and_a_cancel_stops_any_family(family, tokenizer):
+    """After scoring a question's options (packed rows, or the kv path past a window), the next token after each
+    context is answered from that pass; a cancelled forward stops at the family's first block."""
+    model = arch_zoo.build(family, len(tokenizer))
+    lm = load_lm((model, tokenizer), device="cpu")
+    long_context, short = REQUESTS[0][0], REQUESTS[40][0]
+    engine.logprobs(lm, [r for r in REQUESTS if r[0] in (long_context, short)][::4], cache=False, progress=False)
+    ids = [5, 17, 40]
+    got = engine.next_token_logprobs(lm, [long_context, short], token_ids=ids, top_k=3, cache=True)
+    assert got.stats.paths == {"recalled": 2}
+    for r in got:
+        with torch.inference_mode():
+            ref = torch.log_softmax(model(torch.tensor([list(r.input_ids)])).logits[0, -1].float(), -1).numpy()
+        assert np.abs(r.selected - ref[ids]).max() <= 1e-4, family
+        assert np.abs(r.top_logprobs - np.sort(ref)[::-1][:3]).max() <= 1e-4, family
+    checks = []
+    with pytest.raises(engine.Cancelled), engine.cancelled_when(lambda: checks.append(1) or len(checks) > 1):
+        engine.logprobs(lm, [("the dog ate the", " bone")], cache=False, progress=False)
+    assert len(checks) == 2  # the batch's check, then the first block's
+
+
 def test_alibi_and_windows_are_read_from_the_config():
     from surfacelab.backends import arch
 

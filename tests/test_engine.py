@@ -348,3 +348,70 @@ def test_a_character_in_several_byte_pieces_is_shown_once(tiny_lm):
     assert "".join(t["token"]).count("🎉") == 1
     assert list(covering["token"])[1:] == [engine.SAME_CHARACTER] * (len(covering) - 1)
     assert "".join(t["token"]).endswith("ok")
+
+
+def _plain_next(lm, prompt_ids) -> np.ndarray:
+    """The next-token log-softmax after ``prompt_ids`` from one plain forward of the whole model."""
+    with torch.inference_mode():
+        logits = lm.backend.model(torch.tensor([list(prompt_ids)])).logits[0, -1].float()
+    return torch.log_softmax(logits, -1).numpy()
+
+
+@pytest.fixture
+def own_tiny_lm():
+    """A tiny LM of this test's own (what a backend remembers is not shared with other tests' threads)."""
+    from surfacelab import load_lm
+    from tiny_models import tiny_causal
+
+    return load_lm(tiny_causal(), device="cpu")
+
+
+def test_a_prompt_that_was_a_scored_context_is_recalled_without_a_forward(own_tiny_lm):
+    tiny_lm, premise = own_tiny_lm, "the dog sat in the"
+    engine.logprobs(tiny_lm, [(premise, o) for o in (" mat", " sun", " cat sat")] + [(" the", " mat")],
+                    cache=False, progress=False)
+    ids = [3, 40, 99]
+    got = engine.next_token_logprobs(tiny_lm, [premise, " the", "the dog ran"], token_ids=ids, top_k=4, cache=True)
+    assert got.stats.paths == {"recalled": 2, "plain": 1}
+    assert got.stats.tokens_forwarded == len(got[2].input_ids)  # only the prompt no scoring call had
+    for r in got:
+        ref = _plain_next(tiny_lm, r.input_ids)
+        np.testing.assert_allclose(r.selected, ref[ids], atol=1e-5)
+        assert r.top_ids.tolist() == np.argsort(-ref, kind="stable")[:4].tolist()
+        np.testing.assert_allclose(r.top_logprobs, np.sort(ref)[::-1][:4], atol=1e-5)
+        assert abs(r.entropy + float((np.exp(ref) * ref).sum())) < 1e-4
+    fresh = engine.next_token_logprobs(tiny_lm, [premise], token_ids=ids, cache=False)
+    assert fresh.stats.paths == {"plain": 1}  # cache=False: computed, never recalled
+
+
+def test_only_a_call_with_a_few_contexts_is_remembered_and_only_the_last_ones(own_tiny_lm):
+    from surfacelab.backends.transformers import RECENT_CONTEXTS, REMEMBER_MAX_CONTEXTS
+
+    contexts = [f"the bird {'sat ' * k}on the" for k in range(REMEMBER_MAX_CONTEXTS + 1)]  # a dataset-sized call
+    engine.logprobs(own_tiny_lm, [(c, " mat") for c in contexts], cache=False, progress=False)
+    assert "recalled" not in engine.next_token_logprobs(own_tiny_lm, contexts[:2], token_ids=[3], cache=True).stats.paths
+    questions = [f"the cat {'ran ' * k}to the" for k in range(RECENT_CONTEXTS + 1)]
+    for q in questions:  # one question a call, as the workbench scores them
+        engine.logprobs(own_tiny_lm, [(q, " mat"), (q, " sun")], cache=False, progress=False)
+    got = engine.next_token_logprobs(own_tiny_lm, [questions[0], questions[1], questions[-1]], token_ids=[3], cache=True)
+    assert got.stats.paths == {"plain": 1, "recalled": 2}  # the oldest one was let go
+
+
+def test_a_cancelled_forward_stops_between_layers_and_leaves_the_backend_sound(tiny_lm):
+    requests = [("the cat ate the", o) for o in (" bone", " mat", " sun")]
+    with pytest.raises(engine.Cancelled):
+        with engine.cancelled_when(lambda: True):
+            engine.logprobs(tiny_lm, requests, cache=False, progress=False)
+    seen = []
+
+    def after_the_batch_check() -> bool:  # False before the batch, True at the first layer: stops mid-forward
+        seen.append(1)
+        return len(seen) > 1
+
+    with pytest.raises(engine.Cancelled), engine.cancelled_when(after_the_batch_check):
+        engine.logprobs(tiny_lm, requests, cache=False, progress=False)
+    assert len(seen) == 2
+    with engine.cancelled_when(lambda: False):  # a check that stays false changes nothing
+        kept = engine.logprobs(tiny_lm, requests, cache=False, progress=False)
+    for s in kept:
+        assert abs(s.total - reference_sum(tiny_lm, *s.request)[0]) <= 1e-4

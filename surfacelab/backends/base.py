@@ -36,17 +36,50 @@ Changes to the first draft of this contract (so that both backends fit it):
   key/value cache, then the suffixes on it; ``"server"``: a completions server), and
   ``EngineStats.rule`` why the transformers backend may or may not pack rows on this model;
   ``EngineStats.plan_seconds`` the time a backend spent planning (0 where it plans nothing).
+* **Cancellation.** Inside ``cancelled_when(check)`` an in-process backend calls ``raise_if_cancelled``
+  between batches and between the model's layers: a forward whose result is no longer wanted (a
+  live view after a newer edit) stops within a layer with ``Cancelled``. The batches finished before
+  it are committed as usual. A server backend checks before each HTTP call.
 """
 
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Iterator, Protocol, Sequence
 
 import numpy as np
 
 #: A token outranks the target only if more likely by more than this (nats).
 RANK_TOL = 1e-4
+
+
+class Cancelled(Exception):
+    """A computation stopped because its ``cancelled_when`` check said that its result is no longer wanted."""
+
+
+_cancel = threading.local()
+
+
+@contextmanager
+def cancelled_when(check: Callable[[], bool] | None) -> Iterator[None]:
+    """Within the block, on this thread, forward passes stop with ``Cancelled`` as soon as ``check()`` is true
+    (checked between batches and between layers); None: never (e.g. a self-check that must run to its end)."""
+    before = getattr(_cancel, "check", None)
+    _cancel.check = check
+    try:
+        yield
+    finally:
+        _cancel.check = before
+
+
+def raise_if_cancelled(*_: Any) -> None:
+    """Raise ``Cancelled`` if this thread's ``cancelled_when`` check is true (the arguments are ignored: it is
+    also a forward pre-hook)."""
+    check = getattr(_cancel, "check", None)
+    if check is not None and check():
+        raise Cancelled("cancelled: its result is no longer wanted")
 
 
 @dataclass

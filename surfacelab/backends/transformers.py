@@ -8,6 +8,13 @@
   a question is projected once), in chunks of at most ``PROJECT_ELEMENTS`` logits.
 * **Heads.** What runs at the scored positions is a *head*: per-token scores (with the top-k
   alternatives when asked), or a prompt's next-token distribution.
+* **Recent contexts.** A scoring call on a few contexts (one question's, not a dataset's) keeps the
+  next-token distribution after each of them, which its first scored position computed anyway:
+  ``remembered`` answers a next-token prompt with the same token ids from it, with no forward (the
+  Why view's "where the gold's mass went" after the scorer view's pass). Same ids, same positions:
+  the same distribution, on every architecture.
+* **Cancellation.** ``base.cancelled_when`` is checked before each batch and before each of the
+  model's repeated blocks (a forward pre-hook on each; it changes no output).
 * **Self-check.** Before the first call, the shortcuts (projection from the base model's hidden
   states, packed rows, the kv prefix path) are checked against a plain forward of the whole model
   on a short probe; a shortcut that disagrees is switched off (``EngineStats.rule`` says so).
@@ -19,13 +26,14 @@ import copy
 import functools
 import threading
 import time
+from collections import OrderedDict
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
 
 from . import arch, plan
-from .base import RANK_TOL, EngineStats, NextTokenScores, OnDone, TokenScores
+from .base import RANK_TOL, EngineStats, NextTokenScores, OnDone, TokenScores, cancelled_when, raise_if_cancelled
 
 #: ``head(features, inverse, targets) -> (n, width)`` float tensor for the n scored positions:
 #: ``features`` are the distinct positions' final hidden states (or logits), ``inverse`` maps each
@@ -40,6 +48,10 @@ MASKED_TOKEN_BUDGET = {"cpu": 2048, "mps": 16384, "cuda": 65536}
 
 #: On CUDA the budget follows the free device memory: this share of it, at ``token_bytes`` per token, within these bounds.
 CUDA_FREE_SHARE = 0.25
+#: A scoring call with at most this many distinct contexts (one question's) keeps the next-token distribution after
+#: each; the last ``RECENT_CONTEXTS`` are kept, per model (``TransformersBackend.remembered``).
+REMEMBER_MAX_CONTEXTS = 8
+RECENT_CONTEXTS = 32
 CUDA_BUDGET_BOUNDS = (1024, 1 << 18)
 
 
@@ -112,6 +124,11 @@ class TransformersBackend:
         self._failed = ""  # how the last self-check probe failed
         self._checked = False
         self._check_lock = threading.Lock()
+        # context token ids -> float32 log-softmax of the next token after them (see ``remembered``)
+        self._recent: OrderedDict[tuple[int, ...], torch.Tensor] = OrderedDict()
+        self._recent_lock = threading.Lock()
+        for block in _blocks(model):
+            block.register_forward_pre_hook(raise_if_cancelled)
 
     def identity(self) -> str:
         """The weights' fingerprint (type, config, sampled weights, vocabulary, dtype)."""
@@ -128,7 +145,9 @@ class TransformersBackend:
             return TokenScores(r[:, 0].copy(), r[:, 1].astype(np.int64), r[:, 2].copy(),
                                r[:, 3:3 + top_k].astype(np.int64), r[:, 3 + top_k:].copy())
 
-        return self._run(jobs, targets, head, convert, batch_size, progress, stats, on_done)
+        contexts = {j.ids[:j.first + 1] for j in jobs}
+        keep = self._remember if len(contexts) <= REMEMBER_MAX_CONTEXTS else None
+        return self._run(jobs, targets, head, convert, batch_size, progress, stats, on_done, keep)
 
     def next_token(self, prompts: Sequence[tuple[int, ...]], *, token_ids: Sequence[int], top_k: int,
                    batch_size: int | None, progress: bool, stats: EngineStats,
@@ -137,14 +156,41 @@ class TransformersBackend:
         jobs = [plan.Job(tuple(p), len(p) - 1) for p in prompts]
         sel = [int(t) for t in token_ids]
         head = functools.partial(self._next_head, select=sel, top_k=top_k)
-
-        def convert(r: np.ndarray) -> NextTokenScores:
-            row = r[0]
-            top = row[1 + len(sel):].reshape(2, -1)
-            return NextTokenScores(row[1:1 + len(sel)].copy(), float(row[0]), top[0].astype(np.int64),
-                                   top[1].copy())
-
+        convert = functools.partial(_next_scores, selected=len(sel))
         return self._run(jobs, [()] * len(jobs), head, convert, batch_size, progress, stats, on_done)
+
+    def remembered(self, prompts: Sequence[tuple[int, ...]], *, token_ids: Sequence[int],
+                   top_k: int) -> dict[int, NextTokenScores]:
+        """The next-token distribution after each prompt that a recent scoring call had as a context (by its
+        index in ``prompts``), as ``next_token`` returns it; the others are left out."""
+        with self._recent_lock:
+            rows = {i: self._recent.get(tuple(p)) for i, p in enumerate(prompts)}
+        hits = {i: r for i, r in rows.items() if r is not None}
+        if not hits:
+            return {}
+        chosen = torch.tensor([int(t) for t in token_ids], dtype=torch.long)
+        flat = self._next_columns(torch.stack(list(hits.values())), chosen, top_k).numpy()
+        return {i: _next_scores(flat[k:k + 1], selected=len(chosen)) for k, i in enumerate(hits)}
+
+    def _remember(self, jobs: list[plan.Job], rows: list[int], features: torch.Tensor) -> None:
+        """Keep the next-token distribution after each job's context, from ``features[rows[k]]`` (job k's first
+        scored position)."""
+        fresh: dict[tuple[int, ...], int] = {}
+        with self._recent_lock:
+            for job, r in zip(jobs, rows):
+                key = job.ids[:job.first + 1]
+                if key not in self._recent:
+                    fresh.setdefault(key, r)
+        if not fresh:
+            return
+        at = torch.tensor(list(fresh.values()), dtype=torch.long, device=features.device)
+        logp = torch.cat([lp for _, _, lp in self._log_softmax_chunks(features[at])]).cpu()
+        with self._recent_lock:
+            for key, row in zip(fresh, logp):
+                self._recent[key] = row.clone()
+                self._recent.move_to_end(key)
+            while len(self._recent) > RECENT_CONTEXTS:
+                self._recent.popitem(last=False)
 
     # ------------------------------------------------------------------ heads
 
@@ -185,14 +231,16 @@ class TransformersBackend:
         """(n, 1 + len(select) + 2 top_k) float32 rows: entropy, the log-probs of the ``select`` ids,
         then the ids and log-probs of the top_k tokens (``targets`` is unused)."""
         chosen = torch.tensor(list(select), dtype=torch.long, device=features.device)
-        parts = []
-        for _, _, logp in self._log_softmax_chunks(features):
-            cols = [-(logp.exp() * logp).sum(1, keepdim=True), logp[:, chosen]]
-            if top_k:
-                top = logp.topk(min(top_k, self.vocab_size), dim=-1)
-                cols += [top.indices.float(), top.values]
-            parts.append(torch.cat(cols, 1))
+        parts = [self._next_columns(logp, chosen, top_k) for _, _, logp in self._log_softmax_chunks(features)]
         return torch.cat(parts)[inverse]
+
+    def _next_columns(self, logp: torch.Tensor, chosen: torch.Tensor, top_k: int) -> torch.Tensor:
+        """The next-token head's rows from log-softmax rows ``logp``."""
+        cols = [-(logp.exp() * logp).sum(1, keepdim=True), logp[:, chosen]]
+        if top_k:
+            top = logp.topk(min(top_k, self.vocab_size), dim=-1)
+            cols += [top.indices.float(), top.values]
+        return torch.cat(cols, 1)
 
     # ------------------------------------------------------------------ forward passes
 
@@ -352,9 +400,11 @@ class TransformersBackend:
 
     def _run(self, jobs: list[plan.Job], targets: list[tuple[int, ...]], head: Head,
              convert: Callable[[np.ndarray], Any], rows: int | None, progress: bool, stats: EngineStats,
-             on_done: OnDone | None) -> list[Any]:
+             on_done: OnDone | None, keep: Callable[[list[plan.Job], list[int], torch.Tensor], None] | None = None
+             ) -> list[Any]:
         """``convert``ed head rows of every job, in order; each finished batch is reported to ``on_done``.
-        An out-of-memory error halves the automatic token budget and re-plans the unfinished jobs."""
+        An out-of-memory error halves the automatic token budget and re-plans the unfinished jobs. ``keep``: gets
+        each batch's jobs, the feature row of each one's first scored position and the features."""
         from tqdm.auto import tqdm
 
         self.selfcheck()
@@ -370,6 +420,8 @@ class TransformersBackend:
             tgt = torch.tensor([t for m in members for t in targets[todo[m]]], dtype=torch.long, device=feats.device)
             flat = head(feats[unique], inverse, tgt).float().cpu().numpy()
             stats.tokens_scored += len(unique)
+            if keep is not None:
+                keep([jobs[todo[m]] for m in members], [w[0] for w in where], feats)
             at, done = 0, []
             for m, w in zip(members, where):
                 results[todo[m]] = convert(flat[at:at + len(w)])
@@ -388,6 +440,7 @@ class TransformersBackend:
                 stats.plan_seconds += time.perf_counter() - t0
                 try:
                     for batch in batches:
+                        raise_if_cancelled()
                         self._execute(sub, batch, budget, stats, finish)
                 except torch.OutOfMemoryError:
                     budget = back_off(budget, self.device, fixed=rows is not None or len(batch.members) == 1,
@@ -405,7 +458,7 @@ class TransformersBackend:
             if self._checked:
                 return
             self._checked = True
-            with torch.inference_mode():
+            with torch.inference_mode(), cancelled_when(None):  # a cancelled probe would read as a failed shortcut
                 self._check_shortcuts()
 
     def _check_shortcuts(self) -> None:
@@ -453,6 +506,22 @@ class TransformersBackend:
         diff = float((mine - ref.to(mine.device)).abs().max())
         self._failed = f"disagreed with a plain forward on a probe (max |Δ| {diff:.1e})"
         return diff
+
+
+def _blocks(model: Any) -> list[Any]:
+    """The model's repeated blocks: the longest ``ModuleList`` of modules of one type (the decoder layers)."""
+    best: list[Any] = []
+    for m in model.modules():
+        if isinstance(m, torch.nn.ModuleList) and len(m) > len(best) and len({type(x) for x in m}) == 1:
+            best = list(m)
+    return best
+
+
+def _next_scores(r: np.ndarray, *, selected: int) -> NextTokenScores:
+    """``NextTokenScores`` from a next-token head row (in a (1, width) array) with ``selected`` chosen ids."""
+    row = r[0]
+    top = row[1 + selected:].reshape(2, -1)
+    return NextTokenScores(row[1:1 + selected].copy(), float(row[0]), top[0].astype(np.int64), top[1].copy())
 
 
 def _check_cache(cache: Any) -> None:

@@ -51,7 +51,7 @@ from urllib.parse import urlsplit, urlunsplit
 import numpy as np
 
 from .._checks import is_int, is_number
-from .base import RANK_TOL, NextTokenScores, OnDone, TokenScores
+from .base import RANK_TOL, NextTokenScores, OnDone, TokenScores, raise_if_cancelled
 
 #: Environment variable read when no ``api_key`` is given.
 API_KEY_ENV = "SURFACELAB_API_KEY"
@@ -254,6 +254,7 @@ class VLLMBackend:
                     batch = next(todo, None)
                     if batch is None:
                         break
+                    raise_if_cancelled()  # before each HTTP call (see ``base.cancelled_when``)
                     pending[pool.submit(run, batch)] = batch
                 if not pending:
                     break

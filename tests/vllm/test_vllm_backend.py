@@ -215,6 +215,21 @@ def test_the_server_refusing_a_request_is_a_clear_error(remote_lm):
         remote_lm.backend.score([enc], top_k=0, batch_size=None, progress=False, stats=stats)
 
 
+def test_a_cancelled_call_stops_between_http_calls_and_keeps_the_finished_ones(remote_lm, tmp_path):
+    store = ScoreCache(tmp_path / "c.sqlite")
+    requests = [(f"Cancel me {i}: the man took a bath in the", " tub") for i in range(6)]
+    sent = []
+
+    def after_the_first_calls() -> bool:  # checked before each HTTP call: true once as many as run at once are sent
+        sent.append(1)
+        return len(sent) > remote_lm.backend.concurrency
+
+    with pytest.raises(engine.Cancelled), engine.cancelled_when(after_the_first_calls):
+        engine.logprobs(remote_lm, requests, batch_size=1, cache=store, progress=False)
+    again = engine.logprobs(remote_lm, requests, batch_size=1, cache=store, progress=False)
+    assert 1 <= again.stats.cached <= remote_lm.backend.concurrency  # what was answered before it is kept
+
+
 def test_a_long_prompt_is_truncated_to_the_server_window(remote_lm, real_lm):
     context = "word " * 3000
     s = engine.logprobs(remote_lm, [(context, " end")], cache=False, progress=False)[0]
