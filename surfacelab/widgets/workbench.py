@@ -21,7 +21,8 @@ paraphrase view and the scorer table score the same strings.
 Nothing here computes a score: every number comes from the library (``score``, ``alternatives``,
 ``paraphrase``, ``letters``, ``pll``) and every figure from ``surfacelab.viz``. An edit marks the views
 it affects as stale at once; the update (debounced, in a background thread) redraws each view in
-sight in place as soon as its numbers are ready, cheapest first, and starts over if a newer edit arrives;
+sight in place as soon as its numbers are ready, cheapest first, and starts over if a newer edit arrives (a
+forward pass whose view the edit outdates stops at the model's next layer: ``engine.cancelled_when``);
 the views out of sight follow once the typing pauses (``BACKGROUND_IDLE_S``), so they are drawn by the
 time a person scrolls to them. The update threads leave one core to the browser that draws the views.
 
@@ -41,7 +42,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 from textwrap import shorten
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import ipywidgets as w
 import pandas as pd
@@ -49,6 +50,7 @@ import plotly.graph_objects as go
 import torch
 
 from .._checks import check_int, is_int, is_number
+from ..engine import Cancelled, cancelled_when
 from ..text import glued
 from ..viz import check_gold
 from ..models import list_presets
@@ -121,7 +123,7 @@ class Workbench(ModelSlots, Exports, w.VBox):
             shown, synced to the browser or written by ``save_state``.
     """
 
-    def __init__(self, lm: Any = None, mlm: Any = None, *, live: bool = True, debounce: float = 0.2,
+    def __init__(self, lm: Any = None, mlm: Any = None, *, live: bool = True, debounce: float = 0.05,
                  top_k: int = 5, export_dir: str | Path | None = None, server: str | None = None,
                  api_key: str | None = None) -> None:
         _check_arguments(debounce, top_k, export_dir, server)
@@ -637,7 +639,14 @@ class Workbench(ModelSlots, Exports, w.VBox):
             self._inflight.add((view.name, key))
         view.set_state("busy", PREVIEW_CUE if view.preview_key == key else None)
         try:
-            self._show(view, inp, view.compute(inp), key, gen)
+            with cancelled_when(None if wait else self._outdated(view, key, gen)):
+                result = view.compute(inp)
+            self._show(view, inp, result, key, gen)
+        except Cancelled:  # a newer edit changed its inputs: the update for that edit draws it (or has drawn it)
+            with self._changed:
+                drawing = any(n == view.name and k != key for n, k in self._inflight)
+            if not drawing and view.shown_key != view.key(self.inputs()):
+                view.set_state("stale")
         except Exception as err:  # every failure becomes a message inside its view
             view.fail(str(err) if isinstance(err, (ValueError, TypeError, ModuleNotFoundError))
                       else f"{type(err).__name__}: {err}")
@@ -645,6 +654,18 @@ class Workbench(ModelSlots, Exports, w.VBox):
             with self._changed:
                 self._inflight.discard((view.name, key))
                 self._changed.notify_all()
+
+    def _outdated(self, view: View, key: tuple, gen: int) -> Callable[[], bool]:
+        """A check that turns true once an edit newer than ``gen`` has changed what ``view`` depends on (its key is no
+        longer ``key``): the forward passes computing it then stop (``engine.cancelled_when``)."""
+        seen = {"gen": gen, "outdated": False}
+
+        def check() -> bool:
+            if self._generation != seen["gen"]:
+                seen["gen"] = self._generation
+                seen["outdated"] = view.key(self.inputs()) != key
+            return seen["outdated"]
+        return check
 
     def _show(self, view: View, inp: Inputs, result: Any, key: tuple, gen: int, *, preview: bool = False) -> None:
         """Draw ``result`` (for ``inp``, its key ``key``, edit ``gen``) unless the view shows a newer edit's; a full
@@ -666,7 +687,8 @@ class Workbench(ModelSlots, Exports, w.VBox):
         """Show a slow view's preview for ``inp`` (its key ``key``), if it has one; a failure shows nothing
         (the full computation that follows reports it)."""
         try:
-            result = view.preview(inp)
+            with cancelled_when(self._outdated(view, key, gen)):
+                result = view.preview(inp)
             if result is not None:
                 self._show(view, inp, result, key, gen, preview=True)
         except Exception:  # the full computation reports every failure inside its view

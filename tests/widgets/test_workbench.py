@@ -286,6 +286,41 @@ def test_an_edit_during_an_update_starts_over(tiny_lm, tiny_mlm, monkeypatch):
     bench.close()
 
 
+def test_an_edit_stops_the_forward_pass_of_a_view_it_outdates_and_spares_the_others(tiny_lm, tiny_mlm, monkeypatch):
+    from surfacelab import engine
+
+    bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=True, debounce=0.05)
+    bench.update()
+    letters = bench.views["letters"]
+    real = letters.compute
+    log = []
+
+    def edited_meanwhile(inp, edit):  # the person edits while the view's forward pass is about to run
+        edit()
+        try:
+            out = real(inp)
+        except engine.Cancelled:
+            log.append((inp.premise, "cancelled"))
+            raise
+        log.append((inp.premise, "done"))
+        return out
+
+    # a paraphrase is not among the letters view's inputs: its computation runs to its end
+    once = iter([lambda: setattr(bench.rows[0].paraphrases, "value", "tub, bath tub, washtub")])
+    monkeypatch.setattr(letters, "compute", lambda inp: edited_meanwhile(inp, next(once, lambda: None)))
+    bench.premise_box.value = "The dog slept on the"
+    bench.wait(60)
+    assert log[0] == ("The dog slept on the", "done")
+    # the premise is: its forward pass stops, and the update for the new premise draws the view
+    log.clear()
+    once = iter([lambda: setattr(bench.premise_box, "value", "The cat slept on the")])
+    bench.premise_box.value = "The dog sat on the"
+    bench.wait(60)
+    assert log == [("The dog sat on the", "cancelled"), ("The cat slept on the", "done")]
+    assert letters.state == "ready" and letters.message == "" and letters.result.question == "The cat slept on the"
+    bench.close()
+
+
 def _wait_for(condition, timeout: float = 60.0) -> None:
     end = time.monotonic() + timeout
     while not condition():
