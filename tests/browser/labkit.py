@@ -273,15 +273,18 @@ def timed_edit(page: Any, base: str, word: str, *, delay_ms: int = 60, quiet_ms:
 
 
 def timed_scroll(page: Any, view: str, *, quiet_ms: int = 700) -> dict[str, float]:
-    """Scroll ``view`` to the top of the screen; returns, per view that changed after the scroll, the seconds from
-    the scroll until its last change (the DOM quiet after it). An empty dict: nothing was left to draw."""
+    """Scroll ``view`` to the top of the screen; returns, per view in sight after the scroll that changed after it,
+    the seconds from the scroll until its last change (the DOM quiet after it). An empty dict: nothing in sight was
+    left to draw. (Views below the screen that the background finishes meanwhile are not what a person waits for.)"""
     page.evaluate(WATCH_JS)
     page.evaluate("(v) => { window.__slWatch.key = performance.now(); "
                   "document.querySelector('.sl-view-' + v).scrollIntoView({block: 'start'}); }", view)
     time.sleep(0.3)  # the view's sight probe reaches the kernel, which starts what it deferred
     wait_quiet(page, quiet_ms, changed=False)
     w = page.evaluate("(() => { const w = window.__slWatch; return {key: w.key, views: w.views}; })()")
-    return {name: (t - w["key"]) / 1000.0 for name, t in w["views"].items() if t > w["key"]}
+    seen = page.evaluate("(names) => names.filter((n) => { const r = document.querySelector('.sl-view-' + n)"
+                         ".getBoundingClientRect(); return r.bottom > 0 && r.top < window.innerHeight; })", VIEWS)
+    return {name: (t - w["key"]) / 1000.0 for name, t in w["views"].items() if t > w["key"] and name in seen}
 
 
 def watch_redraw(page: Any, view: str) -> None:
