@@ -3,7 +3,8 @@
 Starts ``make lab`` (a temp notebook folder and Jupyter config; nothing in the checkout changes), opens
 the printed URL in headless Debian chromium, runs the workbench notebook (smollm2-135m + splade-tiny,
 4 options), then for each edit sets the premise to a base text, lets it settle, types a word at its end
-(60 ms between keys, faster than the 0.2 s debounce, as a typist finishing a word) and measures in the
+(60 ms between keys, as a fast typist finishing a word: each key outdates the update the one before it
+started, whose forward passes stop at the next layer) and measures in the
 page, from the last keystroke: until the last change inside each of the views that were on the screen at
 the keystroke (the headline: what the person looks at), until the workbench's whole DOM has been quiet for
 0.7 s (the views out of sight are computed after the ones in sight, in the background once the typing
@@ -11,8 +12,8 @@ pauses), per view the time of its last change and of the first change of its con
 first part, then the rest). The kernel's own time for the update ("updated in … s" in the status line:
 the views in sight but the slow Why view) is recorded beside it.
 
-Two viewports: 1440×900 (two views in sight at the top) and 1440×3200 (all six in sight at once: every view
-recomputed and redrawn on the keystroke's path). At 1440×900 it then measures what a person waits for when,
+Viewports (``--heights``): 1440×900 (two views in sight at the top), 1440×1080 (four) and 1440×3200 (all six in
+sight at once: every view recomputed and redrawn on the keystroke's path). At 1440×900 it then measures what a person waits for when,
 after an edit, they scroll down to each view (``--scrolls`` rounds). Target: ≤ 1 s.
 
 Run on a quiet machine, under the shared CPU lock:
