@@ -6,6 +6,7 @@ several options, and everything else; ``mass_numbers`` turns them into the ratio
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -18,6 +19,14 @@ from . import engine, text
 from .variants import variants as _variants
 
 _FIRST_WORD = re.compile(r"\s*\S*")
+
+
+@functools.lru_cache(maxsize=1024)
+def _forms(core: str) -> tuple[tuple[str, str], ...]:
+    """(variant, rule) of each surface variant of ``core`` (``variants.variants``: a function of the text alone, kept,
+    since a live edit of the premise asks again for the same options)."""
+    v = _variants(core)
+    return tuple(zip(v["variant"], v["rule"]))
 
 #: Kinds of competitor groups (the issue's (a) gold forms, (b) other options' forms, (c) everything else).
 GROUP_KIND = {"gold": "gold", "gold form": "gold", "against": "other options", "against form": "other options",
@@ -107,16 +116,16 @@ def mass_plan(lm: Any, context: str, options: Sequence[str]) -> MassPlan:
         if not core.strip():
             continue
         read: dict[str, int | None] = {}  # first word (and the character after it) -> token there
-        for v in _variants(core).itertuples():
-            form = prefix + v.variant + suffix
+        for variant, rule in _forms(core):
+            form = prefix + variant + suffix
             if form == cont:
                 continue
-            key = prefix + v.variant[:_FIRST_WORD.match(v.variant).end() + 1]
+            key = prefix + variant[:_FIRST_WORD.match(variant).end() + 1]
             if key not in read:
                 ids = text.encode(lm, encs[0].context, form).scored_ids
                 read[key] = int(ids[d]) if len(ids) > d and ids[:d] == seqs[0][:d] else None
             if read[key] is not None:
-                rows.append({"option": i, "form": form, "rule": v.rule, "token_id": read[key]})
+                rows.append({"option": i, "form": form, "rule": rule, "token_id": read[key]})
                 owners.setdefault(read[key], set()).add(i)
     forms = pd.DataFrame(rows, columns=["option", "form", "rule", "token_id"])
     return MassPlan(prompt, d, [int(s[d]) for s in seqs], forms, owners)
