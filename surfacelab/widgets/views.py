@@ -46,6 +46,8 @@ STATES = {"empty": (), "ready": ("sl-view-ready",), "stale": ("sl-stale",), "bus
           "blocked": ("sl-stale", "sl-blocked"), "deferred": ("sl-stale", "sl-deferred"),
           "error": ("sl-view-error",)}
 _STATE_CLASSES = {c for cs in STATES.values() for c in cs}
+#: The gold row's mark in the views' tables (a no-break space: the mark never ends a line without its option).
+GOLD_MARK = "★\u00a0"
 #: The mark of a note (a notice, not an error): drawn by CSS, since fonts such as Debian's have no "ⓘ".
 INFO_MARK = "<span class='sl-info-mark' aria-label='note'>i</span>"
 
@@ -250,7 +252,7 @@ def score_table_html(table: pd.DataFrame, gold: int | None) -> str:
     """The scorer table as HTML: the rank-1 option of every scorer highlighted, the gold row starred."""
     cols, cells, won = viz.scorer_cells(table, gold)
     header = ["option"] + [html.escape(viz.SCORER_COLUMNS[c]) for c in cols]
-    rows = [[("★ " if i == gold else "") + f"<span class='sl-opt'>{html.escape(visible(o))}</span>"]
+    rows = [[(GOLD_MARK if i == gold else "") + f"<span class='sl-opt'>{html.escape(visible(o))}</span>"]
             + [c[i] for c in cells] for i, o in enumerate(table["option"])]
     win = [[False] + [bool(wn[i]) for wn in won] for i in range(len(table))]
     return (html_table(header, rows, win=win, gold=gold, cls="sl-table sl-score-grid")
@@ -410,7 +412,7 @@ class LettersView(View):
         self.plot.show(self.spec)
         cols = ["observed", "prior", "calibrated", "debiased"]
         picks = {c: result.winner(c) for c in ("observed", "calibrated", "debiased")}
-        rows = [[("★ " if g else "") + html.escape(i), html.escape(str(o))] + [f"{t[c].iloc[k]:.1%}" for c in cols]
+        rows = [[(GOLD_MARK if g else "") + html.escape(i), html.escape(str(o))] + [f"{t[c].iloc[k]:.1%}" for c in cols]
                 for k, (i, o, g) in enumerate(zip(t["id"], t["option"], t["gold"]))]
         win = [[False, False] + [t["id"].iloc[k] == picks.get(c) for c in cols] for k in range(len(t))]
         orders = result.permutations["perm"].nunique()
@@ -452,7 +454,7 @@ class PLLView(View):
         self.spec = viz.pll_options_spec(tokens, premise=inp.premise, options=inp.options, gold=inp.gold, note=note)
         self.plot.show(self.spec)
         metrics = [m for m in PLL_METRICS if m in totals.columns]
-        rows = [[("★ " if i == inp.gold else "") + f"<span class='sl-opt'>{html.escape(visible(o))}</span>"]
+        rows = [[(GOLD_MARK if i == inp.gold else "") + f"<span class='sl-opt'>{html.escape(visible(o))}</span>"]
                 + [f"{totals[m].iloc[i]:.2f}" for m in metrics] for i, o in enumerate(totals["option"])]
         win = [[False] + [bool(totals[f"winner_{m}"].iloc[i]) for m in metrics] for i in range(len(totals))]
         self.totals.value = (html_table(["option (after the premise)", *metrics], rows, win=win, gold=inp.gold,

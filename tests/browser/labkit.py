@@ -287,6 +287,22 @@ def timed_scroll(page: Any, view: str, *, quiet_ms: int = 700) -> dict[str, floa
     return {name: (t - w["key"]) / 1000.0 for name, t in w["views"].items() if t > w["key"] and name in seen}
 
 
+def wrapped_labels(page: Any) -> list[str]:
+    """Table labels that break over two lines: every header cell of the views' tables, and a gold row's short option
+    ("★ ␣tub": the mark never ends a line without its option). A long option may wrap; a label may not."""
+    return page.evaluate("""() => {
+      const cells = [...document.querySelectorAll('.sl-workbench .sl-table th')];
+      for (const td of document.querySelectorAll('.sl-workbench .sl-table tr.sl-gold-row td:first-child'))
+        if (td.textContent.length <= 12) cells.push(td);
+      return cells.filter((e) => {
+        const r = document.createRange();
+        r.selectNodeContents(e);
+        const lines = new Set([...r.getClientRects()].filter((b) => b.width > 0).map((b) => Math.round(b.top)));
+        return lines.size > 1;
+      }).map((e) => e.textContent);
+    }""")
+
+
 def watch_redraw(page: Any, view: str) -> None:
     """Start recording whether ``view`` is marked stale (call it before the edit: the mark may reach the page
     before or after the edit's other changes); ``wait_redrawn`` then waits for it to be ready again."""

@@ -17,7 +17,7 @@ import time
 import pytest
 
 from labkit import (CHROMIUM, REPO, VIEWS, launch, make_lab, no_horizontal_scroll, open_workbench, overlapping_text,
-                    timed_edit, wait_redrawn, watch_redraw)
+                    timed_edit, wait_redrawn, watch_redraw, wrapped_labels)
 
 # the module shares one server and page; the first test also opens them (about a minute here)
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
@@ -239,6 +239,7 @@ def test_layout_without_horizontal_scrolling(session, width, file_browser, dark,
     assert found["notebook"][0] <= found["notebook"][1], found
     assert found["page"][0] <= found["page"][1], found
     assert found["scrollbars"] == [] and found["overflow"] == [], found
+    assert wrapped_labels(page) == [], width
     if columns is not None:
         assert found["columns"] == columns, found
     page.locator(".sl-view-letters").scroll_into_view_if_needed()
