@@ -76,6 +76,7 @@ def test_every_plan_matches_a_plain_forward(family, tokenizer, monkeypatch):
         assert paths.get("kv", 0) >= 40  # the long-context options: never packed past the window
     else:
         assert paths == {"packed": auto.stats.unique} and "packed rows" in rule
+        assert auto.stats.tokens_forwarded == auto.stats.tokens_unique  # nested rows: the requests' token trie
     _check(engine.logprobs(lm, REQUESTS, batch_size=1, cache=False, progress=False), reference)
     if lm.backend.kv:  # every shared prefix through the kv path, whatever the rule prefers
         monkeypatch.setattr(lm.backend, "pack", False)

@@ -112,6 +112,34 @@ def test_reuse_matches_plain_and_full_forward(lm):
     assert any(s.encoding.merged for s in reused)
 
 
+def _occluded(premise: str) -> list[str]:
+    """The premise with each word removed in turn (the Why view's occlusion)."""
+    words = premise.split()
+    return [" ".join(words[:k] + words[k + 1:]) for k in range(len(words))]
+
+
+def test_nested_rows_forward_the_token_trie_once(lm):
+    """Premises with one word removed share their first words with one another at every depth, and each carries
+    two options: packed rows forward each distinct prefix once (the requests' token trie), not a flat prefix
+    with whole suffixes; every number is a full forward's."""
+    requests = [(p, o) for p in _occluded("the cat sat on the mat and the dog ate the bone") for o in (" whale", " eel")]
+    nested, st = _run(lm, requests)
+    assert st.paths == {"packed": len(requests)} and st.tokens_forwarded < st.tokens_needed // 3
+    if lm.backend.row_cap >= st.tokens_unique:
+        assert st.tokens_forwarded == st.tokens_unique
+    for s in nested:
+        np.testing.assert_allclose(s.logprob, _full_forward(lm, s.encoding)[0], atol=1e-4)
+    row = lm.backend.row_cap
+    lm.backend.row_cap = 40  # the trie outgrows a row: segments are cut where they would, each forwards its prefix
+    try:
+        cut, st_cut = _run(lm, requests)
+    finally:
+        lm.backend.row_cap = row
+    assert st_cut.paths == st.paths
+    assert st.tokens_unique < st_cut.tokens_forwarded < st.tokens_needed // 2
+    assert _max_diff(cut, nested) <= 1e-4
+
+
 def test_truncated_requests_match_full_forward():
     tok = _tokenizer()
     lm = load_lm((_model("llama", len(tok)), tok), device="cpu", max_length=12)

@@ -8,15 +8,19 @@ position whose next-token distribution is wanted. Planning never looks at text o
    programming, runs of at most ``GROUP_MAX``) maximises the forwarded tokens saved, (k - 1) x the
    run's common prefix. The prefix runs through every shared token, the context's last one
    included, so a first scored position shared by all members is computed once.
-2. **Paths** (see ``arch``): where the model allows packed rows, a group is a *segment* (its prefix,
-   then each member's suffix) and segments are packed first-fit-decreasing into rows of at most the
-   row cap, several per row (a block-diagonal mask keeps them apart). A group that does not fit a
-   row, or whose model forbids packing, takes the *kv* path if it saves at least
+2. **Paths** (see ``arch``): where the model allows packed rows, the jobs for packed rows are laid out as
+   *nested segments* (``nest``): in sorted order, each job forwards only the tokens after those it shares
+   with the job before it, so a segment forwards its jobs' token trie (occluded premises that share
+   their first words, options that share a first token, all under one context), cut where a segment
+   would outgrow the row cap. Segments are packed first-fit-decreasing into rows, several per row; the
+   mask lets each token see its own job's earlier tokens wherever they lie in the row. A group that
+   does not fit a row, or whose model forbids packing, takes the *kv* path if it saves at least
    ``KV_MIN_SAVED`` tokens: its prefix runs once with a key/value cache and the suffixes run on it.
    Everything else runs as *plain* rows, one job per row, padded to the batch's longest.
 3. **Batches** hold rows of one kind within a token budget (rows x padded length) or a request count.
-4. **Cost model.** Cost = padded tokens x (1 + row length / attention span); a plan is used only if
-   it is cheaper than all-plain rows, so reuse never costs more than it saves.
+4. **Cost model.** Cost = padded tokens x (1 + row length / attention span), plus ``PASS_TOKENS`` per
+   forward pass; a plan is used only if it is cheaper than all-plain rows, so reuse never costs more than
+   it saves.
 """
 
 from __future__ import annotations
@@ -53,16 +57,26 @@ class Job:
 
 @dataclass
 class Segment:
-    """Jobs laid out together: a prefix of ``prefix`` tokens run once, then each member's suffix."""
+    """Jobs laid out together: a prefix of ``prefix`` tokens run once, then each member's own tokens.
+
+    ``shared`` (nested segments, packed rows only): per member, how many of its first ids it shares with
+    the member laid out before it (the first: ``prefix``); a member forwards only its ids after those.
+    None: every member forwards its whole suffix after the prefix."""
 
     prefix: int
     members: list[int]
     widths: list[int]  # suffix length of each member (its ids after the prefix; may be 0)
+    shared: list[int] | None = None
 
     @property
     def length(self) -> int:
         """Tokens this segment forwards."""
-        return self.prefix + sum(self.widths)
+        nested = sum(self.shared) - self.prefix * len(self.shared) if self.shared else 0
+        return self.prefix + sum(self.widths) - nested
+
+    def starts(self) -> list[int]:
+        """Per member, the position of its first forwarded id."""
+        return list(self.shared) if self.shared else [self.prefix] * len(self.members)
 
 
 @dataclass
@@ -133,15 +147,29 @@ def groups(jobs: list[Job], max_group: int, min_saved: int) -> list[Segment]:
     return out[::-1]
 
 
-def split(seg: Segment, cap: int) -> list[Segment]:
-    """``seg`` as segments of at most ``cap`` tokens, each repeating the prefix (a single member stays whole)."""
-    out = [Segment(seg.prefix, [], [])]
-    for m, w in zip(seg.members, seg.widths):
-        if out[-1].members and out[-1].length + w > cap:
-            out.append(Segment(seg.prefix, [], []))
-        out[-1].members.append(m)
-        out[-1].widths.append(w)
-    return [s if len(s.members) > 1 else Segment(0, s.members, [s.prefix + s.widths[0]]) for s in out]
+def nest(jobs: list[Job], members: list[int], cap: int) -> list[Segment]:
+    """``members`` (each at most ``cap`` ids) as nested segments of at most ``cap`` forwarded tokens: in sorted
+    order, each shares with the one before it their common prefix (the longest it shares with any earlier
+    one), so a segment forwards its members' token trie; a segment starts wherever the next member would
+    outgrow ``cap``, and forwards its prefix again."""
+    order = sorted(members, key=lambda m: jobs[m].ids)
+    runs: list[tuple[list[int], list[int]]] = []  # (members, shared with the one before)
+    length = 0
+    for k, m in enumerate(order):
+        n = len(jobs[m].ids)
+        common = lcp(jobs[order[k - 1]].ids, jobs[m].ids) if k else 0
+        if not runs or length + n - common > cap:
+            runs.append(([m], [0]))
+            length = n
+        else:
+            runs[-1][0].append(m)
+            runs[-1][1].append(common)
+            length += n - common
+    out = []
+    for run, common in runs:
+        p = min(common[1:], default=0)
+        out.append(Segment(p, run, [len(jobs[m].ids) - p for m in run], [p] + common[1:] if len(run) > 1 else None))
+    return out
 
 
 def _fits_row(jobs: list[Job], seg: Segment, cap: int, window: int | None) -> bool:
@@ -188,10 +216,11 @@ def _batches(kind: str, rows: list[list[Segment]], max_requests: int | None, bud
 
 
 def cost(batches: list[Batch], span: int) -> float:
-    """Estimated work: padded tokens x (1 + attended length / ``span``); a kv batch counts its prefix once
-    (causal) and its suffixes against prefix + suffix."""
+    """Estimated work: padded tokens x (1 + attended length / ``span``) and ``PASS_TOKENS`` a pass; a kv batch
+    counts its prefix once (causal) and its suffixes against prefix + suffix, in two passes."""
     total = 0.0
     for b in batches:
+        total += PASS_TOKENS * (2 if b.kind == "kv" else 1)
         if b.kind == "kv":
             seg = b.rows[0][0]
             total += seg.prefix * (1 + seg.prefix / (2 * span))
@@ -205,6 +234,10 @@ def plain(jobs: list[Job], max_requests: int | None, budget: int) -> list[Batch]
     """Every job in a row of its own."""
     return _batches("plain", [[Segment(0, [i], [len(j.ids)])] for i, j in enumerate(jobs)], max_requests, budget)
 
+
+#: What a forward pass costs beyond its tokens, in tokens (the layers' launches and Python: about 60 ms a pass,
+#: some 20 tokens of smollm2-135m, on one CPU core): two rows in two passes are not cheaper than one longer row.
+PASS_TOKENS = 16
 
 #: Packed row lengths tried by ``make`` (each at most the model's row cap); the cheapest plan wins.
 ROW_CAPS = (128, 256)
@@ -235,22 +268,22 @@ def _layout(jobs: list[Job], segments: list[Segment], *, max_requests: int | Non
             kv: bool, cap: int, window: int | None) -> list[Batch]:
     """Packed rows of at most ``cap`` tokens where allowed, kv batches for groups that do not fit, plain rows
     for the rest."""
-    packed: list[Segment] = []
+    packed: list[int] = []
     kv_batches: list[Batch] = []
     singles: list[int] = []
     for seg in segments:
         saved = seg.prefix * (len(seg.members) - 1)
         fits = pack and _fits_row(jobs, seg, cap, window)
         if fits and (seg.length <= cap or not kv or seg.prefix < KV_PREFIX_MIN):
-            packed += split(seg, cap)
+            packed += seg.members
         elif kv and len(seg.members) > 1 and saved >= KV_MIN_SAVED:
             kv_batches.append(Batch("kv", [[seg]]))
         else:
             singles += seg.members
     alone = [Segment(0, [m], [len(jobs[m].ids)]) for m in singles]
-    fit = [s for s in alone if pack and _fits_row(jobs, s, cap, window)]
+    packed += [s.members[0] for s in alone if pack and _fits_row(jobs, s, cap, window)]
     rest = [[s] for s in alone if not (pack and _fits_row(jobs, s, cap, window))]
-    return (_batches("packed", _pack_rows(packed + fit, cap), max_requests, budget) + kv_batches
+    return (_batches("packed", _pack_rows(nest(jobs, packed, cap), cap), max_requests, budget) + kv_batches
             + _batches("plain", rest, max_requests, budget))
 
 

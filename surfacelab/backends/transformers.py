@@ -258,46 +258,50 @@ class TransformersBackend:
         width, n = batch.width, len(batch.rows)
         ids = np.full((n, width), self.pad_id, dtype=np.int64)
         positions = np.zeros((n, width), dtype=np.int64)
-        block = np.full((n, width), -1, dtype=np.int64)  # per token: its prefix or suffix block (-1: pad)
-        owner = np.full((n, width), -2, dtype=np.int64)  # per token: its segment's prefix block
+        real = np.zeros((n, width), dtype=bool)
+        seen = np.zeros((n, width, width), dtype=bool) if batch.kind == "packed" else None
         where: list[list[int]] = []
-        blocks = 0
         for r, row in enumerate(batch.rows):
             at = 0
             for seg in row:
-                ids[r, at:at + seg.prefix] = jobs[seg.members[0]].ids[:seg.prefix]
-                positions[r, at:at + seg.prefix] = np.arange(seg.prefix)
-                block[r, at:at + seg.prefix] = owner[r, at:at + seg.length] = blocks
-                s0 = at + seg.prefix
-                for k, (m, w) in enumerate(zip(seg.members, seg.widths)):
+                path: list[tuple[int, int, int]] = []  # (row coordinate, first position, end position) per piece
+                if seg.prefix:
+                    path = [(at, 0, seg.prefix)]
+                    self._lay(ids, positions, seen, r, at, jobs[seg.members[0]].ids[:seg.prefix], 0, [])
+                    at += seg.prefix
+                for m, s0 in zip(seg.members, seg.starts()):
                     job = jobs[m]
-                    ids[r, s0:s0 + w] = job.ids[seg.prefix:]
-                    positions[r, s0:s0 + w] = np.arange(seg.prefix, seg.prefix + w)
-                    block[r, s0:s0 + w] = blocks + 1 + k
-                    where.append([r * width + (at + j if j < seg.prefix else s0 + j - seg.prefix)
+                    path = [(c, a, min(b, s0)) for c, a, b in path if a < s0]  # the tokens it shares, laid out before
+                    self._lay(ids, positions, seen, r, at, job.ids[s0:], s0, path)
+                    path.append((at, s0, len(job.ids)))
+                    at += len(job.ids) - s0
+                    where.append([r * width + next(c + j - a for c, a, b in path if a <= j < b)
                                   for j in range(job.first, len(job.ids))])
-                    s0 += w
-                blocks += 1 + len(seg.members)
-                at = s0
+            real[r, :at] = True
         dev = self.device
         if batch.kind == "plain":
-            feats, _ = self._forward(torch.from_numpy(ids).to(dev), torch.from_numpy(block >= 0).long().to(dev),
+            feats, _ = self._forward(torch.from_numpy(ids).to(dev), torch.from_numpy(real).long().to(dev),
                                      use_cache=False)
         else:
-            feats, _ = self._forward(torch.from_numpy(ids).to(dev), self._block_mask(block, owner).to(dev),
+            seen |= np.eye(width, dtype=bool)  # padding sees only itself (no all-masked rows)
+            mask = torch.zeros(seen.shape, dtype=self.dtype).masked_fill_(~torch.from_numpy(seen),
+                                                                           torch.finfo(self.dtype).min)[:, None]
+            feats, _ = self._forward(torch.from_numpy(ids).to(dev), mask.to(dev),
                                      position_ids=torch.from_numpy(positions).to(dev), use_cache=False)
         return feats.reshape(n * width, -1), where
 
-    def _block_mask(self, block: np.ndarray, owner: np.ndarray) -> torch.Tensor:
-        """The 4-D additive mask of packed rows: a token sees the earlier tokens of its own block and of
-        its segment's prefix block; padding sees only itself (no all-masked rows)."""
-        b, o = torch.from_numpy(block), torch.from_numpy(owner)
-        width = block.shape[1]
-        causal = torch.ones(width, width, dtype=torch.bool).tril()
-        key = b[:, None, :]
-        seen = causal & ((key == b[:, :, None]) | (key == o[:, :, None])) & (key >= 0)
-        seen |= torch.eye(width, dtype=torch.bool)
-        return torch.zeros(seen.shape, dtype=self.dtype).masked_fill_(~seen, torch.finfo(self.dtype).min)[:, None]
+    @staticmethod
+    def _lay(ids: np.ndarray, positions: np.ndarray, seen: np.ndarray | None, r: int, at: int, tokens: Sequence[int],
+             first: int, path: list[tuple[int, int, int]]) -> None:
+        """Write ``tokens`` (positions from ``first``) into row ``r`` at ``at``; in a packed batch each sees the
+        earlier ones of them and the pieces of ``path`` (the tokens before them in their own sequence)."""
+        w = len(tokens)
+        ids[r, at:at + w] = tokens
+        positions[r, at:at + w] = np.arange(first, first + w)
+        if seen is not None and w:
+            seen[r, at:at + w, at:at + w] = np.tri(w, dtype=bool)
+            for c, a, b in path:
+                seen[r, at:at + w, c:c + b - a] = True
 
     def _kv(self, jobs: list[plan.Job], batch: plan.Batch, budget: int,
             done: Callable[[list[int], torch.Tensor, list[list[int]]], None]) -> int:
@@ -391,7 +395,7 @@ class TransformersBackend:
             feats, where = self._rows(jobs, batch)
             stats.tokens_forwarded += sum(s.length for row in batch.rows for s in row)
             stats.tokens_padded += len(batch.rows) * batch.width
-            shared = [s for row in batch.rows for s in row if s.prefix and len(s.members) > 1]
+            shared = [s for row in batch.rows for s in row if len(s.members) > 1 and any(s.starts())]
             stats.prefix_groups += len(shared)
             stats.reused += sum(len(s.members) for s in shared)
             finish(members, feats, where)
@@ -465,7 +469,9 @@ class TransformersBackend:
         g = torch.Generator().manual_seed(0)
         ids = [t for t in torch.randint(3, max(4, self.vocab_size), (12,), generator=g).tolist() if t != self.pad_id]
         ids = (ids * 2)[:8]
-        jobs = [plan.Job(tuple(ids[:6]), 3), plan.Job(tuple(ids[:4] + ids[6:8]), 3), plan.Job(tuple(ids[2:8]), 2)]
+        other = next(t for t in ids if t != ids[5])
+        jobs = [plan.Job(tuple(ids[:6]), 3), plan.Job(tuple(ids[:4] + ids[6:8]), 3), plan.Job(tuple(ids[2:8]), 2),
+                plan.Job(tuple(ids[:5] + [other]), 4)]  # shares 5 ids with the first, 4 with the second: nested
         ref = []
         for j in jobs:
             out = self.model(input_ids=torch.tensor([j.ids], device=self.device))
@@ -477,7 +483,8 @@ class TransformersBackend:
             self.features = "logits"  # the head is more than a projection (logit scaling, ...)
         shared = plan.Segment(4, [0, 1], [2, 2])
         if self.pack:
-            err = self._probe_error(jobs, plan.Batch("packed", [[shared, plan.Segment(0, [2], [6])]]), ref)
+            row = [*plan.nest(jobs, [0, 1, 3], len(ids) * 3), plan.Segment(0, [2], [6])]
+            err = self._probe_error(jobs, plan.Batch("packed", [row]), ref)
             if err > tol:
                 self.pack, self.rule = False, f"no packed rows: they {self._failed}"
         if self.kv:
