@@ -301,7 +301,7 @@ class ScoresView(View):
 class TokensView(View):
     """Per-token log-probs under the premise and the domain premise, their difference, alternatives on hover."""
 
-    name, title, cost, main = "tokens", "2 · Tokens", 2, "tokens"
+    name, title, cost, main = "tokens", "2 · Tokens", 3, "tokens"
     needs = ("premise", "domain_premise", "options", "lm")
 
     def build(self) -> list[w.Widget]:
@@ -392,7 +392,7 @@ class ParaphraseView(View):
 class LettersView(View):
     """The options as A/B/C/D: observed ID distribution, content-free prior, calibrated, permutation-debiased."""
 
-    name, title, cost, main = "letters", "4 · Letter priors", 4, "table"
+    name, title, cost, main = "letters", "4 · Letter priors", 5, "table"
     needs = ("premise", "options", "gold", "lm")
 
     def build(self) -> list[w.Widget]:
@@ -432,7 +432,7 @@ class LettersView(View):
 class PLLView(View):
     """Masked-LM PLL of premise+option per subword under original / word_l2r / whole_word."""
 
-    name, title, cost, main = "pll", "5 · PLL subwords", 3, "tokens"
+    name, title, cost, main = "pll", "5 · PLL subwords", 4, "tokens"
     needs = ("premise", "options", "gold", "mlm")
 
     def build(self) -> list[w.Widget]:
@@ -488,7 +488,9 @@ class WhyView(View):
     ``MAX_OCCLUDED_WORDS`` words gets the account without the premise map, and a note that says so.
     """
 
-    name, title, cost, main, slow = "why", "6 · Why", 5, "terms", True
+    # its first part right after the scorer view, whose numbers it reads (no forward of its own); the premise
+    # map after every view in sight
+    name, title, cost, main, slow = "why", "6 · Why", 2, "terms", True
     needs = ("premise", "domain_premise", "options", "gold", "lm")
 
     def build(self) -> list[w.Widget]:

@@ -860,3 +860,28 @@ def test_why_view_is_computed_after_the_others_and_off_the_keystroke_path(tiny_l
     assert why.result.meta["occlusion"] and not why.result.attribution.empty and why.premise_map.rows
     assert "first part" not in why.cue.value and "Occlusion:" in why.text.value
     bench.close()
+
+
+def test_why_first_part_is_drawn_right_after_the_scorer_view(tiny_lm, tiny_mlm, monkeypatch):
+    """Why's first part reads the scorer view's numbers (no forward of its own): it is drawn before the views that
+    need forward passes of their own (letters here, held mid-computation), not after them."""
+    bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=True, debounce=0.05)
+    bench.update()
+    letters, why = bench.views["letters"], bench.views["why"]
+    gate, entered = threading.Event(), threading.Event()
+    real = letters.compute
+
+    def held(inp):
+        entered.set()
+        gate.wait(30)
+        return real(inp)
+
+    monkeypatch.setattr(letters, "compute", held)
+    bench.premise_box.value = "The woman took a bath in the"
+    assert entered.wait(30)
+    assert why.result.premise == "The woman took a bath in the" and why.result.meta["occlusion"] is False
+    assert letters.state == "busy" and not gate.is_set()
+    gate.set()
+    bench.wait(60)
+    assert why.state == "ready" and why.result.meta["occlusion"] and letters.state == "ready"
+    bench.close()
