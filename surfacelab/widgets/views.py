@@ -301,7 +301,7 @@ class ScoresView(View):
 class TokensView(View):
     """Per-token log-probs under the premise and the domain premise, their difference, alternatives on hover."""
 
-    name, title, cost, main = "tokens", "2 · Tokens", 3, "tokens"
+    name, title, cost, main = "tokens", "2 · Tokens", 2, "tokens"
     needs = ("premise", "domain_premise", "options", "lm")
 
     def build(self) -> list[w.Widget]:
@@ -432,7 +432,7 @@ class LettersView(View):
 class PLLView(View):
     """Masked-LM PLL of premise+option per subword under original / word_l2r / whole_word."""
 
-    name, title, cost, main = "pll", "5 · PLL subwords", 4, "tokens"
+    name, title, cost, main = "pll", "5 · PLL subwords", 3, "tokens"
     needs = ("premise", "options", "gold", "mlm")
 
     def build(self) -> list[w.Widget]:
@@ -488,9 +488,10 @@ class WhyView(View):
     ``MAX_OCCLUDED_WORDS`` words gets the account without the premise map, and a note that says so.
     """
 
-    # its first part right after the scorer view, whose numbers it reads (no forward of its own); the premise
-    # map after every view in sight
-    name, title, cost, main, slow = "why", "6 · Why", 2, "terms", True
+    # its first part reads the scorer view's numbers (no forward of its own): it goes before letters, the longest
+    # forward of the views in sight, and after the two quick ones (its two figures would delay their drawing in
+    # the browser); the premise map follows every view in sight
+    name, title, cost, main, slow = "why", "6 · Why", 4, "terms", True
     needs = ("premise", "domain_premise", "options", "gold", "lm")
 
     def build(self) -> list[w.Widget]:

@@ -596,6 +596,7 @@ class Workbench(ModelSlots, Exports, w.VBox):
         if worked or self.last_update_s is None:  # a pass that only marked views keeps the last time shown
             self.last_update_s = time.perf_counter() - start
         if slow or later:
+            later.sort(key=lambda v: v.slow)  # out of sight, the slow ones last (their first part is cheap, the rest not)
             self._start_slow(gen, inp, slow, later)
         else:
             self._status_done(rest=False)

@@ -862,9 +862,9 @@ def test_why_view_is_computed_after_the_others_and_off_the_keystroke_path(tiny_l
     bench.close()
 
 
-def test_why_first_part_is_drawn_right_after_the_scorer_view(tiny_lm, tiny_mlm, monkeypatch):
-    """Why's first part reads the scorer view's numbers (no forward of its own): it is drawn before the views that
-    need forward passes of their own (letters here, held mid-computation), not after them."""
+def test_why_first_part_is_drawn_before_the_letters_pass(tiny_lm, tiny_mlm, monkeypatch):
+    """Why's first part reads the scorer view's numbers (no forward of its own): it is drawn before the letters view,
+    the longest forward of the views in sight (held mid-computation here), not after it."""
     bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=True, debounce=0.05)
     bench.update()
     letters, why = bench.views["letters"], bench.views["why"]
