@@ -303,3 +303,25 @@ def test_long_prefix_next_token_prompts_share_it():
             ids = torch.tensor([r.input_ids])
             logp = torch.log_softmax(lm.model(ids).logits[0, -1].float(), -1)
             np.testing.assert_allclose(r.selected, logp[[5, 7]].numpy(), atol=1e-4)
+
+
+def test_the_plan_takes_the_cheaper_of_nested_and_flat_rows():
+    """Nested rows forward the token trie, flat ones fill rows with whole groups: ``plan.make`` builds both at each
+    row length and keeps the cheaper, so neither layout ever makes a plan costlier than the other would."""
+    rng = np.random.default_rng(0)
+    questions = [tuple(rng.integers(3, 400, 30)) for _ in range(20)]
+    grouped = [plan.Job(q + tuple(rng.integers(3, 400, 3)), 30) for q in questions for _ in range(5)]
+    words = tuple(rng.integers(3, 400, 12))
+    occluded = [plan.Job(words[:k] + words[k + 1:] + (o,), 11) for k in range(12) for o in (7, 8)]
+    kw = dict(max_requests=None, budget=1 << 14, pack=True, kv=True, row_cap=256, window=None, span=2048)
+    for jobs in (grouped, occluded):
+        best = plan.cost(plan.make(jobs, **kw), 2048)
+        segments = plan.groups(jobs, plan.GROUP_MAX, 1)
+        for cap in plan.ROW_CAPS:
+            for nested in (True, False):
+                layout = plan._layout(jobs, segments, max_requests=None, budget=1 << 14, pack=True, kv=True, cap=cap,
+                                      window=None, nested=nested)
+                assert best <= plan.cost(layout, 2048)
+                assert sorted(m for b in layout for m in b.members) == list(range(len(jobs)))
+    forwarded = sum(s.length for b in plan.make(occluded, **kw) for r in b.rows for s in r)
+    assert forwarded == plan.unique_prefix_tokens([j.ids for j in occluded])  # the occluded premises' trie, once

@@ -12,8 +12,9 @@ position whose next-token distribution is wanted. Planning never looks at text o
    *nested segments* (``nest``): in sorted order, each job forwards only the tokens after those it shares
    with the job before it, so a segment forwards its jobs' token trie (occluded premises that share
    their first words, options that share a first token, all under one context), cut where a segment
-   would outgrow the row cap. Segments are packed first-fit-decreasing into rows, several per row; the
-   mask lets each token see its own job's earlier tokens wherever they lie in the row. A group that
+   would outgrow the row cap; or as *flat segments*, one group's prefix and then each member's whole
+   suffix (the cheaper layout wins, step 4). Segments are packed first-fit-decreasing into rows, several
+   per row; the mask lets each token see its own job's earlier tokens wherever they lie in the row. A group that
    does not fit a row, or whose model forbids packing, takes the *kv* path if it saves at least
    ``KV_MIN_SAVED`` tokens: its prefix runs once with a key/value cache and the suffixes run on it.
    Everything else runs as *plain* rows, one job per row, padded to the batch's longest.
@@ -172,6 +173,17 @@ def nest(jobs: list[Job], members: list[int], cap: int) -> list[Segment]:
     return out
 
 
+def split(seg: Segment, cap: int) -> list[Segment]:
+    """``seg`` as flat segments of at most ``cap`` tokens, each repeating the prefix (a single member stays whole)."""
+    out = [Segment(seg.prefix, [], [])]
+    for m, w in zip(seg.members, seg.widths):
+        if out[-1].members and out[-1].length + w > cap:
+            out.append(Segment(seg.prefix, [], []))
+        out[-1].members.append(m)
+        out[-1].widths.append(w)
+    return [s if len(s.members) > 1 else Segment(0, s.members, [s.prefix + s.widths[0]]) for s in out]
+
+
 def _fits_row(jobs: list[Job], seg: Segment, cap: int, window: int | None) -> bool:
     """Whether ``seg``'s members may go into packed rows (each member whole within the cap and window)."""
     longest = seg.prefix + max(seg.widths)
@@ -247,8 +259,9 @@ def make(jobs: list[Job], *, max_requests: int | None, budget: int, pack: bool, 
          window: int | None, span: int) -> list[Batch]:
     """The batches that compute ``jobs`` (see the module docstring); every job appears exactly once.
 
-    Packed layouts are built for each row length in ``ROW_CAPS`` (capped by ``row_cap``) and the
-    cheapest plan by ``cost`` is used, all-plain rows included.
+    Packed layouts are built for each row length in ``ROW_CAPS`` (capped by ``row_cap``), nested and flat (the
+    groups' segments whole, first-fit-decreasing: fuller rows where the trie saves little, e.g. questions with
+    five short options), and the cheapest plan by ``cost`` is used, all-plain rows included.
     """
     best = plain(jobs, max_requests, budget)
     if max_requests == 1 or not (pack or kv):
@@ -257,33 +270,36 @@ def make(jobs: list[Job], *, max_requests: int | None, budget: int, pack: bool, 
     segments = groups(jobs, max_group, 1 if pack else KV_MIN_SAVED)
     caps = sorted({min(c, row_cap) for c in ROW_CAPS}) if pack else [row_cap]
     for cap in caps:
-        batches = _layout(jobs, segments, max_requests=max_requests, budget=budget, pack=pack, kv=kv, cap=cap,
-                          window=window)
-        if cost(batches, span) < cost(best, span):
-            best = batches
+        for nested in (True, False) if pack else (False,):
+            batches = _layout(jobs, segments, max_requests=max_requests, budget=budget, pack=pack, kv=kv, cap=cap,
+                              window=window, nested=nested)
+            if cost(batches, span) < cost(best, span):
+                best = batches
     return best
 
 
 def _layout(jobs: list[Job], segments: list[Segment], *, max_requests: int | None, budget: int, pack: bool,
-            kv: bool, cap: int, window: int | None) -> list[Batch]:
-    """Packed rows of at most ``cap`` tokens where allowed, kv batches for groups that do not fit, plain rows
-    for the rest."""
-    packed: list[int] = []
+            kv: bool, cap: int, window: int | None, nested: bool) -> list[Batch]:
+    """Packed rows of at most ``cap`` tokens where allowed (``nested``: the packed jobs' trie, ``nest``; else each
+    group's flat segments), kv batches for groups that do not fit, plain rows for the rest."""
+    packed: list[Segment] = []
     kv_batches: list[Batch] = []
     singles: list[int] = []
     for seg in segments:
         saved = seg.prefix * (len(seg.members) - 1)
         fits = pack and _fits_row(jobs, seg, cap, window)
         if fits and (seg.length <= cap or not kv or seg.prefix < KV_PREFIX_MIN):
-            packed += seg.members
+            packed += split(seg, cap)
         elif kv and len(seg.members) > 1 and saved >= KV_MIN_SAVED:
             kv_batches.append(Batch("kv", [[seg]]))
         else:
             singles += seg.members
     alone = [Segment(0, [m], [len(jobs[m].ids)]) for m in singles]
-    packed += [s.members[0] for s in alone if pack and _fits_row(jobs, s, cap, window)]
+    packed += [s for s in alone if pack and _fits_row(jobs, s, cap, window)]
     rest = [[s] for s in alone if not (pack and _fits_row(jobs, s, cap, window))]
-    return (_batches("packed", _pack_rows(nest(jobs, packed, cap), cap), max_requests, budget) + kv_batches
+    if nested:
+        packed = nest(jobs, [m for s in packed for m in s.members], cap)
+    return (_batches("packed", _pack_rows(packed, cap), max_requests, budget) + kv_batches
             + _batches("plain", rest, max_requests, budget))
 
 

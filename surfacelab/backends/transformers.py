@@ -395,9 +395,10 @@ class TransformersBackend:
             feats, where = self._rows(jobs, batch)
             stats.tokens_forwarded += sum(s.length for row in batch.rows for s in row)
             stats.tokens_padded += len(batch.rows) * batch.width
-            shared = [s for row in batch.rows for s in row if len(s.members) > 1 and any(s.starts())]
-            stats.prefix_groups += len(shared)
-            stats.reused += sum(len(s.members) for s in shared)
+            for seg in (s for row in batch.rows for s in row):  # the distinct prefixes later members run on
+                reused = {jobs[m].ids[:a] for m, a in zip(seg.members[1:], seg.starts()[1:]) if a}
+                stats.prefix_groups += len(reused)
+                stats.reused += len(seg.members) if reused else 0
             finish(members, feats, where)
         stats.count_path(batch.kind, len(members))
         stats.batches += 1
