@@ -434,12 +434,16 @@ def main() -> None:
         for r in kept:
             r.setdefault("command", "(an earlier run)")
 
+    # the hand-written "## Notes" section of --out (after the generated part) is kept as it is
+    old = Path(args.out).read_text() if args.out and Path(args.out).exists() else ""
+    notes = old[old.index("\n## Notes"):] if "\n## Notes" in old else ""
+
     def write(rows: list[dict]) -> str:
         fresh = {(r["model"], r["workload"]) for r in rows}
         rows = [r for r in kept if (r["model"], r["workload"]) not in fresh] + [{**r, "command": command} for r in rows]
         md = markdown(rows, started, time.time() - t0) if rows else ""
         if args.out and rows:
-            Path(args.out).write_text(md)
+            Path(args.out).write_text(md.rstrip("\n") + "\n" + notes if notes else md)
             Path(args.out).with_suffix(".json").write_text(json.dumps(rows, indent=1))
         return md
 
