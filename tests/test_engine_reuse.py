@@ -325,3 +325,24 @@ def test_the_plan_takes_the_cheaper_of_nested_and_flat_rows():
                 assert sorted(m for b in layout for m in b.members) == list(range(len(jobs)))
     forwarded = sum(s.length for b in plan.make(occluded, **kw) for r in b.rows for s in r)
     assert forwarded == plan.unique_prefix_tokens([j.ids for j in occluded])  # the occluded premises' trie, once
+
+
+def test_shared_prefix_counters_count_only_the_requests_that_share():
+    """In one nested segment, two requests share "5 6" and a third shares nothing: one shared prefix, two requests
+    on it (not three), and the numbers of a full forward."""
+    tok = _tokenizer()
+    lm = load_lm((_model("llama", len(tok)), tok), device="cpu")
+    jobs = [plan.Job((10, 11, 12), 1), plan.Job((5, 6, 7), 1), plan.Job((5, 6, 8), 1)]
+    (seg,) = plan.nest(jobs, [0, 1, 2], 64)
+    assert seg.members == [1, 2, 0] and seg.starts() == [0, 2, 0] and seg.length == 7
+    stats, got = engine.EngineStats(), {}
+
+    def finish(members, feats, where):
+        got.update({m: feats[w] for m, w in zip(members, where)})
+
+    with torch.inference_mode():
+        lm.backend._execute(jobs, plan.Batch("packed", [[seg]]), 1 << 12, stats, finish)
+        for m, job in enumerate(jobs):
+            ref = lm.model.base_model(torch.tensor([job.ids])).last_hidden_state[0, job.first:]
+            torch.testing.assert_close(got[m], ref, atol=1e-5, rtol=1e-5)
+    assert stats.prefix_groups == 1 and stats.reused == 2 and stats.tokens_forwarded == 7

@@ -1,8 +1,9 @@
 """What a model's attention allows the engine to do, decided from its config.
 
 The engine has three ways to run requests (``plan``): *plain* rows (one request per row, the
-model's own causal mask; valid for every causal LM), *packed* rows (several requests or shared
-prefixes in one row, a 4-D block mask and position ids that restart per request) and a *kv* prefix
+model's own causal mask; valid for every causal LM), *packed* rows (several requests in one row,
+each shared prefix once at any depth, under a 4-D mask that lets a token see only its own request's earlier
+tokens, and each request's own position ids) and a *kv* prefix
 pass (the shared prefix once with a key/value cache, then the suffixes on a copy of that cache with
 continued positions and a plain 2-D mask, so the model applies its own mask logic).
 
@@ -50,7 +51,7 @@ class Traits:
     """What the engine may do with one model.
 
     Attributes:
-        pack: packed rows (4-D block mask, restarted positions) are exact.
+        pack: packed rows (a 4-D mask over each request's own tokens, its own positions) are exact.
         kv: the kv prefix path may be tried (attention-only layers).
         why: one line saying why (shown in ``EngineStats.rule``).
         window: the smallest local attention window, if any.

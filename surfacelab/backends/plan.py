@@ -229,7 +229,7 @@ def _batches(kind: str, rows: list[list[Segment]], max_requests: int | None, bud
 
 def cost(batches: list[Batch], span: int) -> float:
     """Estimated work: padded tokens x (1 + attended length / ``span``) and ``PASS_TOKENS`` a pass; a kv batch
-    counts its prefix once (causal) and its suffixes against prefix + suffix, in two passes."""
+    counts its prefix once (causal) and its suffixes against prefix + suffix, in (at least) two passes."""
     total = 0.0
     for b in batches:
         total += PASS_TOKENS * (2 if b.kind == "kv" else 1)
@@ -247,8 +247,8 @@ def plain(jobs: list[Job], max_requests: int | None, budget: int) -> list[Batch]
     return _batches("plain", [[Segment(0, [i], [len(j.ids)])] for i, j in enumerate(jobs)], max_requests, budget)
 
 
-#: What a forward pass costs beyond its tokens, in tokens (the layers' launches and Python: about 60 ms a pass,
-#: some 20 tokens of smollm2-135m, on one CPU core): two rows in two passes are not cheaper than one longer row.
+#: What a forward pass costs beyond its tokens, in tokens (the layers' launches and Python: about 60 ms a pass on one
+#: CPU core, the time of 16-24 tokens of smollm2-135m): two rows in two passes are not cheaper than one longer row.
 PASS_TOKENS = 16
 
 #: Packed row lengths tried by ``make`` (each at most the model's row cap); the cheapest plan wins.

@@ -396,9 +396,11 @@ class TransformersBackend:
             stats.tokens_forwarded += sum(s.length for row in batch.rows for s in row)
             stats.tokens_padded += len(batch.rows) * batch.width
             for seg in (s for row in batch.rows for s in row):  # the distinct prefixes later members run on
-                reused = {jobs[m].ids[:a] for m, a in zip(seg.members[1:], seg.starts()[1:]) if a}
+                starts = seg.starts()
+                reused = {jobs[m].ids[:a] for m, a in zip(seg.members[1:], starts[1:]) if a}
                 stats.prefix_groups += len(reused)
-                stats.reused += len(seg.members) if reused else 0
+                # the requests that share a prefix: each one that runs on an earlier one's tokens, and that one
+                stats.reused += sum(1 for k in range(len(starts)) if starts[k] or (k + 1 < len(starts) and starts[k + 1]))
             finish(members, feats, where)
         stats.count_path(batch.kind, len(members))
         stats.batches += 1
@@ -470,9 +472,9 @@ class TransformersBackend:
         g = torch.Generator().manual_seed(0)
         ids = [t for t in torch.randint(3, max(4, self.vocab_size), (12,), generator=g).tolist() if t != self.pad_id]
         ids = (ids * 2)[:8]
-        other = next(t for t in ids if t != ids[5])
+        other = [t for t in ids if t != ids[5]][:1]  # none on a vocabulary of one usable id: then a prefix of the first
         jobs = [plan.Job(tuple(ids[:6]), 3), plan.Job(tuple(ids[:4] + ids[6:8]), 3), plan.Job(tuple(ids[2:8]), 2),
-                plan.Job(tuple(ids[:5] + [other]), 4)]  # shares 5 ids with the first, 4 with the second: nested
+                plan.Job(tuple(ids[:5] + other), 4)]  # shares 5 ids with the first, 4 with the second: nested
         ref = []
         for j in jobs:
             out = self.model(input_ids=torch.tensor([j.ids], device=self.device))
