@@ -16,14 +16,22 @@ import time
 
 import pytest
 
-from labkit import (CHROMIUM, REPO, VIEWS, launch, make_lab, no_horizontal_scroll, open_workbench, overlapping_text,
-                    timed_edit, wait_redrawn, watch_redraw, wrapped_labels)
+from labkit import (CHROMIUM, REPO, VIEWS, WATCH_JS, launch, make_lab, no_horizontal_scroll, open_workbench,
+                    overlapping_text, page_state, timed_edit, wait_quiet, wait_redrawn, watch_redraw, wrapped_labels)
 
 # the module shares one server and page; the first test also opens them (about a minute here)
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 
 #: The bound the browser test asserts on a shared CI machine; the target (1 s) is the benchmark's.
 EDIT_BOUND_S = 5.0
+
+
+def settle(page) -> None:
+    """Wait until the workbench's DOM has been quiet for 0.5 s (a figure redrawn for a new width, theme or sight
+    changes it after the event that caused it, and a check made meanwhile reads a half-drawn view)."""
+    time.sleep(0.2)  # the resize observers and sight probes fire after the layout change
+    page.evaluate(WATCH_JS)
+    wait_quiet(page, 500, timeout_ms=30_000, changed=False)
 
 
 def _git_status() -> str:
@@ -171,15 +179,25 @@ def test_views_are_marked_stale_while_computing_and_an_edit_redraws_them(session
     seconds = timed_edit(page, "The man took a bath in the", " warm", stale_seen=stale, per_view=per_view,
                          in_sight=sight)
     in_sight = max((per_view[n] for n in sight if per_view.get(n) is not None), default=float("inf"))
-    print(f"\nbrowser: keystroke to the views in sight ({', '.join(sight)}) redrawn: {in_sight:.2f} s; every view "
-          f"(those out of sight in the background) and the DOM quiet: {seconds:.2f} s (shared machine); "
-          f"per view: {per_view}")
+    print(f"\nbrowser: keystroke to the views in sight ({', '.join(sight)}) redrawn: {in_sight:.2f} s; the DOM "
+          f"quiet: {seconds:.2f} s (shared machine); per view: {per_view}")
     assert stale == [True, True]  # marked stale at once, then busy view by view while the numbers are computed
     assert in_sight <= EDIT_BOUND_S
     assert page.inner_text(".sl-view-scores .sl-score-table") != before
     out_of_sight = [n for n in VIEWS if n not in sight]
-    assert out_of_sight and per_view["deferred"] == []  # computed after the views in sight, without scrolling
-    assert all(per_view[n] is not None for n in out_of_sight), per_view  # (the order: tests/widgets)
+    assert out_of_sight, sight
+    # then computed in the background, without scrolling: they start once the typing has paused for the
+    # workbench's BACKGROUND_IDLE_S, which can be after the views in sight were done and the DOM quiet
+    background = ", ".join(f".sl-workbench .sl-view-{n}:not(.sl-view-ready)" for n in out_of_sight)
+    try:
+        page.wait_for_function(f"!document.querySelector('{background}')", timeout=60_000)
+    except Exception:
+        raise AssertionError(f"the views out of sight were not drawn in the background: "
+                             f"{page_state(page)}") from None
+    ready = page.evaluate("(names) => names.map((n) => (window.__slWatch.views[n] - window.__slWatch.key) / 1000)",
+                          out_of_sight)
+    print("browser: the views out of sight ready (background, plots drawn once in sight) after " + ", ".join(
+        f"{n} {t:.2f} s" for n, t in zip(out_of_sight, ready)))
     plots = page.locator(".sl-plot")
     for k in range(plots.count()):  # and drawn: scrolled into sight, each plot shows the new numbers
         plots.nth(k).scroll_into_view_if_needed()
@@ -234,7 +252,7 @@ def test_layout_without_horizontal_scrolling(session, width, file_browser, dark,
     theme = "JupyterLab Dark" if dark else "JupyterLab Light"
     page.evaluate(f"window.jupyterapp.commands.execute('apputils:change-theme', {{theme: '{theme}'}})")
     page.wait_for_function(f"document.body.dataset.jpThemeLight === '{str(not dark).lower()}'", timeout=30_000)
-    time.sleep(1.0)  # resize observers and the theme redraw
+    settle(page)  # the resize observers and the theme's redraw of the figures
     found = no_horizontal_scroll(page)
     assert found["notebook"][0] <= found["notebook"][1], found
     assert found["page"][0] <= found["page"][1], found
@@ -243,7 +261,7 @@ def test_layout_without_horizontal_scrolling(session, width, file_browser, dark,
     if columns is not None:
         assert found["columns"] == columns, found
     page.locator(".sl-view-letters").scroll_into_view_if_needed()
-    time.sleep(0.5)
+    settle(page)  # a figure is drawn when it comes into sight
     colours = page.evaluate("""() => {
       const svg = document.querySelector('.sl-view-letters .main-svg');
       const text = document.querySelector('.sl-view-letters .gtitle, .sl-view-letters .xtick text');
@@ -253,7 +271,7 @@ def test_layout_without_horizontal_scrolling(session, width, file_browser, dark,
     assert colours["bg"] in ("rgba(0, 0, 0, 0)", "transparent"), colours  # the page's theme shows through
     for view in VIEWS:
         page.locator(f".sl-view-{view}").scroll_into_view_if_needed()
-        time.sleep(0.3)
+        settle(page)
         assert overlapping_text(page, view) == [], view
     page.screenshot(path=str(session["tmp"] / f"layout-{width}{'-fb' if file_browser else ''}"
                                               f"{'-dark' if dark else ''}.png"))
