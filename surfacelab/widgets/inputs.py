@@ -47,6 +47,26 @@ def split_forms(value: str, lead: str = " ") -> tuple[str, ...]:
     return tuple(lead + p for p in parts if p)
 
 
+#: An option's box is a one-line ``<input>``, which drops line breaks when the browser sets its value (an SST-2
+#: option ``" negative\n"`` would lose its ``"\n"`` at the first keystroke): the box shows each as a mark and
+#: reads the mark back as the line break. ``_format.visible`` draws them with the same marks.
+BOX_MARKS = {"\n": "\u21b5", "\r": "\u240d"}
+
+
+def boxed(text: str) -> str:
+    """``text`` as an option's box shows it: each line break as its mark (``BOX_MARKS``)."""
+    for char, mark in BOX_MARKS.items():
+        text = text.replace(char, mark)
+    return text
+
+
+def unboxed(value: str) -> str:
+    """The option an option's box holds: each mark of ``BOX_MARKS`` read back as its line break."""
+    for char, mark in BOX_MARKS.items():
+        value = value.replace(mark, char)
+    return value
+
+
 def leading(text: str) -> str:
     """The leading whitespace of ``text``."""
     return text[:len(text) - len(text.lstrip())]
@@ -145,7 +165,8 @@ class OptionRow(w.HBox):
         self.number = w.HTML("")
         self.number.add_class("sl-option-number")
         self.gold = w.ToggleButton(value=False, description="★", tooltip="gold answer")
-        self.text = w.Text(value=text, placeholder="option, e.g. ␣bathtub (start with a space)")
+        self.text = w.Text(value=boxed(text), placeholder="option, e.g. ␣bathtub (start with a space)",
+                           tooltip="↵ in the box is a line break of the option")
         self.paraphrases = w.Text(value=paraphrases, placeholder="paraphrases (optional), comma-separated")
         self.up = w.Button(icon="arrow-up", tooltip="move up")
         self.down = w.Button(icon="arrow-down", tooltip="move down")
@@ -165,20 +186,25 @@ class OptionRow(w.HBox):
         self.up.on_click(lambda _: bench.move_option(bench.rows.index(self), -1))
         self.down.on_click(lambda _: bench.move_option(bench.rows.index(self), +1))
         self.remove.on_click(lambda _: bench.remove_option(bench.rows.index(self)))
-        self.fix.on_click(lambda _: setattr(self.text, "value", " " + self.text.value.lstrip()))
+        self.fix.on_click(lambda _: setattr(self.text, "value", boxed(" " + self.option.lstrip())))
         self.gold.observe(lambda ch: setattr(self.gold, "button_style", "warning" if ch["new"] else ""), "value")
         self.gold.observe(lambda ch: bench._gold_toggled(self, ch["new"]), "value")
         self.text.observe(lambda _: bench._edited(), "value")
         self.paraphrases.observe(lambda _: bench._edited(), "value")
 
+    @property
+    def option(self) -> str:
+        """The option as scored: the box's text with its line-break marks read back (``unboxed``)."""
+        return unboxed(self.text.value)
+
     def forms(self) -> tuple[str, ...]:
         """The paraphrase forms as scored: each with this option's leading space."""
-        return split_forms(self.paraphrases.value, leading(self.text.value))
+        return split_forms(self.paraphrases.value, leading(self.option))
 
     def refresh(self, number: int, premise: str) -> None:
         """Show the 1-based number and how the option joins ``premise`` (the ␣ marker, the fix button)."""
         self.number.value = f"{number}"
-        bad = glued(premise, self.text.value)
+        bad = glued(premise, self.option)
         self.fix.layout.display = None if bad else "none"  # before the preview: the page sees them in this order
         (self.add_class if bad else self.remove_class)("sl-glued")
-        self.join.value = join_preview(premise, self.text.value, self.forms())
+        self.join.value = join_preview(premise, self.option, self.forms())

@@ -57,7 +57,7 @@ from ..models import list_presets
 from ..paraphrase import load_teaching_set
 from ..tasks import load as load_task
 from .exporting import DEFAULT_EXPORT_DIR, Exports
-from .inputs import Inputs, OptionRow, Problem, problems
+from .inputs import Inputs, OptionRow, Problem, boxed, problems
 from .loading import ModelSlots, server_url
 from .state import STATE_FORMAT, read_state
 from .views import INFO_MARK, VIEWS, View, close_tree
@@ -256,7 +256,7 @@ class Workbench(ModelSlots, Exports, w.VBox):
     @property
     def options(self) -> list[str]:
         """The option strings, in order (exactly as typed)."""
-        return [r.text.value for r in self.rows]
+        return [r.option for r in self.rows]
 
     def set_options(self, options: list[str], paraphrases: list[str] | None = None, *, gold: int | None = None) -> None:
         """Replace every option (and their paraphrases, as "form, form" strings); mark ``gold`` (an index or None)."""
@@ -309,10 +309,10 @@ class Workbench(ModelSlots, Exports, w.VBox):
     def fix_leading_spaces(self) -> int:
         """Start every option that is glued to the premise with a space; returns how many were changed."""
         premise = self.premise_box.value
-        bad = [r for r in self.rows if glued(premise, r.text.value)]
+        bad = [r for r in self.rows if glued(premise, r.option)]
         with self._holding():
             for r in bad:
-                r.text.value = " " + r.text.value
+                r.text.value = boxed(" " + r.option)
         if bad:
             self._edited()
         return len(bad)
@@ -338,7 +338,7 @@ class Workbench(ModelSlots, Exports, w.VBox):
         premise = self.premise_box.value
         for i, r in enumerate(self.rows):
             r.refresh(i + 1, premise)
-        n = sum(glued(premise, r.text.value) for r in self.rows)
+        n = sum(glued(premise, r.option) for r in self.rows)
         self.fix_spaces.description = f"add ␣ to the {n} glued option{'s' if n != 1 else ''}"
         self.fix_spaces.layout.display = None if n else "none"
 

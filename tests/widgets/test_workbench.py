@@ -226,6 +226,26 @@ def test_fix_all_leading_spaces(wb):
     assert wb.options == [" mug", " cup", " bowl"]
 
 
+def test_an_option_with_a_line_break_keeps_it_through_an_edit_of_its_box(wb, tmp_path):
+    # SST-2's options end in a line break; a browser's one-line box drops it from what it shows, and the first
+    # keystroke would send the box's text back without it: the box shows it as a mark and reads the mark back
+    wb.set_options([" negative\n", " positive\n"], gold=1)
+    row = wb.rows[0]
+    assert row.text.value == " negative↵" and "\n" not in row.text.value
+    assert wb.options == [" negative\n", " positive\n"] and wb.inputs().options == (" negative\n", " positive\n")
+    row.text.value = row.text.value + "x"  # what the browser sends: End, x, then Backspace
+    row.text.value = row.text.value[:-1]
+    assert wb.options == [" negative\n", " positive\n"]
+    wb.update()
+    assert wb.views["scores"].data["option"].tolist() == [" negative\n", " positive\n"]
+    assert "<code>negative↵</code>" in row.join.value
+    assert Workbench.from_state(wb.save_state(tmp_path / "s.json"), lm=wb.lm, mlm=wb.mlm,
+                                live=False).options == [" negative\n", " positive\n"]
+    row.text.value = "negative↵"  # the add-␣ fix keeps the line break too
+    row.fix.click()
+    assert wb.options[0] == " negative\n"
+
+
 def test_paraphrase_view_names_shared_forms_and_credits_nothing_twice(wb):
     wb.set_options([" bathtub", " tub", " sink"], ["tub, bath tub", "", "basin"], gold=0)
     wb.update()
