@@ -674,6 +674,8 @@ class Workbench(ModelSlots, Exports, w.VBox):
         with self._publishing:
             if gen < self._shown_gen.get(view.name, -1):
                 return
+            if key != view.shown_key:  # an export's note and link were for the numbers this replaces
+                view.export_note.value = ""
             view.publish(inp, result)
             self._shown_gen[view.name] = gen
             if preview:

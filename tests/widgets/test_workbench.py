@@ -542,6 +542,19 @@ def test_export_names_are_unique_with_a_link_next_to_the_button(wb):
     assert "export failed" in wb.views["letters"].export_note.value
 
 
+def test_an_export_link_goes_when_the_view_shows_other_numbers(wb):
+    wb.update()
+    wb.views["scores"].export_buttons[2].click()  # CSV
+    wb.views["tokens"].export_buttons[2].click()
+    assert "download" in wb.views["scores"].export_note.value
+    wb.update()  # the same inputs: the link still holds what the view shows
+    assert "download" in wb.views["scores"].export_note.value
+    wb.set_options([" bathtub", " soap", " milk"], gold=0)  # the scores change; the tokens rows of 3 options too
+    wb.update()
+    assert wb.views["scores"].export_note.value == "" and wb.views["tokens"].export_note.value == ""
+    assert len(list(wb.export_dir.glob("scores-*.csv"))) == 1  # the file itself stays
+
+
 def test_exporting_says_so_and_one_export_runs_at_a_time(wb, monkeypatch):
     wb.update()
     view = wb.views["scores"]
