@@ -50,6 +50,22 @@ def _report(fraction: float, step: str) -> None:
         callback(fraction, step)
 
 
+@contextlib.contextmanager
+def _bars_off_while_reported() -> Iterator[None]:
+    """transformers' own progress bars off while a progress callback reports the load: its caller shows the load
+    (the workbench's bar), and the bars would print beside it, into the notebook cell."""
+    from transformers.utils import logging as hf_logging
+
+    if _PROGRESS.get() is None or not hf_logging.is_progress_bar_enabled():
+        yield
+        return
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.enable_progress_bar()
+
+
 @dataclass(frozen=True)
 class Preset:
     """A named model that surfacelab can load without a model hub."""
@@ -140,7 +156,8 @@ def _convert_gguf(folder: Path, gguf_file: str, target: Path) -> Path:
     _report(0.05, "converting once (later loads take seconds): reading the tokenizer from the GGUF file")
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=gguf_file)
     _report(0.35, "de-quantising the GGUF weights")
-    quantised = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf_file, dtype=torch.float32)
+    with _bars_off_while_reported():
+        quantised = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf_file, dtype=torch.float32)
     _report(0.73, "reading the model configuration")
     config = AutoConfig.from_pretrained(folder, gguf_file=gguf_file)
     if hasattr(config, "quantization_config"):
@@ -361,7 +378,10 @@ def _source_model(name_or_path: Any, kind: str, *, weights: bool = True,
     auto = AutoModelForCausalLM if kind == "causal" else AutoModelForMaskedLM
 
     def load(where: Any, **kwargs: Any) -> Any:
-        return auto.from_pretrained(where, **{**kwargs, **placement}) if weights else AutoConfig.from_pretrained(where)
+        if not weights:
+            return AutoConfig.from_pretrained(where)
+        with _bars_off_while_reported():
+            return auto.from_pretrained(where, **{**kwargs, **placement})
 
     if isinstance(name_or_path, tuple):
         if len(name_or_path) != 2:

@@ -119,3 +119,19 @@ def test_conversion_removes_what_a_killed_one_left(tmp_path, monkeypatch):
     folder = models.PRESETS["smollm2-135m"].locate(models.cache_dir())
     assert folder == target and (target / "config.json").exists()
     assert not list(target.parent.glob("smollm2-135m.tmp-*"))
+
+
+def test_a_load_with_a_progress_callback_prints_no_bars_of_its_own(tmp_path, capfd):
+    # the workbench reports a load in its own bar; transformers' "Loading weights" bars would print into the cell
+    model, tokenizer = tiny_causal()
+    model.save_pretrained(tmp_path / "m")
+    tokenizer.save_pretrained(tmp_path / "m")
+    capfd.readouterr()
+    sl.load_lm(str(tmp_path / "m"))  # without a callback: transformers shows its bars as usual
+    assert "Loading weights" in capfd.readouterr().err
+    steps = []
+    sl.load_lm(str(tmp_path / "m"), progress=lambda fraction, step: steps.append(step))
+    out = capfd.readouterr()
+    assert steps and "Loading weights" not in out.err + out.out
+    from transformers.utils import logging as hf_logging
+    assert hf_logging.is_progress_bar_enabled()  # and they are back on after it
