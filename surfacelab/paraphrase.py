@@ -164,7 +164,7 @@ class MassResult(JSONResult):
         lm_c, mass_c = self.winner("lm"), self.winner("mass")
         best = c.loc[lm_c]
         lines = [f"The single most likely form is {best['best_form']!r} "
-                 f"(P = {np.exp(best['best_form_logprob']):.2%}), so LM picks {lm_c!r}."]
+                 f"(P = {np.exp(best['best_form_logprob']):.2%}), so the LM rule over every listed form picks {lm_c!r}."]
         if mass_c == lm_c:
             lines.append(f"Summing each concept's forms keeps {mass_c!r} on top "
                          f"({c.loc[mass_c, 'share']:.0%} of the listed mass).")

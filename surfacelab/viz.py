@@ -45,7 +45,9 @@ LETTER_NAMES = {"observed": "observed", "prior": "content-free prior", "calibrat
                 "debiased": "permutation-debiased"}
 PALETTE = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#eeca3b", "#b279a2", "#ff9da6",
            "#9d755d", "#bab0ac"]
-MASS_RULES = {"lm": "LM", "mass": "concept mass", "dcpmi": "DC-PMI", "dcpmi_form": "form DC-PMI"}
+#: The paraphrase view's rules by name. Its "lm" rule is the LM rule over every listed form (the concept of the single
+#: most likely form), not the scorer view's LM winner over the options alone: it is named for what it reads.
+MASS_RULES = {"lm": "best single form", "mass": "concept mass", "dcpmi": "DC-PMI", "dcpmi_form": "form DC-PMI"}
 
 
 def _check_frame(frame: Any, name: str, columns: Sequence[str]) -> pd.DataFrame:
@@ -349,14 +351,15 @@ def mass_reading(concepts: pd.DataFrame, winners: pd.DataFrame, *, answer: str |
     lm_c, mass_c = w["lm"], w["mass"]
     if mass_c == lm_c:
         out = [f"{lm_c!r} has the single most likely form ({visible(c.loc[lm_c, 'best_form'])!r}) and the largest "
-               f"summed mass ({distinct([c.loc[lm_c, 'share']], percent=True)[0]} of the listed mass), so LM and "
-               f"concept mass agree."]
+               f"summed mass ({distinct([c.loc[lm_c, 'share']], percent=True)[0]} of the listed mass), so the best "
+               f"single form and concept mass agree."]
     else:
         a, b = distinct([c.loc[mass_c, "share"], c.loc[lm_c, "share"]], percent=True)
         split = distinct([c.loc[mass_c, "best_form_share"]], percent=True)[0]
-        out = [f"LM picks {lm_c!r}: its form {visible(c.loc[lm_c, 'best_form'])!r} is the single most likely one. "
-               f"Summed over its {int(c.loc[mass_c, 'n_forms'])} forms (the best holds only {split} of it), "
-               f"{mass_c!r} holds {a} of the listed mass against {b}, so concept mass picks {mass_c!r}."]
+        out = [f"Of all the listed forms, the most likely is {visible(c.loc[lm_c, 'best_form'])!r}, of {lm_c!r} "
+               f"(the best single form: the LM rule over every form, not only the options). Summed over its "
+               f"{int(c.loc[mass_c, 'n_forms'])} forms (the best holds only {split} of it), {mass_c!r} holds {a} of "
+               f"the listed mass against {b} for {lm_c!r}, so concept mass picks {mass_c!r}."]
     if "dcpmi" in w:
         out.append(f"Dividing out each concept's mass under the domain premise, DC-PMI picks {w['dcpmi']!r}.")
     if answer is not None:

@@ -97,7 +97,9 @@ def test_paraphrase_mass_stacks_forms_into_concept_shares():
     totals = [t for t in fig.data if t.xaxis == "x2"]
     assert [t.name for t in totals] == ["premise", "domain premise"]
     assert list(totals[0].y) == [0.6, 0.4]
-    assert "LM: <b>sink</b>" in fig.layout.title.text and "concept mass: <b>tub</b>" in fig.layout.title.text
+    # the rule over every listed form, named for what it reads (the scorer view's "LM" reads the options alone)
+    title = fig.layout.title.text
+    assert "best single form: <b>sink</b>" in title and "concept mass: <b>tub</b>" in title and "LM:" not in title
 
 
 def test_paraphrase_mass_keeps_long_options_readable():
@@ -116,7 +118,7 @@ def test_paraphrase_mass_keeps_long_options_readable():
     short = viz.paraphrase_mass_spec(*_mass(), answer="tub")["layout"]
     assert short["xaxis"]["ticktext"] == short["xaxis2"]["ticktext"] == ["★ tub", "sink"]  # short: as they are
     assert {t["x"][0] for t in spec["data"] if t["xaxis"] == "x"} == set(spec["layout"]["xaxis"]["tickvals"])
-    assert "LM: <b>building materials will be ch…</b>" in spec["layout"]["title"]["text"]
+    assert "best single form: <b>building materials will be ch…</b>" in spec["layout"]["title"]["text"]
     assert not any(t.get("showlegend", True) for t in spec["data"])
     key = spec["layout"]["annotations"][1]["text"]
     assert "■</span> premise" in key and "■</span> domain premise" in key
@@ -221,7 +223,8 @@ def test_distinct_rounding_never_prints_two_different_numbers_the_same():
                              "best_form": [" bathtub", " sink"], "best_form_share": [0.5, 1.0]})
     winners = pd.DataFrame({"scorer": ["lm", "mass"], "concept": ["sink", "tub"]})
     text = viz.mass_reading(concepts, winners, answer="tub")
-    assert "49.41% of the listed mass against 49.37%" in text and "'␣sink'" in text
+    assert "49.41% of the listed mass against 49.37% for 'sink'" in text and "'␣sink'" in text
+    assert "LM picks" not in text and "the best single form: the LM rule over every form, not only the options" in text
 
 
 def _pll_tokens() -> tuple[pd.DataFrame, pd.DataFrame]:
