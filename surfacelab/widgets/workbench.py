@@ -235,7 +235,7 @@ class Workbench(ModelSlots, Exports, w.VBox):
             view.probe.observe(lambda ch, view=view: self._sighted(view, ch["new"]), "in_sight")
         self.premise_box.observe(lambda _: self._edited(), "value")
         self.domain_box.observe(lambda _: self._edited(), "value")
-        self.add_button.on_click(lambda _: self.add_option())
+        self.add_button.on_click(lambda _: self._add_clicked())
         self.score_button.on_click(lambda _: self._retry())
         self.fix_spaces.on_click(lambda _: self.fix_leading_spaces())
         self.save_button.on_click(lambda _: self._save_clicked())
@@ -287,6 +287,11 @@ class Workbench(ModelSlots, Exports, w.VBox):
             self.rows.append(OptionRow(self, text, paraphrases))
             self.options_box.children = tuple(self.rows)
         self._edited()
+
+    def _add_clicked(self) -> None:
+        """The "add option" button: a new row, with the cursor in its text box (ready for typing)."""
+        self.add_option()
+        self.rows[-1].text.focus()
 
     def remove_option(self, index: int) -> None:
         """Remove the option at ``index`` (0-based)."""

@@ -272,6 +272,21 @@ def test_an_option_with_a_line_break_keeps_it_when_its_box_is_edited(session):
     page.wait_for_function("!document.querySelector('.sl-workbench .sl-stale:not(.sl-deferred)')", timeout=60_000)
 
 
+def test_add_option_puts_the_cursor_in_the_new_box(session):
+    page = session["page"]
+    rows = page.locator(".sl-option-row")
+    n = rows.count()
+    page.locator(".sl-add-option button, button.sl-add-option").first.click()
+    rows.nth(n).wait_for(timeout=10_000)
+    page.wait_for_function("(n) => document.activeElement === document.querySelectorAll('.sl-option-row')[n]"
+                           ".querySelector('.sl-option input')", arg=n, timeout=10_000)
+    page.keyboard.type(" sink")  # typed straight into it
+    assert rows.nth(n).locator(".sl-option input").input_value() == " sink"
+    rows.nth(n).locator(".sl-option-remove").first.click()
+    page.wait_for_function(f"document.querySelectorAll('.sl-option-row').length === {n}", timeout=10_000)
+    page.wait_for_function("!document.querySelector('.sl-workbench .sl-stale:not(.sl-deferred)')", timeout=60_000)
+
+
 @pytest.mark.parametrize("width,file_browser,dark,columns", [
     (1440, False, False, 2), (1280, False, False, None), (1280, True, False, 1), (1920, True, False, 2),
     (1440, False, True, 2)])
