@@ -1,7 +1,7 @@
 """Side-by-side scoring speed: surfacelab vs lm-evaluation-harness vs minicons.
 
 All three tools score the same (context, continuation) requests with the same local model folder
-(the surfacelab cache's safetensors copies), on four workloads built from ../shared/data with the
+(the surfacelab cache's safetensors copies), on four workloads built from data/eval with the
 paper's templates (Holtzman et al. 2021, public code ``data_loaders.py``):
 
   (a) ARC-Challenge test, first N questions: every option under the question stem and under the
@@ -46,7 +46,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(os.environ.get("SURFACELAB_DATA", ROOT.parent / "shared" / "data"))
+DATA = Path(os.environ.get("SURFACELAB_DATA", ROOT / "data" / "eval"))
 WORKLOADS = {"a": ("arc-challenge", "test"), "c": ("commonsenseqa", "dev"), "b": ("copa", "val")}
 NAMES = {"a": "(a) ARC-Challenge, premise + domain", "b": "(b) COPA val", "c": "(c) CommonsenseQA dev",
          "d": "(d) RACE-style long passage (StoryCloze)"}

@@ -167,7 +167,7 @@ def _bert_base(folder: Path) -> Path:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--blimp", type=Path, default=ROOT.parent / "shared" / "data" / "blimp")
+    parser.add_argument("--blimp", type=Path, default=ROOT / "data" / "eval" / "blimp")
     parser.add_argument("--n", type=int, default=1000, help="sentences for splade-tiny")
     parser.add_argument("--n-base", type=int, default=100, help="sentences for the bert-base-sized model")
     parser.add_argument("--repeats", type=int, default=3, help="runs per tool on splade-tiny (best reported)")

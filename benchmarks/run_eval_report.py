@@ -8,7 +8,7 @@ interrupted run resume split by split. The whole run holds the shared CPU lock (
 
 Usage (the command recorded in the report):
 
-    SURFACELAB_CACHE=/tmp/slcache python benchmarks/run_eval_report.py --data-dir ../shared/data \\
+    SURFACELAB_CACHE=/tmp/slcache python benchmarks/run_eval_report.py --data-dir data/eval \\
         --out docs/results_eval.md
 
 (caps default to 1000 items per split for both models; ``--cap MODEL=N`` changes one, ``--cap MODEL=0``
@@ -158,7 +158,7 @@ def _render(rows: list[dict], args: argparse.Namespace, command: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run the splits, write the report after each one."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data-dir", default="../shared/data")
+    p.add_argument("--data-dir", default="data/eval")
     p.add_argument("--out", default="docs/results_eval.md")
     p.add_argument("--cap", action="append", default=[], metavar="MODEL=N",
                    help="items per split for a model (default: 1000 for both models)")

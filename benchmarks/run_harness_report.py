@@ -15,7 +15,7 @@ makes a rerun free and lets an interrupted run resume split by split.
 Usage (the command recorded in the section):
 
     SURFACELAB_CACHE=/tmp/harness-cache OMP_NUM_THREADS=1 nice -n 10 python benchmarks/run_harness_report.py \\
-        --data-dir ../shared/data --cap smollm2-135m=500 --cap gemma-3-270m=200
+        --data-dir data/eval --cap smollm2-135m=500 --cap gemma-3-270m=200
 """
 
 from __future__ import annotations
@@ -205,7 +205,7 @@ def render(frame: pd.DataFrame, caps: dict[str, int], command: str, csv: str) ->
 def main(argv: list[str] | None = None) -> int:
     """Run every (model, split), rewrite the section after each one."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data-dir", default="../shared/data")
+    p.add_argument("--data-dir", default="data/eval")
     p.add_argument("--out", default="docs/results_eval.md")
     p.add_argument("--csv", default="docs/results_eval_harness.csv")
     p.add_argument("--cap", action="append", default=[], metavar="MODEL=N",

@@ -547,7 +547,7 @@ def pll_blimp(
         batch_size, progress: as in ``pll``.
 
     Example:
-        >>> pll_blimp("splade-tiny", "../shared/data/blimp", limit=100).summary()  # doctest: +SKIP
+        >>> pll_blimp("splade-tiny", limit=100).summary()  # doctest: +SKIP
     """
     metrics = _check_metrics(metrics)
     data = load_blimp(data_dir, paradigms=paradigms, limit=limit)

@@ -31,10 +31,8 @@ BY_HAND = {
 
 @pytest.fixture(scope="module")
 def data_root():
-    root = tasks.default_data_root()
-    if root is None or not (root / "copa" / "val.jsonl").is_file():
-        pytest.skip("real evaluation data not found: set SURFACELAB_DATA or put ../shared/data beside the checkout")
-    return root
+    assert (tasks.DATA_DIR / "copa" / "val.jsonl").is_file(), "the shipped evaluation data is missing"
+    return tasks.DATA_DIR
 
 
 @pytest.fixture(scope="module")

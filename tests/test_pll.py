@@ -18,7 +18,7 @@ from surfacelab.tasks import load_blimp
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "benchmarks" / "pll_reference" / "minicons_reference.json"
-BLIMP = ROOT.parent / "shared" / "data" / "blimp"
+BLIMP = ROOT / "data" / "eval" / "blimp"
 
 # A WordPiece vocabulary in which six objects split into three pieces each ("so ##uven ##ir").
 THREE_PIECE = {"souvenir": ("so", "##uven", "##ir"), "tomato": ("to", "##mat", "##o"),
@@ -343,7 +343,6 @@ def test_blimp_bad_input(toy, tmp_path):
         pll_blimp(toy, tmp_path / "missing")
 
 
-@pytest.mark.skipif(not BLIMP.is_dir(), reason="../shared/data/blimp not present")
 def test_blimp_real_data_fields(real_mlm):
     res = pll_blimp(real_mlm, BLIMP, paradigms=["anaphor_gender_agreement", "npi_present_1", "principle_A_case_2"],
                     limit=3, metrics=("word_l2r",), progress=False)

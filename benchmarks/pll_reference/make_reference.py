@@ -57,7 +57,7 @@ def minicons_pll(folder: Path, sentences: list[str], metric: str, batch: int = 1
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--blimp", type=Path, default=HERE.parents[2] / "shared" / "data" / "blimp")
+    parser.add_argument("--blimp", type=Path, default=HERE.parents[1] / "data" / "eval" / "blimp")
     parser.add_argument("--out", type=Path, default=HERE / "minicons_reference.json")
     args = parser.parse_args()
 

@@ -2,7 +2,7 @@
 
 Example::
 
-    surfacelab eval --task copa --split val --data-dir ../shared/data --scorers lm,avg,per_char,unc,dcpmi
+    surfacelab eval --task copa --split val --scorers lm,avg,per_char,unc,dcpmi
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--task", required=True, help="task name (see surfacelab.tasks.list())")
     p.add_argument("--split", default=None, help="split (default: the task's default split)")
     p.add_argument("--model", default=None, help="preset, hub id or folder (default: smollm2-135m)")
-    p.add_argument("--data-dir", default=None, help="data root such as ../shared/data, a dataset folder or a .jsonl")
+    p.add_argument("--data-dir", default=None, help="data root laid out like data/eval (default: $SURFACELAB_DATA or data/eval), a dataset folder or a .jsonl")
     p.add_argument("--scorers", default=DEFAULT_SCORERS, help=f"comma-separated (default: {DEFAULT_SCORERS})")
     subset = p.add_mutually_exclusive_group()
     subset.add_argument("--limit", type=int, default=None, metavar="N",

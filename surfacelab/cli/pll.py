@@ -4,7 +4,7 @@ Examples::
 
     surfacelab pll --sentence "I bought a souvenir." --metric original --metric word_l2r --tokens
     surfacelab pll --sentence "a souvenir." --prefix "I bought"
-    surfacelab pll --blimp ../shared/data/blimp --limit 100 --format markdown
+    surfacelab pll --blimp data/eval/blimp --limit 100 --format markdown
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 >>> import surfacelab.tasks as tasks
 >>> tasks.list()                                     # doctest: +SKIP
->>> copa = tasks.load("copa", "val", source="../shared/data", limit=20)   # doctest: +SKIP
+>>> copa = tasks.load("copa", "val", limit=20)   # doctest: +SKIP
 >>> copa[0].premise, copa[0].options, copa[0].domain_premise            # doctest: +SKIP
 (' The man turned on the faucet so', [' the toilet filled with water.', ' water flowed from the spout.'], ' so')
 
@@ -20,7 +20,7 @@ from . import harness
 from .core import Item, Task, Template, resolve_template
 from .harness import LMEvalTemplate
 from .harness import table as harness_table
-from .loader import default_data_root, fewshot, list_tasks, load, read_jsonl
+from .loader import DATA_DIR, default_data_root, fewshot, list_tasks, load, read_jsonl
 from .blimp import load_blimp
 from .parsers import detokenize
 from .registry import SPECS, TaskSpec, register_task
@@ -46,6 +46,7 @@ __all__ = [
     "fewshot",
     "templates",
     "available_templates",
+    "DATA_DIR",
     "default_data_root",
     "read_jsonl",
     "load_blimp",

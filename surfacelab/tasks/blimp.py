@@ -18,8 +18,8 @@ def _blimp_dir(data_dir: str | Path | None) -> Path:
     if data_dir is None:
         root = default_data_root()
         if root is None:
-            raise ValueError("data_dir: no BLiMP folder given and no data root found (../shared/data or "
-                             "$SURFACELAB_DATA)")
+            raise ValueError("data_dir: no BLiMP folder given and no data root found ($SURFACELAB_DATA or "
+                             "data/eval in the repository)")
         data_dir = root
     path = Path(data_dir).expanduser()
     for cand in (path, path / "blimp"):
@@ -34,7 +34,7 @@ def load_blimp(data_dir: str | Path | None = None, *, paradigms: Sequence[str] |
 
     Args:
         data_dir: the BLiMP folder (``<UID>.jsonl`` files) or a data root holding ``blimp/``;
-            None: the default data root (``$SURFACELAB_DATA`` or ``../shared/data``).
+            None: the default data root (``$SURFACELAB_DATA`` or ``data/eval``).
         paradigms: UIDs to read (default: every file, sorted).
         limit: read at most this many pairs per paradigm (the first lines of each file).
 

@@ -2,10 +2,11 @@
 
 Where data comes from (``source``):
 
-* ``None`` -- the data root is ``$SURFACELAB_DATA`` if set, else ``../shared/data`` relative
-  to the current directory, else ``../shared/data`` relative to the repository root (the
-  folder holding ``surfacelab/``).  The file is ``<root>/<folder>/<split>.jsonl``.
-* a directory -- a data root laid out like ``../shared/data`` (``<dir>/copa/val.jsonl``), or a
+* ``None`` -- the data root is ``$SURFACELAB_DATA`` if set, else the evaluation data that comes
+  with surfacelab (``data/eval`` in the repository; ``DATA_DIR``).  The file is
+  ``<root>/<folder>/<split>.jsonl``.  StoryCloze and AG News are not shipped (their licences do
+  not allow it): the error for them says where to get them.
+* a directory -- a data root laid out like ``data/eval`` (``<dir>/copa/val.jsonl``), or a
   dataset folder itself (``<dir>/val.jsonl``).
 * a ``.jsonl`` file -- read directly (``split`` is then only a label, still checked).
 * for the hub datasets (ARC-Easy, HellaSwag, RACE; also ARC-Challenge and COPA) a hub dataset
@@ -30,6 +31,8 @@ from .registry import FAMILIES, SPECS, TaskSpec
 from .render import render_item
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+#: the evaluation data shipped with surfacelab: ``<DATA_DIR>/<folder>/<split>.jsonl`` (licences in its README.md)
+DATA_DIR = REPO_ROOT / "data" / "eval"
 VARIANTS = FAMILIES
 
 
@@ -44,25 +47,19 @@ def check_variant(spec: TaskSpec, variant: str) -> None:
 
 
 def default_data_root() -> Path | None:
-    """The data root used when ``source`` is None (see module docstring), or None if none exists."""
+    """The data root used when ``source`` is None: ``$SURFACELAB_DATA`` if set, else ``DATA_DIR`` (None if absent)."""
     env = os.environ.get("SURFACELAB_DATA")
     if env:
         return Path(env).expanduser()
-    for base in (Path.cwd(), REPO_ROOT):
-        cand = (base / ".." / "shared" / "data").resolve()
-        if cand.is_dir():
-            return cand
-    return None
+    return DATA_DIR if DATA_DIR.is_dir() else None
 
 
-def _searched_roots() -> str:
+def _searched_root() -> str:
     env = os.environ.get("SURFACELAB_DATA")
-    if env:
-        return f"$SURFACELAB_DATA={env}"
-    return f"{(Path.cwd() / '..' / 'shared' / 'data').resolve()} and {(REPO_ROOT / '..' / 'shared' / 'data').resolve()}"
+    return f"$SURFACELAB_DATA={env}" if env else str(DATA_DIR)
 
 
-_WHERE = ("The evaluation data lives in ../shared/data beside the checkout (see its README.md); "
+_WHERE = ("The evaluation data comes with surfacelab in data/eval (see its README.md); "
           "pass source=<data dir or .jsonl file> or set SURFACELAB_DATA.")
 
 
@@ -79,14 +76,16 @@ def _resolve(spec: TaskSpec, split: str, source: str | os.PathLike | None) -> tu
     if source is None:
         root = default_data_root()
         if root is None:
-            raise FileNotFoundError(f"source: no data root found (searched {_searched_roots()}). {_WHERE}")
+            raise FileNotFoundError(f"source: no data root found (looked for {_searched_root()}). {_WHERE}")
         path = root / spec.folder / f"{split}.jsonl"
         if not path.is_file():
-            if not spec.local:
+            if spec.obtain:
+                raise FileNotFoundError(f"source: no file {path} for task {spec.name!r}. {spec.obtain}.")
+            if not spec.shipped:
                 hub_id = spec.hub[0] if spec.hub else "a hub id"
                 raise FileNotFoundError(
-                    f"source: task {spec.name!r} is not in the shared data (no {path}); pass source= a hub dataset "
-                    f"id such as {hub_id!r} or a local .jsonl in the hub's record shape")
+                    f"source: task {spec.name!r} does not come with surfacelab (no {path}); pass source= a hub "
+                    f"dataset id such as {hub_id!r} or a local .jsonl in the hub's record shape")
             raise FileNotFoundError(f"source: no file {path} for task {spec.name!r}, split {split!r}. {_WHERE}")
         return "file", str(path)
     src = os.fspath(source)
@@ -333,7 +332,7 @@ _DP_DISPLAY = {
 
 
 def list_tasks() -> pd.DataFrame:
-    """One row per task: dataset, splits, default split, options per item, domain premise, whether local,
+    """One row per task: dataset, splits, default split, options per item, domain premise, whether shipped,
     and whether it has an lm-eval template (``variant="lm-eval"``)."""
     rows = []
     for s in SPECS.values():
@@ -347,7 +346,7 @@ def list_tasks() -> pd.DataFrame:
             "n_options": s.n_options if s.n_options is not None else "varies",
             "domain_premise": dp,
             "domain_premise_note": s.description,
-            "local": s.local,
+            "shipped": s.shipped,
             "hub_example": s.hub[0] if s.hub else "",
             "lm_eval": "lm-eval" in s.templates,
         })

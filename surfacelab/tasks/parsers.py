@@ -1,6 +1,6 @@
 """Per-task record parsers: one raw record -> the *fields* a template renders (see :mod:`surfacelab.tasks.core`).
 
-Each parser recognises the record shapes by their keys, so the same task reads the shared-data JSON Lines files,
+Each parser recognises the record shapes by their keys, so the same task reads the data/eval JSON Lines files,
 the original release files and the Hugging Face hub shapes where noted; a missing or bad field raises
 ``KeyError`` / ``ValueError`` that :func:`surfacelab.tasks.load` turns into a message naming the file and line.
 :mod:`surfacelab.tasks.registry` pairs each parser with its templates.
@@ -83,7 +83,7 @@ def parse_arc(r: dict[str, Any]) -> Fields:
 
 
 def parse_obqa(r: dict[str, Any]) -> Fields:
-    if "query" in r:  # shared-data shape (llm-foundry + AI2 ids)
+    if "query" in r:  # data/eval shape (llm-foundry + AI2 ids)
         return {"stem": r["query"], "choices": list(r["choices"]), "label": int(r["gold"])}
     if "question_stem" in r:  # hub shape (allenai/openbookqa)
         labels = [str(x) for x in r["choices"]["label"]]
@@ -130,7 +130,7 @@ def _boolq_question(q: str) -> str:
 
 
 def parse_boolq(r: dict[str, Any]) -> Fields:
-    if "query" in r:  # shared-data shape: "Passage: <p>\nQuestion: <q>?"
+    if "query" in r:  # data/eval shape: "Passage: <p>\nQuestion: <q>?"
         query = r["query"]
         cut = query.rfind("\nQuestion: ")
         if cut < 0:

@@ -28,7 +28,7 @@ class TaskSpec:
     name: str
     dataset: str
     folder: str  # folder under the data root
-    splits: tuple[str, ...]  # splits with a local file in the shared data layout
+    splits: tuple[str, ...]  # splits with a file in the data/eval layout
     default_split: str
     n_options: int | None  # None: varies per item
     parse: Callable[[dict[str, Any]], Fields]
@@ -38,7 +38,8 @@ class TaskSpec:
     hub_splits: dict[str, str] = field(default_factory=dict)  # our split -> hub split
     explode: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
     shot_split: str | None = None  # default split to draw few-shot examples from
-    local: bool = True  # present in ../shared/data
+    shipped: bool = True  # its files come with surfacelab (data/eval); False: hub only, or fetched by the user
+    obtain: str = ""  # for a task surfacelab may not ship: where its files come from and the shape they need
 
     @property
     def all_splits(self) -> tuple[str, ...]:
@@ -127,7 +128,7 @@ CQA = Template(
 
 
 def _boolq_premise(f: Fields) -> str:
-    # The code's premise is ' title: <title>\n question: <q>\n answer:'. The shared-data copy
+    # The code's premise is ' title: <title>\n question: <q>\n answer:'. The data/eval copy
     # has lost the title, so the title line is left out when there is none (documented).
     head = f" title: {f['title']}\n" if f.get("title") is not None else ""
     return f"{head} question: {f['question_proc']}\n answer:"
@@ -189,6 +190,17 @@ SST5 = Template(
 
 # ----------------------------------------------------------------------------- AG News / TREC
 
+
+STORYCLOZE_OBTAIN = (
+    "StoryCloze is not shipped: its authors hand it out through a request form "
+    "(https://cs.rochester.edu/nlp/rocstories/). Save the Spring 2016 val and test TSVs as JSON Lines, one object "
+    "per row with the TSV's columns (InputStoryid, InputSentence1..InputSentence4, RandomFifthSentenceQuiz1, "
+    "RandomFifthSentenceQuiz2, AnswerRightEnding), as storycloze/val.jsonl and storycloze/test.jsonl under "
+    "$SURFACELAB_DATA, or pass source=<file.jsonl>")
+AGN_OBTAIN = (
+    "AG News is not shipped: AG's corpus is for non-commercial research use only. Take test.csv of the "
+    "classification version (Zhang et al. 2015; 7,600 rows: Class Index 1-4, Title, Description) and save it as "
+    "JSON Lines with those three keys, as ag_news/test.jsonl under $SURFACELAB_DATA, or pass source=<file.jsonl>")
 
 AGN = Template(
     name="ag_news/code",
@@ -294,7 +306,7 @@ for _s in [
           description="diagnostic: each option is the context, the premise the shared continuation"),
     TaskSpec(name="storycloze", dataset="StoryCloze 2016", folder="storycloze", splits=("val", "test"),
           default_split="test", n_options=2, parse=parse_storycloze, templates=_variants(STORYCLOZE, harness="storycloze"),
-          description="' The story continues:'", shot_split="val"),
+          description="' The story continues:'", shot_split="val", shipped=False, obtain=STORYCLOZE_OBTAIN),
     TaskSpec(name="arc-challenge", dataset="ARC-Challenge", folder="arc-challenge", splits=("test", "pride_test"),
           default_split="test", n_options=None, parse=parse_arc, templates=_variants(ARC, harness="arc-challenge"),
           description="' the answer is:'", hub=("allenai/ai2_arc", "ARC-Challenge"),
@@ -302,7 +314,7 @@ for _s in [
     TaskSpec(name="arc-easy", dataset="ARC-Easy", folder="arc-easy", splits=("test",), default_split="test",
           n_options=None, parse=parse_arc, templates=_variants(ARC, harness="arc-easy"),
           description="' the answer is:' (hub only)", hub=("allenai/ai2_arc", "ARC-Easy"),
-          hub_splits={"test": "test", "validation": "validation", "train": "train"}, local=False),
+          hub_splits={"test": "test", "validation": "validation", "train": "train"}, shipped=False),
     TaskSpec(name="openbookqa", dataset="OpenBookQA", folder="openbookqa", splits=("test",), default_split="test",
           n_options=4, parse=parse_obqa, templates=_variants(OBQA, harness="openbookqa"), description="' the answer is:'"),
     TaskSpec(name="commonsenseqa", dataset="CommonsenseQA", folder="commonsenseqa", splits=("dev", "pride_test"),
@@ -324,7 +336,7 @@ for _s in [
           shot_split="dev"),
     TaskSpec(name="ag_news", dataset="AG News", folder="ag_news", splits=("test",), default_split="test", n_options=4,
           parse=parse_agn, templates=_variants(AGN, _paper(AGN, domain_premise=" topic:")),
-          description="'\\n topic:' (table: ' topic:')"),
+          description="'\\n topic:' (table: ' topic:')", shipped=False, obtain=AGN_OBTAIN),
     TaskSpec(name="trec", dataset="TREC", folder="trec", splits=("test",), default_split="test", n_options=6,
           parse=parse_trec, templates=_variants(TREC), description="' The answer to this question will be'"),
     TaskSpec(name="mmlu", dataset="MMLU", folder="mmlu", splits=("test", "dev"), default_split="test", n_options=4,
@@ -334,14 +346,14 @@ for _s in [
           n_options=4, parse=parse_hellaswag,
           templates=_variants(HELLASWAG, _paper(HELLASWAG, domain_premise=""), harness="hellaswag"),
           description="last word of the context (code; the table gives none)", hub=("Rowan/hellaswag", None),
-          hub_splits={"val": "validation", "train": "train"}, local=False),
+          hub_splits={"val": "validation", "train": "train"}, shipped=False),
     TaskSpec(name="race-m", dataset="RACE-M", folder="race-m", splits=("test",), default_split="test", n_options=4,
           parse=parse_race, explode=explode_race, templates=_variants(RACE, harness="race-m"),
           description="'?'", hub=("ehovy/race", "middle"), hub_splits={"test": "test", "dev": "validation", "train": "train"},
-          local=False),
+          shipped=False),
     TaskSpec(name="race-h", dataset="RACE-H", folder="race-h", splits=("test",), default_split="test", n_options=4,
           parse=parse_race, explode=explode_race, templates=_variants(RACE, harness="race-h"),
           description="'?'", hub=("ehovy/race", "high"), hub_splits={"test": "test", "dev": "validation", "train": "train"},
-          local=False),
+          shipped=False),
 ]:
     register_task(_s)

@@ -31,7 +31,7 @@ def test_missing_file_names_path_and_origin(tmp_path):
         tasks.load("copa", "val", source=tmp_path)
     msg = str(exc.value)
     assert str(tmp_path / "copa" / "val.jsonl") in msg
-    assert "shared/data" in msg and "source" in msg
+    assert "data/eval" in msg and "source" in msg
 
 
 def test_missing_source_path(tmp_path):
@@ -41,7 +41,7 @@ def test_missing_source_path(tmp_path):
 
 def test_missing_default_root(tmp_path, monkeypatch):
     monkeypatch.setenv("SURFACELAB_DATA", str(tmp_path / "empty"))
-    with pytest.raises(FileNotFoundError, match="SURFACELAB_DATA|shared/data"):
+    with pytest.raises(FileNotFoundError, match="SURFACELAB_DATA"):
         tasks.load("copa", "val")
 
 

@@ -52,8 +52,9 @@ LOCAL = [
 
 
 @pytest.mark.parametrize(("name", "split", "yaml", "convert"), LOCAL, ids=[f"{n}:{y}" for n, _, y, _ in LOCAL])
-def test_local_split_requests_equal_the_harness(name, split, yaml, convert, data_root, tmp_path):
-    assert _compare(name, split, yaml, convert(data_root, N), tmp_path) == N
+def test_local_split_requests_equal_the_harness(name, split, yaml, convert, request, tmp_path):
+    root = request.getfixturevalue("unshipped_root" if tasks.SPECS[name].obtain else "data_root")
+    assert _compare(name, split, yaml, convert(root, N), tmp_path) == N
 
 
 def test_mmlu_requests_equal_the_harness_per_subject(data_root, tmp_path):

@@ -9,6 +9,9 @@ import pytest
 
 import surfacelab.tasks as tasks
 
+#: tasks whose files surfacelab does not ship (their licences do not allow it)
+UNSHIPPED = tuple(name for name, spec in tasks.SPECS.items() if spec.obtain)
+
 COUNTS = [
     ("copa", "dev", 500), ("copa", "val", 100), ("copa-flipped", "dev", 500), ("copa-flipped", "val", 100),
     ("storycloze", "val", 1871), ("storycloze", "test", 1871),
@@ -21,8 +24,9 @@ COUNTS = [
 
 
 @pytest.mark.parametrize("name,split,n", COUNTS)
-def test_row_count_and_gold_valid(data_root, name, split, n):
-    task = tasks.load(name, split, source=data_root)
+def test_row_count_and_gold_valid(request, name, split, n):
+    root = request.getfixturevalue("unshipped_root" if name in UNSHIPPED else "data_root")
+    task = tasks.load(name, split, source=root)
     assert len(task) == n
     assert task.name == name and task.split == split
     for it in task:
@@ -30,17 +34,50 @@ def test_row_count_and_gold_valid(data_root, name, split, n):
         assert it.meta["raw"] and it.meta["fields"]
 
 
-def test_default_source_is_shared_data(data_root, monkeypatch):
-    monkeypatch.setenv("SURFACELAB_DATA", str(data_root))
+def test_default_source_is_the_shipped_data(monkeypatch):
+    monkeypatch.delenv("SURFACELAB_DATA", raising=False)
     task = tasks.load("copa", "val")
-    assert task.source.endswith("copa/val.jsonl")
+    assert task.source == str(tasks.DATA_DIR / "copa" / "val.jsonl")
     assert len(task) == 100
+
+
+def test_surfacelab_data_overrides_the_shipped_data(tmp_path, monkeypatch):
+    (tmp_path / "copa").mkdir()
+    (tmp_path / "copa" / "val.jsonl").write_bytes((tasks.DATA_DIR / "copa" / "val.jsonl").read_bytes()[:2000]
+                                                  .rsplit(b"\n", 1)[0] + b"\n")
+    monkeypatch.setenv("SURFACELAB_DATA", str(tmp_path))
+    task = tasks.load("copa", "val")
+    assert task.source == str(tmp_path / "copa" / "val.jsonl") and 0 < len(task) < 100
+
+
+@pytest.mark.parametrize("name", UNSHIPPED)
+def test_an_unshipped_task_says_where_to_get_it(name, monkeypatch):
+    monkeypatch.delenv("SURFACELAB_DATA", raising=False)
+    with pytest.raises(FileNotFoundError) as exc:
+        tasks.load(name)
+    msg = str(exc.value)
+    assert UNSHIPPED == ("storycloze", "ag_news")
+    assert "not shipped" in msg and "SURFACELAB_DATA" in msg and "source=" in msg
+    assert ("request form" in msg) if name == "storycloze" else ("non-commercial" in msg and "Title" in msg)
+
+
+def test_every_shipped_task_has_its_files_and_provenance():
+    for spec in tasks.SPECS.values():
+        if spec.shipped:
+            folder = tasks.DATA_DIR / spec.folder
+            assert (folder / "PROVENANCE.md").is_file(), spec.name
+            assert all((folder / f"{split}.jsonl").is_file() for split in spec.splits), spec.name
+        else:
+            assert not (tasks.DATA_DIR / spec.folder).exists(), f"{spec.name} is not to be shipped"
 
 
 def test_default_splits(data_root):
     assert tasks.load("copa", source=data_root).split == "dev"  # the paper's 500-item dev
     assert tasks.load("sst-2", source=data_root).split == "test"
-    assert tasks.load("storycloze", source=data_root).split == "test"
+
+
+def test_storycloze_default_split(unshipped_root):
+    assert tasks.load("storycloze", source=unshipped_root).split == "test"
 
 
 def test_copa_dev_cause(data_root, by_line):
@@ -81,8 +118,8 @@ def test_copa_flipped(data_root, by_line):
     assert "premise_per_option" in task.frame().columns
 
 
-def test_storycloze(data_root, by_line):
-    it = by_line(tasks.load("storycloze", "val", source=data_root), 1)
+def test_storycloze(unshipped_root, by_line):
+    it = by_line(tasks.load("storycloze", "val", source=unshipped_root), 1)
     assert it.premise == ("Rick grew up in a troubled household. He never found good support in family, and "
                           "turned to gangs. It wasn't long before Rick got shot in a robbery. The incident caused "
                           "him to turn a new leaf.")
@@ -91,7 +128,7 @@ def test_storycloze(data_root, by_line):
     assert it.gold == 0
     assert it.id == "138d5bfb-05cc-41e3-bf2c-fa85ebad14e2"
     # a story whose last sentence ends in a quote mark gets a '.' appended (the code's default end)
-    q = by_line(tasks.load("storycloze", "test", source=data_root), 132)
+    q = by_line(tasks.load("storycloze", "test", source=unshipped_root), 132)
     assert q.premise.endswith('The cookie said "Happy Valentine\'s Day.".')
     assert q.gold == 1
 
@@ -203,14 +240,16 @@ def test_sst5(data_root, by_line):
     assert it.gold == 3  # label 4 of 1..5
 
 
-def test_ag_news(data_root, by_line):
-    it = by_line(tasks.load("ag_news", "test", source=data_root), 1)
+def test_ag_news(unshipped_root, by_line):
+    it = by_line(tasks.load("ag_news", "test", source=unshipped_root), 1)
     assert it.premise == (" title: Fears for T N pension after talks\n summary: Unions representing workers at "
                           "Turner   Newall say they are 'disappointed' after talks with stricken parent firm "
                           "Federal Mogul.\n topic:")
     assert it.options == [" world", " sports", " business", " science"]
     assert it.domain_premise == "\n topic:"
     assert it.gold == 2
+    table = by_line(tasks.load("ag_news", "test", source=unshipped_root, variant="paper_table"), 1)
+    assert table.domain_premise == " topic:"
 
 
 def test_trec(data_root, by_line):
@@ -242,7 +281,6 @@ def test_paper_table_variant(data_root, by_line):
     assert by_line(tasks.load("rte", "dev", source=data_root, variant="paper_table"), 2).domain_premise == \
         " true or false? answer:"
     assert by_line(tasks.load("boolq", "dev", source=data_root, variant="paper_table"), 1).domain_premise == " answer:"
-    assert by_line(tasks.load("ag_news", "test", source=data_root, variant="paper_table"), 1).domain_premise == " topic:"
     # where code and table agree the variant changes nothing
     a = by_line(tasks.load("copa", "val", source=data_root, variant="paper_table"), 1)
     assert a.domain_premise == " so"
@@ -264,4 +302,4 @@ def test_list_tasks():
     row = df.set_index("task").loc["rte"]
     assert row["domain_premise"] == " true or false?\n answer:"
     assert row["default_split"] == "dev" and row["n_options"] == 2
-    assert not df.set_index("task").loc["hellaswag", "local"]
+    assert not df.set_index("task").loc["hellaswag", "shipped"]
