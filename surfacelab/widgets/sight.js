@@ -51,6 +51,32 @@ function anchorKeeper() {
   return window.__slAnchorKeeper;
 }
 
+// After "run all", JupyterLab leaves the page at the last cell, below the workbench. Once per workbench: when no
+// cell is running any more (no "[*]" prompt for three checks in a row, so after JupyterLab's own last scroll), bring
+// the workbench's top into view, unless the person scrolled, clicked or typed since it appeared.
+function revealAfterRun(bench) {
+  if (bench.dataset.slRevealed) return;
+  bench.dataset.slRevealed = "1";
+  let touched = false;
+  const touch = () => { touched = true; };
+  const events = ["wheel", "mousedown", "keydown", "touchstart"];
+  for (const name of events) window.addEventListener(name, touch, { capture: true, once: true });
+  let idle = 0;
+  let checks = 0;
+  const timer = setInterval(() => {
+    const running = [...document.querySelectorAll(".jp-InputPrompt")].some((p) => p.textContent.includes("*"));
+    idle = running ? 0 : idle + 1;
+    if (touched || !bench.isConnected || idle >= 3 || ++checks > 1200) {
+      clearInterval(timer);
+      for (const name of events) window.removeEventListener(name, touch, { capture: true });
+      if (touched || !bench.isConnected || idle < 3) return;
+      const scroller = scrollerOf(bench);
+      const top = scroller === document.scrollingElement ? 0 : scroller.getBoundingClientRect().top;
+      if (Math.abs(bench.getBoundingClientRect().top - top) > 2) bench.scrollIntoView({ block: "start" });
+    }
+  }, 250);
+}
+
 function render({ model, el }) {
   let io = null;
   let kept = null;
@@ -72,6 +98,8 @@ function render({ model, el }) {
     io.observe(target);
     kept = target;
     anchorKeeper().observe(target);
+    const bench = target.closest(".sl-workbench");
+    if (bench) revealAfterRun(bench);
   }
   attach();
   return () => {

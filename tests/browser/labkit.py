@@ -55,9 +55,7 @@ class Lab:
 
 
 def _settings(tmp: Path) -> dict[str, str]:
-    news = tmp / "settings" / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
-    news.parent.mkdir(parents=True, exist_ok=True)
-    news.write_text('{"fetchNews": "false", "checkForUpdates": false}')  # no "get notified about news?" toast
+    # the user settings start empty: the news prompt stays away through make lab's own overrides.json
     config = tmp / "config"
     config.mkdir(parents=True, exist_ok=True)
     # window.jupyterapp: lets the tests run cells and switch themes through JupyterLab's commands
