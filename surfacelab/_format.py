@@ -3,12 +3,16 @@
 Plain-language explanations ("49% against 49%", "beats by 0.00 nats") must not round two different
 numbers to the same text or a non-zero gap to zero. ``distinct`` picks the fewest decimals that keep
 different values apart; ``gap`` prints a difference with enough decimals to show that it is not 0;
+``percent`` prints a probability with significant digits, so probabilities a visible number of nats
+apart never print alike; ``change`` puts a signed change into words whose verb carries the sign;
 ``visible`` makes leading whitespace visible (the one marker used in every view: ``␣``).
 
 >>> distinct([0.491, 0.494], percent=True)
 ['49.1%', '49.4%']
 >>> gap(0.0031)
 '0.003'
+>>> percent(0.00047), percent(0.00052)
+('0.0470%', '0.0520%')
 >>> visible(" bathtub")
 '␣bathtub'
 """
@@ -18,7 +22,12 @@ from __future__ import annotations
 import math
 from typing import Iterable
 
+from ._checks import check_int
+
 MAX_DIGITS = 6
+#: Significant digits of a printed probability: two probabilities more than 0.01 nats apart (a ratio over 1.01, the
+#: precision nats are printed with) never print alike, however small they are.
+PROB_DIGITS = 3
 SPACE_MARK = "\u2423"  # ␣
 _WHITESPACE_MARKS = {" ": SPACE_MARK, "\t": "\u21e5", "\n": "\u21b5", "\r": "\u21b5", "\u00a0": "\u237d"}
 
@@ -55,10 +64,12 @@ def distinct(values: Iterable[float], *, percent: bool = False, digits: int | No
 def gap(x: float, *, digits: int = 2) -> str:
     """A non-negative difference with enough decimals that a non-zero gap never prints as 0.
 
-    >>> gap(1.234), gap(0.0004), gap(0.0)
-    ('1.23', '0.0004', '0.00')
+    >>> gap(1.234), gap(0.0004), gap(0.0), gap(float("inf"))
+    ('1.23', '0.0004', '0.00', 'n/a')
     """
     x = float(x)
+    if not math.isfinite(x):
+        return _fmt(x, digits, False)
     d = digits
     while d < MAX_DIGITS and x != 0 and float(_fmt(abs(x), d, False)) == 0:
         d += 1
@@ -77,6 +88,45 @@ def signed(x: float, *, digits: int = 2) -> str:
     if not math.isfinite(x) or x == 0:
         return _fmt(abs(x), digits, False)
     return ("+" if x > 0 else "-") + gap(abs(x), digits=digits)
+
+
+def percent(p: float, *, digits: int = PROB_DIGITS) -> str:
+    """A probability as a percentage with ``digits`` significant digits (scientific below 0.001%).
+
+    Fixed decimals print 0.00047 and 0.00052 both as "0.05%" (0.10 nats apart); significant digits keep
+    them apart at any size (see ``PROB_DIGITS``).
+
+    >>> percent(0.3399), percent(0.0162), percent(2.9e-05), percent(9.4e-07), percent(0.99996), percent(0.0)
+    ('34.0%', '1.62%', '0.00290%', '9.40e-05%', '100%', '0%')
+    """
+    check_int("digits", digits, 1)
+    p = float(p)
+    if not math.isfinite(p):
+        return "n/a"
+    if p < 0:
+        raise ValueError(f"p: expected a probability >= 0, got {p!r}")
+    if p == 0:
+        return "0%"
+    rounded = f"{p * 100:.{digits - 1}e}"  # rounded first, so 99.996 is read as 100 (three digits before the point)
+    exponent = int(rounded.split("e")[1])
+    if exponent < -3:
+        return f"{rounded}%"
+    return f"{float(rounded):.{max(digits - 1 - exponent, 0)}f}%"
+
+
+def change(x: float, what: str, *, unit: str = "nats") -> str:
+    """A signed change in words whose verb carries the sign, the size after "by" unsigned (as ``gap``): never
+    "raises X by -2.85".
+
+    >>> change(-2.85, "'a pan'"), change(0.0004, "it", unit="nats/token"), change(0.0, "it")
+    ("lowers 'a pan' by 2.85 nats", 'raises it by 0.0004 nats/token', 'leaves it unchanged')
+    """
+    x = float(x)
+    if x == 0:
+        return f"leaves {what} unchanged"
+    if math.isnan(x):
+        return f"changes {what} by n/a"
+    return f"{'raises' if x > 0 else 'lowers'} {what} by {gap(abs(x))} {unit}"
 
 
 def visible(text: str) -> str:

@@ -78,11 +78,11 @@ import pandas as pd
 
 from ._checks import check_int, is_int
 from ._results import JSONResult
-from ._format import signed
+from ._format import change, gap, percent, signed
 from . import engine, text
 from .scoring import MCResult, get_scorer, score
 from .why_mass import (COMPETITOR_COLUMNS, GROUP_KIND, MASS_KEYS, MassPlan, competitors_frame,  # noqa: F401
-                       mass_numbers, mass_plan)
+                       mass_numbers, mass_plan, mass_terms)
 from .why_occlusion import SENTENCE, WORD, _attribution, _stats, occlude, premise_units  # noqa: F401
 
 #: Verdict labels, in the order of the rules (see the module docstring).
@@ -195,10 +195,6 @@ def _tokens_frame(result: MCResult, gold: int, against: int, prior_cond: str) ->
     return out
 
 
-def _pct(p: float) -> str:
-    return f"{p:.2%}" if p >= 1e-4 or p == 0 else f"{p:.1e}"
-
-
 def _q(option: str) -> str:
     return repr(option.strip() if option.strip() else option)
 
@@ -208,8 +204,8 @@ def _gap_word(x: float) -> str:
 
 
 def _terms_frame(result: MCResult, gold: int, against: int, d: dict[str, float], prior_cond: str, prior_desc: str,
-                 mass: dict[str, float], plan: MassPlan, label: str, label_detail: str) -> pd.DataFrame:
-    # ~65 lines kept whole: one row per term in display order, each with its sentence; split, the order would scatter
+                 mass: list[tuple[str, float, str, str, str]], label: str, label_detail: str) -> pd.DataFrame:
+    # ~50 lines kept whole: one row per term in display order, each with its sentence; split, the order would scatter
     t = result.table
     g, a = t.iloc[gold], t.iloc[against]
     og, oa = _q(result.options[gold]), _q(result.options[against])
@@ -228,53 +224,35 @@ def _terms_frame(result: MCResult, gold: int, against: int, d: dict[str, float],
         f"Prior per token: {prior_desc} gives {og} {g[pcol] / ng:.2f} and {oa} {a[pcol] / na:.2f} nats per token, "
         f"worth {signed(d['prior_per_token'])} nats to the gold.")
     add("gap", "premise evidence", d["evidence"], "nats", "DC-PMI(g) − DC-PMI(a)",
-        f"Premise evidence: the premise raises {og} by {signed(g['logprob'] - g[pcol])} and {oa} by "
-        f"{signed(a['logprob'] - a[pcol])} nats over {prior_desc}: {signed(d['evidence'])} nats to the gold.")
+        f"Premise evidence: over {prior_desc}, the premise {change(g['logprob'] - g[pcol], og)} and "
+        f"{change(a['logprob'] - a[pcol], oa)}: {signed(d['evidence'])} nats to the gold.")
     add("gap", "LM gap", d["lm"], "nats", "log P(g|x) − log P(a|x)",
-        f"Under LM {og} {_gap_word(d['lm'])} {oa} by {abs(d['lm']):.2f} nats "
+        f"Under LM {og} {_gap_word(d['lm'])} {oa} by {gap(abs(d['lm']))} nats "
         f"({g['logprob']:.2f} against {a['logprob']:.2f}).")
     add("prior", "prior gap", d["prior"], "nats", "log P(g|x_p) − log P(a|x_p) = length + prior per token",
-        f"Under {prior_desc} alone {og} {_gap_word(d['prior'])} by {abs(d['prior']):.2f} nats.")
+        f"Under {prior_desc} alone {og} {_gap_word(d['prior'])} {oa} by {gap(abs(d['prior']))} nats.")
     # the LM gap split by length at LM level, per token and per character
     for unit, col, ncol in (("token", "avg_token", "n_tokens"), ("char", "per_char", "n_chars")):
         rate = (g[col] + a[col]) / 2
         length = (g[ncol] - a[ncol]) * rate
         add("length", f"LM length ({unit}s)", length, "nats", f"(n_g − n_a)·mean LM per {unit}",
-            f"At LM's mean of {rate:.3f} nats per {unit}, the {int(g[ncol] - a[ncol]):+d} {unit}s of {og} cost "
-            f"{signed(length)} nats.")
+            f"At LM's mean of {rate:.3f} nats per {unit}, the {int(g[ncol] - a[ncol]):+d} {unit}s of {og} are worth "
+            f"{signed(length)} nats to the gold.")
         add("length", f"LM per {unit}", d["lm"] - length, "nats", f"mean length·(LM per {unit} gap)",
-            f"Per {unit} {og} {_gap_word(g[col] - a[col])} by {abs(g[col] - a[col]):.3f} nats/{unit}, worth "
-            f"{signed(d['lm'] - length)} nats over the mean length.")
+            f"Per {unit} {og} {_gap_word(g[col] - a[col])} {oa} by {abs(g[col] - a[col]):.3f} nats/{unit}, worth "
+            f"{signed(d['lm'] - length)} nats to the gold over the mean length.")
     for name, unit in (("lm", "nats"), ("avg", "nats/token"), ("per_char", "nats/char"), ("per_byte", "nats/byte"),
                        ("unc", "nats"), ("dcpmi", "nats"), ("pmi_null", "nats")):
         s = get_scorer(name)
         if not np.isfinite(t[s.column]).all():
             continue
-        gap = g[s.column] - a[s.column]
+        diff = g[s.column] - a[s.column]
         top = int(np.argmax(t[s.column].to_numpy()))  # the first best option, as MCResult.winner
-        add("scorer", name, gap, unit, s.formula,
-            f"{s.label}: {og} {_gap_word(gap)} {oa} by {abs(gap):.3g} {unit}; "
+        add("scorer", name, diff, unit, s.formula,
+            f"{s.label}: {og} {_gap_word(diff)} {oa} by {abs(diff):.3g} {unit}; "
             + ("the gold wins." if top == gold else f"the top option is {_q(result.options[top])}."))
-    if plan.reason:
-        add("mass", "unavailable", float("nan"), "", "", f"Where the gold's mass went: not measured ({plan.reason}).")
-    else:
-        at = (f"after the shared {plan.prompt[len(result.premise.rstrip()):]!r}" if plan.shared
-              else "at the options' first token")
-        for side, name in (("gold", og), ("against", oa)):
-            lead = f"{at[:1].upper() + at[1:]}, the gold's own token" if side == "gold" else f"The own token of {name}"
-            add("mass", f"{side} listed", mass[f"{side}_listed"], "prob", f"P({side}'s own token)",
-                f"{lead} has P = {_pct(mass[f'{side}_listed'])}.")
-            add("mass", f"{side} unlisted", mass[f"{side}_unlisted"], "prob",
-                f"Σ P(tokens of unlisted {side} forms only)",
-                f"Tokens that start only unlisted forms of {name} hold {_pct(mass[f'{side}_unlisted'])} "
-                f"({mass[f'{side}_ratio']:.2f}× the listed token).")
-            add("mass", f"{side} ratio", mass[f"{side}_ratio"], "ratio", f"{side} unlisted / {side} listed",
-                f"Unlisted forms of {name} hold {mass[f'{side}_ratio']:.2f}× its listed token's probability.")
-        add("mass", "shared", mass["shared"], "prob", "Σ P(tokens that start forms of several options)",
-            f"Tokens that start forms of several options (articles, quotes) hold {_pct(mass['shared'])}.")
-        add("mass", "mass gain", mass["mass_gain"], "nats", "log(1 + ratio_g) − log(1 + ratio_a)",
-            f"Counting every form of each option would move the LM gap by {signed(mass['mass_gain'])} nats "
-            f"(to {signed(d['lm'] + mass['mass_gain'])}).")
+    for row in mass:
+        add("mass", *row)
     add("verdict", label, 0.0 if label in ("right", "tie") else float("nan"), "", "", label_detail)
     return pd.DataFrame(rows, columns=["group", "term", "value", "unit", "formula", "sentence"])
 
@@ -283,18 +261,21 @@ def _verdict_detail(label: str, d: dict[str, float], og: str, oa: str, mass: dic
     share = shares(d["length"], d["prior_per_token"], d["evidence"])
     share["letter bias"] = share["prior"]
     if label == "right":
-        return f"Verdict: right — {og} is the LM winner; it leads {oa} by {d['lm']:.2f} nats."
+        return f"Verdict: right — {og} is the LM winner; it leads {oa} by {gap(d['lm'])} nats."
     if label == "ahead":
-        return (f"Verdict: ahead — {og} leads {oa} by {d['lm']:.2f} nats under LM, but loses to {winner}; compare "
+        return (f"Verdict: ahead — {og} leads {oa} by {gap(d['lm'])} nats under LM, but loses to {winner}; compare "
                 f"it with {winner} to see why.")
     if label == "tie":
         return f"Verdict: tie — {og} ties {oa} exactly under LM and loses the tie-break."
-    what = {"premise evidence": f"the premise itself favours {oa} ({signed(d['evidence'])} nats of evidence)",
-            "length": f"{og} is longer ({signed(d['length'])} nats of length)",
-            "prior": f"the words of {og} are rarer a priori ({signed(d['prior_per_token'])} nats per-token prior)",
-            "letter bias": f"the model prefers the letter of {oa} a priori ({signed(d['prior_per_token'])} nats)",
-            "split mass": f"the probability of {og} is split over unlisted forms ({mass['gold_ratio']:.2f}× its listed "
-                          f"token; counting them moves the gap by {signed(mass['mass_gain'])} nats)",
+    # these labels need their term < 0 (it holds half the loss): each is said as an unsigned cost to the gold
+    what = {"premise evidence": f"the premise itself favours {oa} (its evidence costs the gold "
+                                f"{gap(-d['evidence'])} nats)",
+            "length": f"{og} is longer (its length costs it {gap(-d['length'])} nats)",
+            "prior": f"the words of {og} are rarer a priori (the per-token prior costs it "
+                     f"{gap(-d['prior_per_token'])} nats)",
+            "letter bias": f"the model prefers the letter of {oa} a priori (by {gap(-d['prior_per_token'])} nats)",
+            "split mass": f"the probability of {og} is split over unlisted forms ({gap(mass['gold_ratio'])}× its "
+                          f"listed token; counting them moves the gap by {signed(mass['mass_gain'])} nats)",
             "mixed": "no single term holds half of the loss",
             "lost": "no prior context was scored"}[label]
     detail = f" ({share[label]:.0%} of what counts against the gold)" if label in ("premise evidence", "length", "prior", "letter bias") else ""
@@ -356,10 +337,10 @@ class WhyResult(JSONResult):
         t = self.terms
         og, oa = _q(self.options[self.gold]), _q(self.options[self.against])
         lines = []
-        gap = self.term("LM gap", "gap")
+        lm_gap = self.term("LM gap", "gap")
         under = get_scorer(self.scorer).label
-        winner = self.meta.get("winner", self.against if gap < 0 else self.gold)
-        if not self.meta.get("gold_lost", gap < 0):
+        winner = self.meta.get("winner", self.against if lm_gap < 0 else self.gold)
+        if not self.meta.get("gold_lost", lm_gap < 0):
             lead = f"The gold {og} wins under {under}; compared here with {oa}"
         elif winner == self.against:
             lead = f"The gold {og} loses to {oa} under {under}"
@@ -373,33 +354,40 @@ class WhyResult(JSONResult):
         tok = self.tokens[(self.tokens["rank_cost"] > 0) & (self.tokens["side"] == "gold")]
         tok = tok.sort_values("rank_cost").head(3)
         lines.append("Costliest tokens for the gold: " + ", ".join(
-            f"{r.token!r} in {_q(r.option)} ({signed(r.gap_lm)})" for r in tok.itertuples()) + ".")
+            f"{r.token!r} in {_q(r.option)} ({gap(-r.gap_lm)} nats)" for r in tok.itertuples()) + ".")
         ev = self.tokens[(self.tokens["rank_evidence"] > 0) & (self.tokens["gap_evidence"] < 0)]
         ev = ev.sort_values("rank_evidence").head(2)
         if len(ev):
             lines.append("Tokens where the premise works against the gold most: " + ", ".join(
-                f"{r.token!r} in {_q(r.option)} ({signed(r.gap_evidence)})" for r in ev.itertuples()) + ".")
+                f"{r.token!r} in {_q(r.option)} ({gap(-r.gap_evidence)} nats)" for r in ev.itertuples()) + ".")
         occ = self.attribution[self.attribution["method"] == "remove"]
         if len(occ):
             pro = occ[occ["delta_lm"] < 0].nsmallest(3, "delta_lm")
             con = occ[occ["delta_lm"] > 0].nlargest(2, "delta_lm")
-            words = [f"that favour {side} most: " + ", ".join(f"{r.text!r} {signed(r.delta_lm)}" for r in part.itertuples())
-                     for side, part in (("the gold", pro), (oa, con)) if len(part)]
+            # a word's support for the gold is −delta_lm (as the premise map draws it): said by side, unsigned
+            sides = (("that support the gold most", f"lowers the gold's LM margin over {oa}", pro),
+                     (f"that work against the gold, for {oa}", "raises the gold's margin", con))
+            words = [f"{side} (removing one {verb} by): "
+                     + ", ".join(f"{r.text!r} {gap(abs(r.delta_lm))}" for r in part.itertuples())
+                     for side, verb, part in sides if len(part)]
             if words:
-                lines.append("Premise words (removing one changes the LM margin by) " + "; ".join(words) + ".")
+                lines.append("Premise words " + "; ".join(words) + ".")
             # as the attribution frame: the gold against every option, or against the compared one alone
-            rival, won = (("every other option", self.meta.get("gold_wins_lm", gap > 0))
-                          if self.meta.get("all_options", True) else (oa, gap > 0))
+            rival, won = (("every other option", self.meta.get("gold_wins_lm", lm_gap > 0))
+                          if self.meta.get("all_options", True) else (oa, lm_gap > 0))
             flips = occ[occ["gold_wins_lm"] != won]
             if len(flips):
                 lines.append(f"Removing {', '.join(repr(x) for x in flips['text'])} would make the gold "
                              f"{'lose to' if won else 'beat'} {rival} under LM.")
         mass = t[t.group == "mass"].set_index("term")
-        lines += [mass.loc[k, "sentence"] for k in ("unavailable", "gold listed", "gold unlisted", "against listed",
-                                                     "against unlisted", "mass gain") if k in mass.index]
+        # dict.fromkeys: a sentence both options' rows hold (one token starts both) is said once
+        lines += dict.fromkeys(mass.loc[k, "sentence"] for k in ("unavailable", "gold listed", "gold unlisted",
+                                                                  "against listed", "against unlisted", "mass gain")
+                               if k in mass.index)
         if len(self.competitors):
             top = self.competitors.iloc[0]
-            lines.append(f"The model's top token there is {top['token']!r} (P = {top['prob']:.1%}, {top['group']}).")
+            lines.append(f"The model's top token there is {top['token']!r} "
+                         f"(P = {percent(top['prob'])}, {top['group']}).")
         lines += list(t[t.group == "verdict"]["sentence"])
         return "\n".join(lines)
 
@@ -509,7 +497,9 @@ def from_result(
     label = verdict(d["lm"], d["length"], d["prior_per_token"], d["evidence"], gold_wins=lm_winner == gold,
                     mass_ratio=mass["gold_ratio"], mass_gain=mass["mass_gain"], letters=is_option_ids(options))
     detail = _verdict_detail(label, d, _q(options[gold]), _q(options[against]), mass, _q(options[lm_winner]))
-    terms = _terms_frame(result, gold, against, d, prior_cond, prior_desc, mass, plan, label, detail)
+    mass_rows = mass_terms(plan, mass, competitors, result.premise, d["lm"], gold, against,
+                           (_q(options[gold]), _q(options[against])))
+    terms = _terms_frame(result, gold, against, d, prior_cond, prior_desc, mass_rows, label, detail)
     meta = {"prior": prior_cond, "prior_context": result.domain_premise if prior_cond == "domain" else "",
             "neutral": neutral, "top_k": top_k, "all_options": all_options, "occlusion": occlusion,
             "gold_lost": not gold_won, "winner": ranked[0],

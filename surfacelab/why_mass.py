@@ -1,7 +1,8 @@
 """Where the gold's mass went (for :mod:`surfacelab.why`): at the first token where the options differ, the
 model's top-k next tokens and the first tokens of every option's surface variants, grouped as the gold's listed
 token, tokens that start only unlisted forms of the gold, the same for the other options, tokens shared by forms of
-several options, and everything else; ``mass_numbers`` turns them into the ratios the "split mass" verdict reads.
+several options, and everything else; ``mass_numbers`` turns them into the ratios the "split mass" verdict reads,
+and ``mass_terms`` into the ``mass`` rows (and sentences) of ``WhyResult.terms``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from . import engine, text
+from ._format import gap, percent, signed
 from .variants import variants as _variants
 
 _FIRST_WORD = re.compile(r"\s*\S*")
@@ -200,3 +202,45 @@ def competitors_frame(lm: Any, plan: MassPlan, nt: engine.NextToken, options: Se
                      "forms": " | ".join(forms.get(t, []))})
     frame = pd.DataFrame(rows, columns=COMPETITOR_COLUMNS)
     return frame.sort_values("logprob", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def mass_terms(plan: MassPlan, mass: dict[str, float], competitors: pd.DataFrame, premise: str, lm_gap: float,
+               gold: int, against: int, names: tuple[str, str]) -> list[tuple[str, float, str, str, str]]:
+    """The ``mass`` rows of ``WhyResult.terms``: (term, value, unit, formula, sentence) each.
+
+    Args:
+        plan, mass: the item's ``mass_plan`` and ``mass_numbers``.
+        competitors: its ``competitors_frame`` (the text of each token id).
+        premise: the premise the plan's prompt starts with.
+        lm_gap: the LM gap (gold − against) that counting every form moves.
+        gold, against: the option indices compared; ``names``: how the sentences quote them.
+
+    When the gold and the other option start with the same token there (a third option starts
+    differently), both "listed" rows hold one sentence that says so, not two that read as a copy.
+    """
+    if plan.reason:
+        return [("unavailable", float("nan"), "", "", f"Where the gold's mass went: not measured ({plan.reason}).")]
+    at = (f"after the shared {plan.prompt[len(premise.rstrip()):]!r}" if plan.shared
+          else "at the options' first token")
+    at = at[:1].upper() + at[1:]
+    token = dict(zip(competitors["token_id"], competitors["token"]))
+    same = plan.listed[gold] == plan.listed[against]
+    rows = []
+    for side, i, name in (("gold", gold, names[0]), ("against", against, names[1])):
+        listed, unlisted, ratio = (mass[f"{side}_{k}"] for k in ("listed", "unlisted", "ratio"))
+        first = f"{token[plan.listed[i]]!r} (P = {percent(listed)})"
+        starts = (f"{at}, {names[0]} and {names[1]} both start with the same token {first}." if same
+                  else f"{at}, the gold {name} starts with {first}." if side == "gold"
+                  else f"{name} starts with {first}.")
+        rows += [(f"{side} listed", listed, "prob", f"P({side}'s own token)", starts),
+                 (f"{side} unlisted", unlisted, "prob", f"Σ P(tokens of unlisted {side} forms only)",
+                  f"Tokens that start only unlisted forms of {name} hold {percent(unlisted)} "
+                  f"({gap(ratio)}× the listed token)."),
+                 (f"{side} ratio", ratio, "ratio", f"{side} unlisted / {side} listed",
+                  f"Unlisted forms of {name} hold {gap(ratio)}× its listed token's probability.")]
+    return rows + [
+        ("shared", mass["shared"], "prob", "Σ P(tokens that start forms of several options)",
+         f"Tokens that start forms of several options (articles, quotes) hold {percent(mass['shared'])}."),
+        ("mass gain", mass["mass_gain"], "nats", "log(1 + ratio_g) − log(1 + ratio_a)",
+         f"Counting every form of each option would move the LM gap by {signed(mass['mass_gain'])} nats "
+         f"(to {signed(lm_gap + mass['mass_gain'])}).")]
