@@ -21,10 +21,11 @@ domain_log_mass    log Σ_{f in C} P(f | x_dom)
 dcpmi (concept)    log_mass − domain_log_mass
 =================  ==========================================================================
 
-Winners (``MassResult.winners``): ``lm`` is the concept of the single most likely form (what a
-multiple-choice item that happens to list that form would pick), ``mass`` the concept with the
-largest summed mass, ``dcpmi`` the concept with the largest concept-mass DC-PMI, and
-``dcpmi_form`` the concept of the form with the largest form-level DC-PMI.
+Winners (``MassResult.winners``), by key and by the name every view shows (``RULE_NAMES``): ``lm``,
+"best single form", is the single most likely form and its concept (what a multiple-choice item
+that happens to list that form would pick); ``mass``, "concept mass", the concept with the largest
+summed mass; ``dcpmi``, "concept DC-PMI", the concept with the largest concept-mass DC-PMI; and
+``dcpmi_form``, "form DC-PMI", the form with the largest form-level DC-PMI and its concept.
 
 Caveat: a form's probability is the probability of its tokens, not of a finished word, so a form
 whose tokens are a prefix of another listed form's tokens (" bath" and " bath tub") is counted
@@ -33,7 +34,7 @@ again inside the longer one. Such forms are named in the ``prefix_of`` column.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,15 @@ WINNER_RULES = {
     "dcpmi": "concept with the largest log_mass - domain_log_mass",
     "dcpmi_form": "concept of the form with the largest log P(f|x) - log P(f|x_dom)",
 }
+
+#: What each rule is called wherever its winner is shown (explain, figure, workbench, notebooks). The keys stay as
+#: results are saved (``winners.scorer``, ``winners_table`` columns); the names never reuse the scorer table's "LM" or
+#: "DC-PMI", which score the options as given, while these rules read every listed form.
+RULE_NAMES = {"lm": "best single form", "mass": "concept mass", "dcpmi": "concept DC-PMI", "dcpmi_form": "form DC-PMI"}
+
+#: What form DC-PMI is, said wherever its winner is shown.
+FORM_DCPMI = ("the DC-PMI of each single form, log P(form|premise) − log P(form|domain premise); the concept of the "
+              "best form wins")
 
 #: Default location of the teaching set (beside the package in a source checkout).
 TEACHING_SET = Path(__file__).resolve().parent.parent / "data" / "teaching_set.json"
@@ -117,6 +127,42 @@ def check_concepts(concepts: Any, name: str = "concepts") -> dict[str, list[str]
     return out
 
 
+def named_winners(winners: pd.DataFrame, quote: Callable[[str], str] = repr) -> list[str]:
+    """Each row of ``winners`` as every view names it: a rule that picks a form shows that form and its concept
+    (``best single form: ' the oven' (concept 'oven')``), a rule that picks a concept the concept alone
+    (``concept mass: 'pan'``). ``quote`` writes a form or concept (the figure marks a leading space as ␣)."""
+    return [f"{RULE_NAMES.get(s, s)}: " + (f"{quote(f)} (concept {quote(c)})" if isinstance(f, str) else quote(c))
+            for s, c, f in zip(winners["scorer"], winners["concept"], winners["form"])]
+
+
+def winner_sentences(concepts: pd.DataFrame, winners: pd.DataFrame, answer: str | None = None,
+                     quote: Callable[[str], str] = repr) -> list[str]:
+    """Why each rule's winner wins, one sentence per rule opening with the winner as ``named_winners`` writes it,
+    then which rules pick ``answer`` (``MassResult.explain`` and the workbench's ``viz.mass_reading`` say this)."""
+    c = concepts.set_index("concept")
+    named = dict(zip(winners["scorer"], named_winners(winners, quote)))
+    w = dict(zip(winners["scorer"], winners["concept"]))
+    lm_c, mass_c = w["lm"], w["mass"]
+    out = [f"{named['lm']}, the most likely of all the listed forms, not only of the options "
+           f"(P(form|premise) = {np.exp(c.loc[lm_c, 'best_form_logprob']):.3g})."]
+    if mass_c == lm_c:
+        out.append(f"{named['mass']} too, whose forms hold {distinct([c.loc[mass_c, 'share']], percent=True)[0]} "
+                   f"of the listed mass.")
+    else:
+        ours, theirs = distinct([c.loc[mass_c, "share"], c.loc[lm_c, "share"]], percent=True)
+        split = distinct([c.loc[mass_c, "best_form_share"]], percent=True)[0]
+        out.append(f"{named['mass']}, whose {int(c.loc[mass_c, 'n_forms'])} forms hold {ours} of the listed mass "
+                   f"against {theirs} for {quote(lm_c)}, though the best of them holds only {split} of it.")
+    if "dcpmi" in w:
+        out.append(f"{named['dcpmi']}, the concept whose summed mass the premise raises most over the domain "
+                   f"premise (log_mass − domain_log_mass).")
+        out.append(f"{named['dcpmi_form']}. Form DC-PMI is {FORM_DCPMI}.")
+    if answer is not None:
+        right = [RULE_NAMES.get(s, s) for s, k in w.items() if k == answer]
+        out.append(f"The intended answer, concept {quote(answer)}, wins under {', '.join(right) or 'no rule'}.")
+    return out
+
+
 @dataclass
 class MassResult(JSONResult):
     """Surface-form mass of one premise and concept set.
@@ -159,24 +205,8 @@ class MassResult(JSONResult):
         return str(row["concept"].iloc[0])
 
     def explain(self) -> str:
-        """Plain words on how the mass is split and which concept wins under each rule."""
-        c = self.concepts.set_index("concept")
-        lm_c, mass_c = self.winner("lm"), self.winner("mass")
-        best = c.loc[lm_c]
-        lines = [f"The single most likely form is {best['best_form']!r} "
-                 f"(P = {np.exp(best['best_form_logprob']):.2%}), so the LM rule over every listed form picks {lm_c!r}."]
-        if mass_c == lm_c:
-            lines.append(f"Summing each concept's forms keeps {mass_c!r} on top "
-                         f"({c.loc[mass_c, 'share']:.0%} of the listed mass).")
-        else:
-            m = c.loc[mass_c]
-            ours, theirs = distinct([m["share"], c.loc[lm_c, "share"]], percent=True)
-            lines.append(f"Summing forms, {mass_c!r} wins instead: its mass is split over {int(m['n_forms'])} "
-                         f"forms, the best of which holds only {m['best_form_share']:.0%}, yet together they "
-                         f"hold {ours} of the listed mass against {theirs}.")
-        if self.domain_premise is not None:
-            lines.append(f"Dividing out the prior in the domain ({self.domain_premise!r}), "
-                         f"DC-PMI picks {self.winner('dcpmi')!r}.")
+        """Plain words on which form or concept wins under each rule and why, and where the rest of the mass went."""
+        lines = winner_sentences(self.concepts, self.winners, self.answer)
         cov = self.coverage
         lines.append(f"The listed forms start with tokens that take {cov['first_token_mass']:.1%} of the "
                      f"next-token mass; {cov['rest']:.1%} went to other continuations")
@@ -184,9 +214,6 @@ class MassResult(JSONResult):
             top = self.topk.iloc[0]
             lines[-1] += f" (the model's top next token is {top['token']!r}, P = {top['prob']:.1%})"
         lines[-1] += "."
-        if self.answer is not None:
-            right = [s for s, ok in zip(self.winners["scorer"], self.winners["correct"]) if ok]
-            lines.append(f"The intended answer {self.answer!r} wins under: {', '.join(right) or 'no rule'}.")
         return " ".join(lines)
 
     def show(self) -> Any:

@@ -30,6 +30,7 @@ import plotly.io as pio
 
 from ._checks import check_int, is_int, is_number
 from ._format import distinct, visible
+from .paraphrase import FORM_DCPMI, named_winners, winner_sentences
 from .scoring import SCORER_LABELS, SCORER_RANKS
 
 #: Scorer columns of ``MCResult.table`` shown in the scorer table, with their headers, and the rank
@@ -45,9 +46,6 @@ LETTER_NAMES = {"observed": "observed", "prior": "content-free prior", "calibrat
                 "debiased": "permutation-debiased"}
 PALETTE = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#eeca3b", "#b279a2", "#ff9da6",
            "#9d755d", "#bab0ac"]
-#: The paraphrase view's rules by name. Its "lm" rule is the LM rule over every listed form (the concept of the single
-#: most likely form), not the scorer view's LM winner over the options alone: it is named for what it reads.
-MASS_RULES = {"lm": "best single form", "mass": "concept mass", "dcpmi": "DC-PMI", "dcpmi_form": "form DC-PMI"}
 
 
 def _check_frame(frame: Any, name: str, columns: Sequence[str]) -> pd.DataFrame:
@@ -279,7 +277,7 @@ def paraphrase_mass_spec(forms: pd.DataFrame, concepts: pd.DataFrame, winners: p
     """Plotly JSON of ``paraphrase_mass`` (see there)."""
     forms = _check_frame(forms, "forms", ["concept", "form", "prob", "share_of_listed", "share_of_concept"])
     concepts = _check_frame(concepts, "concepts", ["concept", "share", "domain_share", "dcpmi"])
-    winners = _check_frame(winners, "winners", ["scorer", "concept"])
+    winners = _check_frame(winners, "winners", ["scorer", "concept", "form"])
     names = {c: (f"★ {esc(c)}" if c == answer else esc(c)) for c in concepts["concept"]}
     # long options (ARC, MMLU) get short wrapped tick labels, numbered, and the narrow totals panel their numbers
     # alone; the bars keep the full names (hover, data)
@@ -292,7 +290,9 @@ def paraphrase_mass_spec(forms: pd.DataFrame, concepts: pd.DataFrame, winners: p
     data = []
     seen: dict[str, int] = {}
     cols = ["concept", "form", "prob", "share_of_listed", "share_of_concept"]
-    for concept, form, prob, listed, share in zip(*(forms[c].tolist() for c in cols)):
+    # each form's DC-PMI (what the form DC-PMI rule ranks) in its hover, where the frame has it
+    pmi = [f"<br>form DC-PMI = {v:.3f}" if np.isfinite(v) else "" for v in forms.get("dcpmi", [np.nan] * len(forms))]
+    for concept, form, prob, listed, share, dcpmi in zip(*(forms[c].tolist() for c in cols), pmi):
         j = seen[concept] = seen.get(concept, -1) + 1
         data.append({"type": "bar", "x": [names[concept]], "y": [float(listed)],
                      # a form's name inside its bar where it can be read (a long one is in the hover)
@@ -302,7 +302,7 @@ def paraphrase_mass_spec(forms: pd.DataFrame, concepts: pd.DataFrame, winners: p
                      "xaxis": "x", "yaxis": "y",
                      "hovertemplate": f"{show(form)}<br>P(form|premise) = {prob:.3g}<br>"
                                       f"{share:.1%} of its concept · {listed:.1%} of all "
-                                      f"listed forms<extra>{esc(concept)}</extra>"})
+                                      f"listed forms{dcpmi}<extra>{esc(concept)}</extra>"})
     x = [names[c] for c in concepts["concept"]]
     totals = [("premise", "share", "#4c78a8")]
     if concepts["domain_share"].notna().any():
@@ -313,10 +313,13 @@ def paraphrase_mass_spec(forms: pd.DataFrame, concepts: pd.DataFrame, winners: p
                      "hovertemplate": "%{x}: %{y:.1%} of the listed mass<extra>" + name + "</extra>"})
     # the key of the totals' colours sits in their panel title (a legend under the bars met the tick labels)
     key = " ".join(f"<span style='color:{color}'>■</span> {name}" for name, _, color in totals)
-    won = [f"{MASS_RULES.get(r.scorer, r.scorer)}: <b>{show(r.concept, limit=30)}</b>" for r in winners.itertuples()]
+    # a rule that picks a form names the form and its concept; the form DC-PMI rule says what it is
+    won = named_winners(winners, lambda s: f"<b>{show(s, limit=30)}</b>")
     lines = " · ".join(won[:2]) + ("<br>" + " · ".join(won[2:]) if len(won) > 2 else "")
-    layout = _layout(f"{esc(title)}<br><sup>winners — {lines}</sup>", 390, barmode="stack",
-                     margin={"l": 10, "r": 10, "t": 110, "b": 10},
+    if "dcpmi_form" in set(winners["scorer"]):
+        lines += f"<br>form DC-PMI: {esc(FORM_DCPMI)}"
+    layout = _layout(f"{esc(title)}<br><sup>winners — {lines}</sup>", 404, barmode="stack",
+                     margin={"l": 10, "r": 10, "t": 124, "b": 10},
                      uniformtext={"minsize": 9, "mode": "hide"},
                      xaxis={"domain": left["x"], "anchor": "y", "ticktext": left_ticks, **axis},
                      yaxis={"domain": left["y"], "anchor": "x", "tickformat": ".0%", "range": [0, 1]},
@@ -343,29 +346,12 @@ def paraphrase_mass(forms: pd.DataFrame, concepts: pd.DataFrame, winners: pd.Dat
 
 
 def mass_reading(concepts: pd.DataFrame, winners: pd.DataFrame, *, answer: str | None = None) -> str:
-    """Two or three sentences on a ``MassResult``: how the mass splits and which concept wins under each rule."""
-    concepts = _check_frame(concepts, "concepts", ["concept", "share", "n_forms", "best_form", "best_form_share"])
-    winners = _check_frame(winners, "winners", ["scorer", "concept"])
-    c = concepts.set_index("concept")
-    w = dict(zip(winners["scorer"], winners["concept"]))
-    lm_c, mass_c = w["lm"], w["mass"]
-    if mass_c == lm_c:
-        out = [f"{lm_c!r} has the single most likely form ({visible(c.loc[lm_c, 'best_form'])!r}) and the largest "
-               f"summed mass ({distinct([c.loc[lm_c, 'share']], percent=True)[0]} of the listed mass), so the best "
-               f"single form and concept mass agree."]
-    else:
-        a, b = distinct([c.loc[mass_c, "share"], c.loc[lm_c, "share"]], percent=True)
-        split = distinct([c.loc[mass_c, "best_form_share"]], percent=True)[0]
-        out = [f"Of all the listed forms, the most likely is {visible(c.loc[lm_c, 'best_form'])!r}, of {lm_c!r} "
-               f"(the best single form: the LM rule over every form, not only the options). Summed over its "
-               f"{int(c.loc[mass_c, 'n_forms'])} forms (the best holds only {split} of it), {mass_c!r} holds {a} of "
-               f"the listed mass against {b} for {lm_c!r}, so concept mass picks {mass_c!r}."]
-    if "dcpmi" in w:
-        out.append(f"Dividing out each concept's mass under the domain premise, DC-PMI picks {w['dcpmi']!r}.")
-    if answer is not None:
-        right = [MASS_RULES.get(s, s) for s, k in w.items() if k == answer]
-        out.append(f"The intended answer {answer!r} wins under {', '.join(right) if right else 'no rule'}.")
-    return " ".join(out)
+    """A few sentences on a ``MassResult``: which form or concept wins under each rule and why, forms written as the
+    figure shows them (``paraphrase.winner_sentences``, which ``MassResult.explain`` says too)."""
+    concepts = _check_frame(concepts, "concepts", ["concept", "share", "n_forms", "best_form_logprob",
+                                                   "best_form_share"])
+    winners = _check_frame(winners, "winners", ["scorer", "concept", "form"])
+    return " ".join(winner_sentences(concepts, winners, answer, quote=lambda s: repr(visible(s))))
 
 
 # --- letters --------------------------------------------------------------------------------------
@@ -453,7 +439,7 @@ def pll_subwords_spec(tokens: pd.DataFrame, *, note: str = "", cols: int = 1, ti
                          "marker": {"color": METRIC_COLORS.get(m)}, "xaxis": xr, "yaxis": yr,
                          "hovertemplate": "%{x}: %{y:.3f}<extra>" + m + f" (total {g['logprob'].sum():.2f})</extra>"})
         layout_axes[xk] = {"domain": cells[i]["x"], "anchor": yr, "tickangle": -45, "tickfont": {"size": 10}}
-        layout_axes[yk] = {"domain": cells[i]["y"], "anchor": xr}
+        layout_axes[yk] = {"domain": cells[i]["y"], "anchor": xr, **({"matches": "y"} if i else {})}  # one scale
         if i % cols == 0:
             layout_axes[yk]["title"] = {"text": "log-prob"}
         notes.append(_panel_title(esc(s if len(s) < 70 else s[:67] + "…"), cells[i]))
@@ -547,7 +533,8 @@ def pll_options_spec(tokens: pd.DataFrame, *, premise: str, options: Sequence[st
                          "xaxis": xr, "yaxis": yr, "hovertemplate": "%{customdata}<extra>" + m + "</extra>"})
         axes[xk] = {"domain": cells[i]["x"], "anchor": yr, "tickfont": {"size": 10}, "automargin": True,
                     "tickmode": "array", "tickvals": list(range(len(ticks))), "ticktext": ticks}
-        axes[yk] = {"domain": cells[i]["y"], "anchor": xr, "automargin": True}
+        # one y scale for every panel: a bar's height compares across options
+        axes[yk] = {"domain": cells[i]["y"], "anchor": xr, "automargin": True, **({"matches": "y"} if i else {})}
         if i % cols == 0:
             axes[yk]["title"] = {"text": "log-prob"}
         notes.append(_panel_title(("★ " if i == gold else "") + show(option, limit=48), cells[i]))

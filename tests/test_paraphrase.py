@@ -128,6 +128,36 @@ def test_winners_follow_their_rules(result):
     assert "bathtub" in result.explain()
 
 
+def test_explain_names_each_winning_form_with_its_concept_and_says_what_form_dcpmi_is(result):
+    f = result.forms
+    best = f.loc[f["logprob"].idxmax()]
+    pmi = f["logprob"] - f["domain_logprob"]
+    by_pmi = f.loc[pmi.idxmax()]
+    mass = f.groupby("concept")["prob"].sum()
+    dcpmi = (np.log(mass) - np.log(np.exp(f["domain_logprob"]).groupby(f["concept"]).sum())).idxmax()
+    text = result.explain()
+    assert text.startswith(f"best single form: {best['form']!r} (concept {best['concept']!r}), the most likely of all "
+                           f"the listed forms, not only of the options (P(form|premise) = {best['prob']:.3g}).")
+    assert f"concept mass: {mass.idxmax()!r}" in text
+    assert f"form DC-PMI: {by_pmi['form']!r} (concept {by_pmi['concept']!r})." in text
+    assert ("Form DC-PMI is the DC-PMI of each single form, log P(form|premise) − log P(form|domain premise); "
+            "the concept of the best form wins.") in text
+    right = [name for name, concept in (("best single form", best["concept"]), ("concept mass", mass.idxmax()),
+                                        ("concept DC-PMI", dcpmi),
+                                        ("form DC-PMI", by_pmi["concept"])) if concept == "bathtub"]
+    assert f"The intended answer, concept 'bathtub', wins under {', '.join(right) or 'no rule'}." in text
+    assert "LM" not in text.replace("DC-PMI", "") and "dcpmi" not in text  # neither scorer names nor rule keys
+
+
+def test_named_winners_show_a_picked_form_with_its_concept():
+    winners = pd.DataFrame({"scorer": ["lm", "mass", "dcpmi", "dcpmi_form"],
+                            "concept": ["an oven", "a pan", "a pan", "a pan"],
+                            "form": [" the oven", np.nan, None, " a frying pan"]})
+    assert paraphrase.named_winners(winners) == [
+        "best single form: ' the oven' (concept 'an oven')", "concept mass: 'a pan'", "concept DC-PMI: 'a pan'",
+        "form DC-PMI: ' a frying pan' (concept 'a pan')"]
+
+
 def test_topk_and_first_token_coverage(tiny_lm, result):
     probs = _next_token_probs(tiny_lm, PREMISE)
     top = np.argsort(-probs)[:5]
@@ -202,6 +232,7 @@ def test_save_round_trips_the_frames(result, tmp_path):
     assert back.forms["form"].tolist() == result.forms["form"].tolist()
     assert back.concepts["log_mass"].tolist() == result.concepts["log_mass"].tolist()  # exact: floats by repr
     assert doc["coverage"] == pytest.approx(result.coverage)
+    assert back.explain() == result.explain()  # a loaded result names its winners as the original did
     back = pd.read_csv(result.save(tmp_path / "r.csv"))
     assert back["concept"].tolist() == list(CONCEPTS)
     with pytest.raises(ValueError, match="path"):

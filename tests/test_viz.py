@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 import pytest
 
 from surfacelab import _format, viz
+from surfacelab.scoring import SCORER_LABELS
 
 
 def _table() -> pd.DataFrame:
@@ -82,7 +83,8 @@ def _mass() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     forms["share_of_concept"] = forms["prob"] / forms.groupby("concept")["prob"].transform("sum")
     concepts = pd.DataFrame({"concept": ["tub", "sink"], "share": [0.6, 0.4], "domain_share": [0.5, 0.5],
                              "dcpmi": [0.1, -0.2]})
-    winners = pd.DataFrame({"scorer": ["lm", "mass", "dcpmi"], "concept": ["sink", "tub", "tub"]})
+    winners = pd.DataFrame({"scorer": ["lm", "mass", "dcpmi"], "concept": ["sink", "tub", "tub"],
+                            "form": [" sink", None, None]})
     return forms, concepts, winners
 
 
@@ -99,7 +101,44 @@ def test_paraphrase_mass_stacks_forms_into_concept_shares():
     assert list(totals[0].y) == [0.6, 0.4]
     # the rule over every listed form, named for what it reads (the scorer view's "LM" reads the options alone)
     title = fig.layout.title.text
-    assert "best single form: <b>sink</b>" in title and "concept mass: <b>tub</b>" in title and "LM:" not in title
+    assert "best single form: <b>␣sink</b> (concept <b>sink</b>)" in title and "concept mass: <b>tub</b>" in title
+    assert "LM:" not in title
+
+
+def _rules_in(title: str) -> list[str]:
+    """The rule names of a paraphrase title's winners lines ("name: <b>winner</b>", joined by " · " and <br>)."""
+    lines = title.split("winners — ")[1].replace("</sup>", "").replace("<br>", " · ").split(" · ")
+    return [line.split(": <b>")[0] for line in lines if ": <b>" in line]
+
+
+def test_paraphrase_title_names_the_winning_form_with_its_concept_and_says_what_form_dcpmi_is():
+    """The workbench names a concept after its option (' an oven' -> 'an oven'); when another of its forms
+    (' the oven') is the best single form, the title shows that form and labels the concept as a concept."""
+    forms = pd.DataFrame({"concept": ["an oven", "an oven", "a pan", "a pan"],
+                          "form": [" an oven", " the oven", " a pan", " a frying pan"],
+                          "prob": [0.1, 0.3, 0.2, 0.15], "dcpmi": [0.5, -0.25, 0.125, 1.5]})
+    forms["share_of_listed"] = forms["prob"] / forms["prob"].sum()
+    forms["share_of_concept"] = forms["prob"] / forms.groupby("concept")["prob"].transform("sum")
+    concepts = pd.DataFrame({"concept": ["an oven", "a pan"], "share": [0.4 / 0.75, 0.35 / 0.75],
+                             "domain_share": [0.5, 0.5], "dcpmi": [0.2, 0.6]})
+    winners = pd.DataFrame({"scorer": ["lm", "mass", "dcpmi", "dcpmi_form"],
+                            "concept": ["an oven", "an oven", "a pan", "a pan"],
+                            "form": [" the oven", None, None, " a frying pan"]})
+    spec = viz.paraphrase_mass_spec(forms, concepts, winners, answer="a pan")
+    title = spec["layout"]["title"]["text"]
+    assert "best single form: <b>␣the oven</b> (concept <b>an oven</b>)" in title
+    assert "form DC-PMI: <b>␣a frying pan</b> (concept <b>a pan</b>)" in title
+    # no rule borrows a scorer-table name ("LM", "DC-PMI" score the options as given)
+    assert _rules_in(title) == ["best single form", "concept mass", "concept DC-PMI", "form DC-PMI"]
+    assert not set(_rules_in(title)) & set(SCORER_LABELS.values())
+    assert ("form DC-PMI: the DC-PMI of each single form, log P(form|premise) − log P(form|domain premise); "
+            "the concept of the best form wins") in title
+    # each form's own DC-PMI is in its hover, so the form DC-PMI winner can be checked
+    hovers = [t["hovertemplate"] for t in spec["data"] if t["xaxis"] == "x"]
+    assert "form DC-PMI = 1.500" in hovers[3] and "form DC-PMI = -0.250" in hovers[1]
+    # without a domain premise there is no form DC-PMI winner to explain
+    bare = viz.paraphrase_mass_spec(forms.drop(columns="dcpmi"), concepts, winners[:2])["layout"]["title"]["text"]
+    assert "DC-PMI" not in bare
 
 
 def test_paraphrase_mass_keeps_long_options_readable():
@@ -118,7 +157,8 @@ def test_paraphrase_mass_keeps_long_options_readable():
     short = viz.paraphrase_mass_spec(*_mass(), answer="tub")["layout"]
     assert short["xaxis"]["ticktext"] == short["xaxis2"]["ticktext"] == ["★ tub", "sink"]  # short: as they are
     assert {t["x"][0] for t in spec["data"] if t["xaxis"] == "x"} == set(spec["layout"]["xaxis"]["tickvals"])
-    assert "best single form: <b>building materials will be ch…</b>" in spec["layout"]["title"]["text"]
+    assert ("best single form: <b>␣sink</b> (concept <b>building materials will be ch…</b>)"
+            in spec["layout"]["title"]["text"])
     assert not any(t.get("showlegend", True) for t in spec["data"])
     key = spec["layout"]["annotations"][1]["text"]
     assert "■</span> premise" in key and "■</span> domain premise" in key
@@ -153,6 +193,7 @@ def test_pll_subwords_groups_metrics_per_sentence_and_shows_note():
     assert "retrieval head" in fig.layout.title.text
     two = viz.pll_subwords(pd.DataFrame(rows), cols=2)
     assert [t.xaxis for t in two.data] == ["x"] * 3 + ["x2"] * 3  # side by side
+    assert two.layout.yaxis2.matches == "y" and two.layout.yaxis.matches is None  # on one y scale
     with pytest.raises(ValueError, match="cols"):
         viz.pll_subwords(pd.DataFrame(rows), cols=0)
 
@@ -220,11 +261,29 @@ def test_distinct_rounding_never_prints_two_different_numbers_the_same():
     assert _format.distinct([-1.2345, -1.2341]) == ["-1.2345", "-1.2341"]
     assert _format.gap(0.0031) == "0.003" and _format.gap(1.239) == "1.24" and _format.gap(0.0) == "0.00"
     concepts = pd.DataFrame({"concept": ["tub", "sink"], "share": [0.4941, 0.4937], "n_forms": [3, 1],
-                             "best_form": [" bathtub", " sink"], "best_form_share": [0.5, 1.0]})
-    winners = pd.DataFrame({"scorer": ["lm", "mass"], "concept": ["sink", "tub"]})
+                             "best_form": [" bathtub", " sink"], "best_form_logprob": [np.log(0.2), np.log(0.3)],
+                             "best_form_share": [0.5, 1.0]})
+    winners = pd.DataFrame({"scorer": ["lm", "mass"], "concept": ["sink", "tub"], "form": [" sink", None]})
     text = viz.mass_reading(concepts, winners, answer="tub")
-    assert "49.41% of the listed mass against 49.37% for 'sink'" in text and "'␣sink'" in text
-    assert "LM picks" not in text and "the best single form: the LM rule over every form, not only the options" in text
+    assert "49.41% of the listed mass against 49.37% for 'sink'" in text
+
+
+def test_mass_reading_names_the_winning_form_with_its_concept_and_says_what_form_dcpmi_is():
+    concepts = pd.DataFrame({"concept": ["an oven", "a pan"], "share": [0.3, 0.7], "n_forms": [2, 2],
+                             "best_form": [" the oven", " a pan"], "best_form_logprob": [np.log(0.25), np.log(0.2)],
+                             "best_form_share": [0.25 / 0.3, 0.2 / 0.7]})
+    winners = pd.DataFrame({"scorer": ["lm", "mass", "dcpmi", "dcpmi_form"],
+                            "concept": ["an oven", "a pan", "a pan", "an oven"],
+                            "form": [" the oven", None, None, " an oven"]})
+    text = viz.mass_reading(concepts, winners, answer="a pan")
+    assert text.startswith("best single form: '␣the oven' (concept 'an oven'), the most likely of all the listed "
+                           "forms, not only of the options (P(form|premise) = 0.25).")
+    assert "concept mass: 'a pan', whose 2 forms hold 70% of the listed mass against 30% for 'an oven'" in text
+    assert "concept DC-PMI: 'a pan'" in text and "form DC-PMI: '␣an oven' (concept 'an oven')" in text
+    assert ("Form DC-PMI is the DC-PMI of each single form, log P(form|premise) − log P(form|domain premise); "
+            "the concept of the best form wins.") in text
+    assert "The intended answer, concept 'a pan', wins under concept mass, concept DC-PMI." in text
+    assert "LM" not in text.replace("DC-PMI", "")  # no rule reads as the scorer table's LM
 
 
 def _pll_tokens() -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -256,6 +315,8 @@ def test_pll_options_focus_on_the_option_and_name_winners():
     assert spec["layout"]["xaxis"]["ticktext"] == ["premise (⌀ of 2)", "a", "cat"]
     assert [a["text"] for a in spec["layout"]["annotations"]] == ["␣a cat", "★ ␣an aardvark"]
     assert "caveat" in spec["layout"]["title"]["text"]
+    # one y scale: the second panel's axis follows the first (a bar's height compares across options)
+    assert "matches" not in spec["layout"]["yaxis"] and spec["layout"]["yaxis2"]["matches"] == "y"
     reading = viz.pll_reading(tokens, totals, premise="I saw")
     assert "Every metric picks '␣a cat'" in reading and "'aardvark'" in reading
     single = tokens[tokens["sentence_idx"] == 0]
