@@ -1,18 +1,245 @@
 """The Workbench's files: each view exported as PNG / HTML / CSV and the state saved, under unique names in
-the export folder, with a download link in the widget (a mixin of ``Workbench``)."""
+the export folder, with a download link in the widget (a mixin of ``Workbench``).
+
+A PNG or HTML export is the view's figures (one under the other) under a header that says what they show: the
+premise, the domain premise, the options with the gold starred and the model (with its server's URL, never its API
+key), so that the file alone is enough. The HTML pages read plotly.js from one file beside them in the export folder
+(written once per plotly version): a page is then its figure, kilobytes, instead of a 4.8 MB copy of plotly.js each,
+and it still opens offline.
+"""
 
 from __future__ import annotations
 
 import base64
 import html
 import mimetypes
+import os
+import re
+import tempfile
 from datetime import datetime
 from pathlib import Path
+from textwrap import wrap
+from typing import TYPE_CHECKING, Any, Callable
+
+import ipywidgets as w
+import plotly.graph_objects as go
+from plotly.offline import get_plotlyjs, get_plotlyjs_version
+
+from .. import viz
+from .._format import visible
+from ..models import MLM
+from .loading import server_url
+
+if TYPE_CHECKING:
+    from .inputs import Inputs
+    from .views import View
 
 #: Where exports and saved states go unless ``export_dir`` says otherwise (outside any checkout).
 DEFAULT_EXPORT_DIR = Path.home() / "surfacelab-exports"
 #: The largest export offered as an in-widget download link (a data: URL).
 LINK_LIMIT = 12 * 1024 * 1024
+#: Plotly's figure height and top margin where a figure sets none (px).
+PLOTLY_HEIGHT, PLOTLY_TOP = 450, 100
+#: Characters per header line of an exported figure (its 11 px lines across the 700 px of a PNG).
+HEADER_WIDTH = 100
+#: Lines per header field at most: a longer premise is cut with "…" (the saved state keeps it whole).
+HEADER_LINES = 3
+#: A title line's height (plotly spaces a 14 px title's lines 1.3 em apart) and the room of the first line hung
+#: from the top with its pad, as ``viz.pll_options_spec`` hangs its title.
+LINE_PX, TITLE_PX, TITLE_PAD = 18, 64, 26
+#: The room of a stacked panel above its plot (its title) and below it (tick labels, the x-axis title).
+PANEL_TITLE_PX, PANEL_AXES_PX = 30, 80
+#: An axis reference in a figure: letter, number ("" for the first axis) and the " domain" suffix.
+AXIS_REF = re.compile(r"^([xy])(\d*)( domain)?$")
+
+
+def export_row(on_click: Callable[[str], None]) -> tuple[list[w.Button], w.HTML, w.HBox]:
+    """A view's export buttons (PNG, HTML, CSV: ``on_click(kind)``), the note beside them and their row."""
+    buttons = []
+    for kind in ("png", "html", "csv"):
+        b = w.Button(description=kind.upper(), tooltip=f"export this view as {kind.upper()}")
+        b.add_class(f"sl-export-{kind}")
+        b.add_class("sl-export-button")
+        b.on_click(lambda _, kind=kind: on_click(kind))
+        buttons.append(b)
+    note = w.HTML("")
+    note.add_class("sl-export-note")
+    row = w.HBox([*buttons, note])
+    row.add_class("sl-export-row")
+    return buttons, note, row
+
+
+def context(inp: "Inputs", model: Any, needs: tuple[str, ...]) -> list[tuple[str, str]]:
+    """What an export of a view with these ``needs`` names, as (label, plain text): the premise and the domain
+    premise where the view reads them, the options with the gold starred, and the model with its server's URL (the
+    URL alone: it never holds credentials, and the API key stays in the model's backend)."""
+    fields = [("premise", visible(inp.premise))] if "premise" in needs else []
+    if "domain_premise" in needs:
+        fields.append(("domain premise", "none" if inp.domain_premise is None else visible(inp.domain_premise)))
+    fields.append(("options" + (" (★ gold)" if inp.gold is not None else " (no gold marked)"),
+                   "   ".join(("★ " if i == inp.gold else "") + f"{i + 1}: {visible(o)}"
+                              for i, o in enumerate(inp.options))))
+    if model is not None:
+        where = server_url(model)
+        fields.append(("masked LM" if isinstance(model, MLM) else "causal LM",
+                       model.name + (f" on {where}" if where else "")))
+    return fields
+
+
+def with_header(spec: dict, title: str, fields: list[tuple[str, str]]) -> dict:
+    """The plotly JSON ``spec`` under a title block: ``title`` (a view's) and the figure's own title, then each
+    field as "label: text", wrapped and escaped (user text is shown as typed, never read as markup); the figure
+    grows by the block's height."""
+    layout = dict(spec["layout"])
+    own = layout.get("title", {}).get("text", "")
+    lines = [viz.esc(line) for label, text in fields
+             for line in wrap(f"{label}: {text}", HEADER_WIDTH, max_lines=HEADER_LINES, placeholder=" …")]
+    block = (f"<b>{viz.esc(title)}</b>" + (f" · {own}" if own else "")
+             + "".join(f"<br><span style='font-size:11px'>{line}</span>" for line in lines))
+    margin = dict(layout.get("margin", {}))
+    top = margin.get("t", PLOTLY_TOP)
+    margin["t"] = max(top, TITLE_PX + LINE_PX * own.count("<br>")) + LINE_PX * len(lines)
+    # hung from the top: plotly centres a title's first line in the margin, and the block would run into the plot
+    layout["title"] = {**layout.get("title", {}), "text": block, "y": 1, "yref": "container", "yanchor": "top",
+                       "pad": {"t": TITLE_PAD}}
+    layout.update(margin=margin, height=layout.get("height", PLOTLY_HEIGHT) + margin["t"] - top)
+    return {"data": spec["data"], "layout": layout}
+
+
+def stack(specs: list[dict]) -> dict:
+    """One figure of the plotly JSON ``specs``, one under the other, each as tall as it was: each keeps its axes
+    (renumbered), shapes and notes, its title (over its panel) and its legend (beside its panel)."""
+    total = sum(s["layout"].get("height", PLOTLY_HEIGHT) for s in specs)
+    first = specs[0]["layout"]
+    out = {"data": [], "layout": {**{k: first[k] for k in ("template", "font") if k in first},
+                                  "height": total + 10, "margin": {"l": 10, "r": 10, "t": 0, "b": 10},
+                                  "barmode": "group", "annotations": [], "shapes": []}}
+    used = {"x": 0, "y": 0}
+    top = 0
+    for k, spec in enumerate(specs):
+        height = spec["layout"].get("height", PLOTLY_HEIGHT)
+        band = (1 - (top + height - PANEL_AXES_PX) / total, 1 - (top + PANEL_TITLE_PX) / total)
+        top += height
+        add_panel(spec, out, band, used, k + 1)
+    return out
+
+
+def add_panel(spec: dict, out: dict, band: tuple[float, float], used: dict[str, int], n: int) -> None:
+    """Add ``spec`` as the ``n``-th panel of the stacked figure ``out``, in the paper heights ``band`` (low, high):
+    its axes numbered on from ``used`` (the axes taken so far, counted by letter), its paper heights scaled into
+    the band, its legend beside the band. Bars are grouped: an overlaid panel's bars share one offset group."""
+    low, high = band
+
+    def scaled(y: float) -> float:
+        return low + y * (high - low)
+
+    panel = spec["layout"]
+    if panel.get("barmode", "group") not in ("group", "overlay"):
+        raise ValueError(f"specs: panel {n} stacks its bars ({panel['barmode']}); only grouped or overlaid bars stack")
+    pairs: dict[str, str] = {}  # each axis -> the counter axis of the first trace drawn on it (its default anchor)
+    for t in spec["data"]:
+        if "domain" not in t:
+            x, y = t.get("xaxis", "x"), t.get("yaxis", "y")
+            pairs.setdefault(x, y)
+            pairs.setdefault(y, x)
+    refs = set(pairs) | {key[0] + key[5:] for key in panel if re.fullmatch(r"[xy]axis\d*", key)}
+    names = {}
+    for ref in sorted(refs, key=lambda r: (r[0], int(r[1:] or 1))):
+        used[ref[0]] += 1
+        names[ref] = ref[0] + (str(used[ref[0]]) if used[ref[0]] > 1 else "")
+
+    def renamed(ref: str) -> str:
+        m = AXIS_REF.match(ref)
+        return names[m[1] + m[2]] + (m[3] or "") if m else ref  # "paper" stays
+
+    layout = out["layout"]
+    for ref, name in names.items():
+        axis = dict(panel.get(f"{ref[0]}axis{ref[1:]}", {}))
+        for key in ("anchor", "matches", "overlaying", "scaleanchor"):
+            if key in axis:
+                axis[key] = renamed(axis[key])
+        if ref in pairs:
+            axis.setdefault("anchor", names[pairs[ref]])
+        if ref[0] == "y":
+            axis["domain"] = [scaled(v) for v in axis.get("domain", [0, 1])]
+        layout[f"{name[0]}axis{name[1:]}"] = axis
+    legend = "legend" if n == 1 else f"legend{n}"
+    shown = panel.get("showlegend") is not False
+    if shown:
+        layout[legend] = {**panel.get("legend", {}), "orientation": "v", "x": 1.02, "xanchor": "left", "y": high,
+                          "yanchor": "top"}
+    for t in spec["data"]:
+        t = dict(t)
+        if "domain" in t:
+            t["domain"] = {**t["domain"], "y": [scaled(v) for v in t["domain"].get("y", [0, 1])]}
+        else:
+            t["xaxis"], t["yaxis"] = names[t.get("xaxis", "x")], names[t.get("yaxis", "y")]
+        if t.get("type") == "bar" and panel.get("barmode") == "overlay":
+            t["offsetgroup"] = f"panel{n}"
+        if shown:
+            t["legend"] = legend
+        else:
+            t["showlegend"] = False
+        out["data"].append(t)
+    for kind, heights in (("annotations", ("y",)), ("shapes", ("y0", "y1"))):
+        for item in panel.get(kind, []):
+            item = dict(item)
+            paper = item.get("yref", "y") == "paper"
+            item["xref"], item["yref"] = renamed(item.get("xref", "x")), renamed(item.get("yref", "y"))
+            if paper:
+                item.update({k: scaled(item[k]) for k in heights if k in item})
+            layout[kind].append(item)
+    title = panel.get("title", {}).get("text", "")
+    if title:
+        layout["annotations"].append({"text": title, "xref": "paper", "yref": "paper", "x": 0, "xanchor": "left",
+                                      "y": high, "yanchor": "bottom", "yshift": 6, "showarrow": False,
+                                      "font": {"size": 13}})
+
+
+def write_figure(fig: go.Figure, path: Path) -> Path:
+    """Write ``fig`` as PNG (``viz.save``) or as an HTML page that reads plotly.js from the file beside it: one per
+    folder and plotly version, written with the first page (again if a copy there is not whole). A page opened
+    without that file says where it is."""
+    if path.suffix != ".html":
+        return viz.save(fig, path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    js, bundle = path.parent / f"plotly-{get_plotlyjs_version()}.min.js", get_plotlyjs().encode("utf-8")
+    if not js.exists() or js.stat().st_size != len(bundle):
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".plotly-", suffix=".tmp")  # never a half-written copy
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(bundle)
+            os.replace(tmp, js)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    missing = (f"<script>if (!window.Plotly) document.body.insertAdjacentHTML('afterbegin', '<p>This page draws its "
+               f"figure with {js.name}, which sits beside it in the export folder: put a copy next to this file."
+               "</p>')</script>")
+    page = fig.to_html(include_plotlyjs=js.name, full_html=True)
+    path.write_text(page.replace("</body>", missing + "</body>", 1), encoding="utf-8")
+    return path
+
+
+def save_view(view: "View", path: Path) -> Path:
+    """Write ``view``'s main frame (``.csv``), or its figures under the header of what they show (``.png`` /
+    ``.html``): the inputs and the model its numbers are for, and the view's own fields (``View.export_parts``)."""
+    if path.suffix == ".csv":
+        data = view.data
+        if data is None:
+            raise ValueError(f"view {view.name!r}: no data to export ({view.message or 'not computed yet'})")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # list cells (token ids and the like) have no CSV form: they are left out
+        data.drop(columns=[c for c in data.columns if data[c].dtype == object
+                           and data[c].map(lambda v: isinstance(v, (list, tuple))).any()]).to_csv(path, index=False)
+        return path
+    specs, fields = view.export_parts()
+    if not specs:
+        raise ValueError(f"view {view.name!r}: no figure to export ({view.message or 'not computed yet'})")
+    inp, model = view.shown_for
+    spec = with_header(specs[0] if len(specs) == 1 else stack(specs), view.title,
+                       context(inp, model, view.needs) + fields)
+    return write_figure(go.Figure(spec), path)
 
 
 class Exports:
@@ -64,7 +291,8 @@ class Exports:
             self.files_note.value = f"<span class='sl-error'>⚠ could not save: {html.escape(str(err))}</span>"
 
     def export(self, view: str, path: str | Path) -> Path:
-        """Write one view as PNG, HTML (its figure) or CSV (its main frame), chosen by the suffix of ``path``."""
+        """Write one view as PNG or HTML (its figures under the header of what they show: ``save_view``) or CSV
+        (its main frame), chosen by the suffix of ``path``."""
         if view not in self.views:
             raise ValueError(f"view: unknown view {view!r}; known: {', '.join(self.views)}")
         self._catch_up()

@@ -34,6 +34,7 @@ from ..paraphrase import mass
 from ..pll import pll_metrics
 from ..scoring import score_items
 from ..why import premise_units
+from .exporting import export_row, save_view
 from .heatmap import TokenHeatmap, attribution_rows, heatmap_rows
 from .plot import PlotView, SightProbe
 
@@ -71,6 +72,7 @@ class View:
         message: the error of the last update, or "".
         result: the library result of the last update (e.g. an ``MCResult``), or None.
         spec: the plotly JSON of the figure shown, or None (``figure`` builds a ``go.Figure`` from it).
+        shown_for: the ``Inputs`` and the model (None: the view reads none) of the result shown, which exports name.
     """
 
     name: ClassVar[str] = ""
@@ -90,6 +92,7 @@ class View:
         self.message = ""
         self.result: Any = None
         self.spec: dict | None = None
+        self.shown_for: tuple[Inputs, Any] | None = None
         self.shown_key: tuple | None = None
         self.preview_key: tuple | None = None  # the key of the preview shown (a slow view's first, partial result)
         self.state = "empty"
@@ -110,18 +113,7 @@ class View:
         self.content.add_class("sl-view-content")
         self.text = w.HTML("")
         self.text.add_class("sl-view-text")
-        buttons = []
-        for kind in ("png", "html", "csv"):
-            b = w.Button(description=kind.upper(), tooltip=f"export this view as {kind.upper()}")
-            b.add_class(f"sl-export-{kind}")
-            b.add_class("sl-export-button")
-            b.on_click(lambda _, kind=kind: bench._export_clicked(self.name, kind))
-            buttons.append(b)
-        self.export_buttons = buttons
-        self.export_note = w.HTML("")
-        self.export_note.add_class("sl-export-note")
-        row = w.HBox([*buttons, self.export_note])
-        row.add_class("sl-export-row")
+        self.export_buttons, self.export_note, row = export_row(lambda kind: bench._export_clicked(self.name, kind))
         self.box = w.VBox([head, self.error, self.content, self.text, row])
         self.box.add_class("sl-view")
         self.box.add_class(f"sl-view-{self.name}")
@@ -172,6 +164,7 @@ class View:
         """Show ``result``: frames, widgets, no error."""
         self._figure = None
         self.result = result
+        self.shown_for = (inp, next((getattr(self.bench, m) for m in ("mlm", "lm") if m in self.needs), None))
         self.show(inp, result)
         self.message = ""
         self.error.value = ""
@@ -200,20 +193,14 @@ class View:
             cue = cues[state] if note is None else note
             self.cue.value = f"<span class='sl-cue'>{html.escape(cue)}</span>" if cue else ""
 
+    def export_parts(self) -> tuple[list[dict], list[tuple[str, str]]]:
+        """What a PNG / HTML export draws: the view's figures as plotly JSON (one under the other) and the header
+        fields, as (label, plain text), beyond its inputs and model. Default: its figure alone, no more fields."""
+        return ([] if self.figure is None else [self.figure.to_plotly_json()]), []
+
     def save(self, path: str | Path) -> Path:
-        """Export the figure (``.png``/``.html``) or the main frame (``.csv``)."""
-        path = Path(path)
-        if path.suffix == ".csv":
-            if self.data is None:
-                raise ValueError(f"view {self.name!r}: no data to export ({self.message or 'not computed yet'})")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self.data.drop(columns=[c for c in self.data.columns if self.data[c].dtype == object
-                                    and self.data[c].map(lambda v: isinstance(v, (list, tuple))).any()]
-                           ).to_csv(path, index=False)
-            return path
-        if self.figure is None:
-            raise ValueError(f"view {self.name!r}: no figure to export ({self.message or 'not computed yet'})")
-        return viz.save(self.figure, path)
+        """Export the figures under the header of what they show (``.png``/``.html``) or the main frame (``.csv``)."""
+        return save_view(self, Path(path))
 
     def forget(self) -> None:
         """Drop what belongs to the previous example (a new one was loaded): the export message, and in views
@@ -595,6 +582,16 @@ class WhyView(View):
 
     def make_figure(self) -> go.Figure | None:
         return viz_why.gap_waterfall(self.frames["terms"]) if "terms" in self.frames else None
+
+    def export_parts(self) -> tuple[list[dict], list[tuple[str, str]]]:
+        # what the view draws: the waterfall, the premise map (its numbers as bars), where the mass went
+        r = self.result
+        if not self.frames:
+            return [], []
+        words = [viz_why.attribution_bars_spec(r.attribution)] if self.premise_map.rows else []
+        compared = f"★ {r.gold + 1}: {visible(r.options[r.gold])} with {r.against + 1}: {visible(r.options[r.against])}"
+        parts = [f for f in (self.gap.figure, *words, self.competitors.figure) if f]
+        return parts, [("compared", compared), ("verdict", r.verdict)]
 
 
 for _view in (ScoresView, TokensView, ParaphraseView, LettersView, PLLView, WhyView):
