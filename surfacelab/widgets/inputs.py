@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Collection
 
 import ipywidgets as w
 
@@ -32,7 +32,8 @@ class Problem:
     """Something wrong with the inputs, in words for people.
 
     ``scope``: the view it concerns (None: every view); ``blocking``: the views in scope wait until it is
-    fixed (otherwise it is a notice); ``kind``: a short tag (``"glued"`` for a missing leading space).
+    fixed (otherwise it is a notice); ``kind``: a short tag (``"glued"`` for a missing leading space, ``"new"``
+    for an option row just added and not typed in yet: the views wait for it without a warning).
     """
 
     text: str
@@ -76,8 +77,9 @@ def _quote(text: str) -> str:
     return repr(visible(text))
 
 
-def problems(inp: Inputs) -> list[Problem]:
-    """Every problem with ``inp``, one message per problem, options numbered from 1 and quoted."""
+def problems(inp: Inputs, new: Collection[int] = ()) -> list[Problem]:
+    """Every problem with ``inp``, one message per problem, options numbered from 1 and quoted; ``new``: the
+    indices of option rows just added and not typed in yet (an empty one there is not a mistake yet)."""
     out: list[Problem] = []
     if not inp.premise.strip():
         out.append(Problem("The premise is empty: type the text the options continue (an empty premise would "
@@ -87,7 +89,9 @@ def problems(inp: Inputs) -> list[Problem]:
         out.append(Problem(f"Add at least two options to compare (there {'is one' if n == 1 else 'are none'}): "
                            "a winner and a margin need two."))
     for i, o in enumerate(inp.options):
-        if not o.strip():
+        if not o and i in new:
+            out.append(Problem(f"type option {i + 1} (or remove it with ✕): the views wait for it", kind="new"))
+        elif not o.strip():
             what = "empty" if not o else "only whitespace"
             out.append(Problem(f"Option {i + 1} is {what}: type an answer or remove it with ✕."))
     seen: dict[str, int] = {}
@@ -189,8 +193,13 @@ class OptionRow(w.HBox):
         self.fix.on_click(lambda _: setattr(self.text, "value", boxed(" " + self.option.lstrip())))
         self.gold.observe(lambda ch: setattr(self.gold, "button_style", "warning" if ch["new"] else ""), "value")
         self.gold.observe(lambda ch: bench._gold_toggled(self, ch["new"]), "value")
+        self.new = False  # added by "add option" and not typed in yet (see ``problems``)
+        self.text.observe(self._typed, "value")
         self.text.observe(lambda _: bench._edited(), "value")
         self.paraphrases.observe(lambda _: bench._edited(), "value")
+
+    def _typed(self, _change: object) -> None:
+        self.new = False
 
     @property
     def option(self) -> str:

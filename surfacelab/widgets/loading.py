@@ -97,26 +97,31 @@ class ModelSlots:
         Returns:
             The problems, one per model that could not be loaded.
         """
-        out = []
+        out, loaded, spent = [], [], 0.0
         for kind, attr in (("causal", "lm"), ("masked", "mlm")):
             key = self._wanted(kind)
             if key not in self._models and key not in self._failed:
+                began = time.monotonic()
                 try:
                     with self._loading(key[1] + (f" on {key[2]}" if key[2] else "")) as report:
                         for v in self.views.values():  # the views that read this model
                             if v.state != "empty" and attr in v.needs:
                                 v.set_state("stale", "loading model…")
                         self._resolve(key[1], kind, key[2], report)
+                    loaded.append(key[1])
                 except Exception as err:  # a model that fails to load must not kill the UI
                     self._failed[key] = Problem(load_failure(key, err, getattr(self, attr)), kind="model",
                                                 blocking=False)
+                spent += time.monotonic() - began
             if key in self._failed:
                 out.append(self._failed[key])
             else:
                 setattr(self, attr, self._models[key])
+        self.last_load = (" and ".join(loaded), spent) if spent else None
         return out
 
     def _retry(self) -> None:
         """Score: try models that failed to load again, then update."""
         self._failed.clear()
+        self._asked_at = time.monotonic()
         self._kick()

@@ -143,6 +143,11 @@ class Workbench(ModelSlots, Exports, w.VBox):
         # the update threads leave a core to the browser that draws the views and to the Jupyter server
         self._torch_threads = (max(1, torch.get_num_threads() - 1), torch.get_num_threads())
         self._last_edit = 0.0
+        # when the person asked for what the next pass shows (an edit, a view scrolled into sight, Score): the
+        # status line's time runs from here, as the person waits, less any model load (said on its own)
+        self._asked_at = time.monotonic()
+        # (the models loaded, "" when none could be; seconds spent loading) of the last pass that tried a load
+        self.last_load: tuple[str, float] | None = None
         self._hurry = False  # data asked for (frames, figures): the background stops waiting for a pause
         self._slow_worker: threading.Thread | None = None
         self._pending = False
@@ -150,6 +155,7 @@ class Workbench(ModelSlots, Exports, w.VBox):
         self._generation = 0
         self._examples: dict[str, dict] = {}
         self._problems: list[Problem] = []
+        self._held_status = BLOCKED_STATUS  # the status line while a problem holds the views
         self.last_update_s: float | None = None
         self.lm = self._resolve(lm, "causal", (server or "").strip())
         self.mlm = self._resolve(mlm, "masked")
@@ -284,7 +290,9 @@ class Workbench(ModelSlots, Exports, w.VBox):
     def add_option(self, text: str = "", paraphrases: str = "") -> None:
         """Append an option row."""
         with self._holding():
-            self.rows.append(OptionRow(self, text, paraphrases))
+            row = OptionRow(self, text, paraphrases)
+            row.new = not text
+            self.rows.append(row)
             self.options_box.children = tuple(self.rows)
         self._edited()
 
@@ -477,13 +485,15 @@ class Workbench(ModelSlots, Exports, w.VBox):
         if self._hold:
             return
         self._generation += 1
-        self._last_edit = time.monotonic()
+        self._last_edit = self._asked_at = time.monotonic()
         if not self.live:
             for v in self._stale_views():
                 if v.state != "busy":
                     v.set_state("stale")
             return
         self._check_inputs(self.inputs(), keep_model_errors=True)
+        if self._waiting_for_new():
+            return
         for v in self._stale_views():
             if v.state != "busy":
                 v.set_state("blocked" if self._blocking(v.name) else "stale")
@@ -516,6 +526,7 @@ class Workbench(ModelSlots, Exports, w.VBox):
     def _sighted(self, view: View, seen: bool) -> None:
         """A view left for later by a live update came into sight: update it now."""
         if seen and view.state in ("deferred", "stale") and self.live:
+            self._asked_at = time.monotonic()
             self._kick()
 
     def wait(self, timeout: float = 120.0) -> None:
@@ -533,6 +544,7 @@ class Workbench(ModelSlots, Exports, w.VBox):
     def update(self) -> None:
         """Recompute and redraw every view now (synchronously); problems become messages in the widget."""
         self._failed.clear()
+        self._asked_at = time.monotonic()
         with self._computing:
             self._update(everything=True)
 
@@ -554,15 +566,17 @@ class Workbench(ModelSlots, Exports, w.VBox):
         """One update pass. ``everything``: every view; otherwise (live edits) views out of sight in the browser
         are left stale ("deferred") and computed after the others, in the background once the edits pause
         (``BACKGROUND_IDLE_S``), or at once when they come into sight or their data is asked for."""
-        start = time.perf_counter()
+        asked = self._asked_at
         gen = self._generation
         inp = self.inputs()
         if self._check_inputs(inp):
-            for v in self.views.values():
-                v.set_state("blocked")
+            if not self._waiting_for_new():
+                for v in self.views.values():
+                    v.set_state("blocked")
             self.progress.value = 0
             return
         failed = self._load_models()
+        start = asked + (self.last_load[1] if self.last_load else 0.0)  # the wait, less the load
         if failed:
             self._problems += failed
             self._show_messages(self._problems)
@@ -599,10 +613,10 @@ class Workbench(ModelSlots, Exports, w.VBox):
                 view.set_state("ready")
             self.progress.value = (k + 1) / len(order)
         if worked or self.last_update_s is None:  # a pass that only marked views keeps the last time shown
-            self.last_update_s = time.perf_counter() - start
+            self.last_update_s = time.monotonic() - start
         if slow or later:
             later.sort(key=lambda v: v.slow)  # out of sight, the slow ones last (their first part is cheap, the rest not)
-            self._start_slow(gen, inp, slow, later)
+            self._start_slow(gen, inp, slow, later, start)
         else:
             self._status_done(rest=False)
 
@@ -611,14 +625,21 @@ class Workbench(ModelSlots, Exports, w.VBox):
         is fixed); True when one of them blocks every view. ``keep_model_errors``: keep showing a model that
         failed to load (the next update tries it again)."""
         kept = [p for p in self._problems if p.kind == "model"] if keep_model_errors else []
-        self._problems = problems(inp) + kept
+        self._problems = problems(inp, {i for i, r in enumerate(self.rows) if r.new}) + kept
         self._show_messages(self._problems)
-        blocked = bool(self._blocking(None))
+        blocked = self._blocking(None)
         if blocked:
-            self.status.value = BLOCKED_STATUS
-        elif self.status.value == BLOCKED_STATUS:
+            new = self._waiting_for_new()
+            self.status.value = self._held_status = f"<i>{html.escape(blocked[0].text)}</i>" if new else BLOCKED_STATUS
+        elif self.status.value == self._held_status:
             self.status.value = "<i>updating…</i>"
-        return blocked
+        return bool(blocked)
+
+    def _waiting_for_new(self) -> bool:
+        """True when only option rows just added (and not typed in yet) stop the update: the views keep showing
+        the numbers for the other options, undimmed, until the new one is typed."""
+        blocked = self._blocking(None)
+        return bool(blocked) and all(p.kind == "new" for p in blocked)
 
     def _blocking(self, scope: str | None) -> list[Problem]:
         """The blocking problems of the views (``scope`` None: of every view; otherwise of that view alone or of
@@ -628,7 +649,9 @@ class Workbench(ModelSlots, Exports, w.VBox):
     def _status_done(self, rest: bool) -> None:
         """The status line after an update: its time, and whether views are still being finished in the
         background (slow views, views out of sight)."""
-        self.status.value = f"updated in {self.last_update_s:.2f} s" + (
+        load = self.last_load
+        loaded = f" · loaded {load[0]} in {load[1]:.1f} s" if load and load[0] else ""
+        self.status.value = f"updated in {self.last_update_s:.2f} s{html.escape(loaded)}" + (
             " · finishing the other views in the background…" if rest else "")
 
     def _compute(self, view: View, inp: Inputs, key: tuple, gen: int, *, wait: bool = False) -> None:
@@ -702,12 +725,13 @@ class Workbench(ModelSlots, Exports, w.VBox):
         except Exception:  # the full computation reports every failure inside its view
             view.preview_key = None
 
-    def _start_slow(self, gen: int, inp: Inputs, views: list[View], later: list[View]) -> None:
+    def _start_slow(self, gen: int, inp: Inputs, views: list[View], later: list[View], start: float) -> None:
         """Compute slow views (``View.slow``), then the views out of sight (``later``) once the edits pause, in
-        their own thread, so the next edit's update need not wait."""
+        their own thread, so the next edit's update need not wait. ``start``: when the wait for this update began
+        (the status line's time then runs until the slow views in sight are done too)."""
         with self._lock:
             self._status_done(rest=True)
-            self._slow_job = (gen, inp, views, later)
+            self._slow_job = (gen, inp, views, later, start)
             if self._slow_worker is None:
                 self._slow_worker = threading.Thread(target=self._slow_work, daemon=True, name="surfacelab-slow")
                 self._slow_worker.start()
@@ -725,11 +749,15 @@ class Workbench(ModelSlots, Exports, w.VBox):
                     if self.status.value.startswith("updated in"):
                         self._status_done(rest=False)
                     return
-            gen, inp, views, later = job
+            gen, inp, views, later, start = job
             for view in views:
                 if self.live and self._generation != gen:  # a newer edit: its update schedules the view again
                     break
                 self._compute(view, inp, view.key(inp), gen)
+            else:
+                if views and self._generation == gen:  # the views in sight are all done: that is the wait
+                    self.last_update_s = time.monotonic() - start
+                    self._status_done(rest=bool(later))
             for view in later:  # each unless drawn meanwhile (scrolled into sight)
                 if not self._paused(gen):
                     break
@@ -747,7 +775,7 @@ class Workbench(ModelSlots, Exports, w.VBox):
 
     def _show_messages(self, found: list[Problem]) -> None:
         """One line per problem; notices (non-blocking) in the warning colour."""
-        shown = [p for p in found if p.scope is None or p.blocking]
+        shown = [p for p in found if (p.scope is None or p.blocking) and p.kind != "new"]
         if not shown:
             self.message.value = ""
             return

@@ -264,6 +264,28 @@ def test_paraphrase_view_names_shared_forms_and_credits_nothing_twice(wb):
     assert "sl-blocked" in _classes(wb.views["letters"].box)
 
 
+def test_paraphrase_view_names_the_winning_form_with_its_concept_and_says_what_form_dcpmi_is(wb, tiny_lm):
+    """A concept is named after its option; when one of its paraphrases is the most likely of all the listed forms,
+    the reading and the figure name that form and label the option's name as its concept, not as the form."""
+    groups = [[" oven", " the oven", " an oven"], [" pan", " the pan", " a frying pan"]]
+    forms = [f for g in groups for f in g]
+    logp = dict(zip(forms, (s.total for s in sl.logprobs(tiny_lm, [(PREMISE, f) for f in forms], progress=False,
+                                                          cache=False))))
+    best = max(forms, key=logp.get)
+    # the group holding the best form gets another of its forms as its option, so the concept is named unlike it
+    options = [next(f for f in g if f != best) for g in groups]
+    wb.set_options(options, [", ".join(f.strip() for f in g if f != o) for g, o in zip(groups, options)], gold=0)
+    wb.update()
+    para = wb.views["paraphrase"]
+    concept = next(o for g, o in zip(groups, options) if best in g).strip()
+    shown = "␣" + best[1:]
+    assert html_escape(f"best single form: {shown!r} (concept {concept!r})") in para.text.value
+    assert f"best single form: <b>{shown}</b> (concept <b>{concept}</b>)" in para.plot.figure["layout"]["title"]["text"]
+    what = "the DC-PMI of each single form, log P(form|premise) − log P(form|domain premise)"
+    assert html_escape(f"Form DC-PMI is {what}") in para.text.value
+    assert f"form DC-PMI: {what}" in para.plot.figure["layout"]["title"]["text"]
+
+
 def test_problems_are_pure_and_repeated_paraphrases_counted_once():
     inp = Inputs("The man took a bath in the", None, (" bathtub", " sink"), ((" tub", " tub", " bathtub"), ()), 0)
     found = problems(inp)
@@ -387,12 +409,93 @@ def test_the_status_line_keeps_the_update_time_and_says_when_the_background_is_d
     bench.views["letters"].probe.in_sight = False
     bench.premise_box.value = "The woman went to the store because she needed"
     _wait_for(lambda: "background" in bench.status.value)  # the views in sight are drawn, letters follows
-    took = bench.last_update_s
     bench.wait(60)
+    took = bench.last_update_s
     assert bench.status.value == f"updated in {took:.2f} s" and bench.views["letters"].state == "ready"
     bench._kick()  # a pass with nothing to compute (as a view coming into sight already drawn)
     bench.wait(60)
     assert bench.last_update_s == took and bench.status.value == f"updated in {took:.2f} s"
+    bench.close()
+
+
+def test_a_new_option_row_waits_for_its_text_without_a_warning(tiny_lm, tiny_mlm):
+    # "add option" showed "Option 5 is empty" (and dimmed every view) before anyone typed
+    bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=True, debounce=0.05)
+    bench.update()
+    shown = bench.views["scores"].data.copy()
+    bench._add_clicked()
+    bench.wait(30)
+    assert _messages(bench) == [] and "type option 5" in bench.status.value
+    assert all(v.state == "ready" for v in bench.views.values())
+    pd.testing.assert_frame_equal(bench.views["scores"].data, shown)  # still the four options' numbers
+    bench.rows[-1].text.value = " tub"  # typed: the views follow
+    bench.wait(60)
+    assert bench.views["scores"].data["option"].tolist()[-1] == " tub" and bench.status.value.startswith("updated")
+    bench.rows[-1].text.value = ""  # typed, then erased: now it is a mistake, said as one
+    bench.wait(30)
+    assert any("Option 5 is empty" in m for m in _messages(bench))
+    assert bench.views["scores"].state == "blocked"
+    bench.close()
+
+
+def test_the_status_time_leaves_out_a_model_load_and_names_it(tiny_lm, tiny_mlm, tmp_path):
+    # a model switch said "updated in 112.83 s": the load counted as the update
+    from surfacelab import models
+    from tiny_models import tiny_causal
+
+    import torch
+
+    model, tokenizer = tiny_causal()
+    with torch.no_grad():  # other weights than tiny_lm's: other numbers, so the views are computed again
+        model.lm_head.weight.add_(0.05)
+    model.save_pretrained(tmp_path / "m")
+    tokenizer.save_pretrained(tmp_path / "m")
+
+    def slow_locate(cache):
+        time.sleep(1.5)  # a model that takes a while to load, as a real one does
+        return tmp_path / "m"
+
+    preset = models.Preset("tiny-slow-preset", "causal", "", None, "a saved tiny model, slow to find", slow_locate)
+    models.PRESETS.register(preset.name, preset)
+    try:
+        bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=True, debounce=0.05)
+        bench.update()
+        assert "loaded" not in bench.status.value
+        asked = time.monotonic()
+        bench.lm_picker.value = preset.name
+        bench.wait(60)
+        waited = time.monotonic() - asked
+        assert bench.lm.name == preset.name and waited > 1.5
+        assert bench.last_load[0] == preset.name and 1.5 <= bench.last_load[1] < waited
+        assert bench.last_update_s < waited - 1.5 + 0.01
+        assert f"· loaded {preset.name} in {bench.last_load[1]:.1f} s" in bench.status.value
+        bench.premise_box.value = "The woman took a bath in the"  # the next edit loads nothing: no load is named
+        bench.wait(60)
+        assert bench.last_load is None and "loaded" not in bench.status.value
+        bench.close()
+    finally:
+        models.PRESETS.unregister(preset.name)
+
+
+def test_the_status_time_runs_from_the_edit_until_the_slow_views_in_sight_are_done(tiny_lm, tiny_mlm, monkeypatch):
+    # Why's full account comes after the other views (the slow lane): the time said 0.06 s for a 0.5 s wait
+    bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=True, debounce=0.05)
+    bench.update()
+    why = bench.views["why"]
+    real = why.compute
+
+    def slow(inp):
+        time.sleep(0.6)  # a model on which the full account takes a while
+        return real(inp)
+
+    monkeypatch.setattr(why, "compute", slow)
+    asked = time.monotonic()
+    bench.premise_box.value = "The woman went to the store because she needed"
+    _wait_for(lambda: why.state == "ready" and why.shown_key == why.key(bench.inputs()))
+    ready = time.monotonic() - asked
+    bench.wait(60)
+    assert 0.6 <= bench.last_update_s <= ready + 0.05
+    assert bench.status.value == f"updated in {bench.last_update_s:.2f} s"
     bench.close()
 
 
