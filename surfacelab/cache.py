@@ -1,9 +1,11 @@
 """On-disk result cache: sqlite, keyed by the model fingerprint and the exact token ids.
 
 Every stored blob carries a checksum over its key and bytes; a blob that fails it (a tampered or
-torn write) is treated as missing and recomputed. Nothing here ever fails a run: a corrupt file is
-moved aside (or, where it cannot be moved, left alone and skipped), a locked one is skipped, a
-read-only one is read but not written; each case warns once with what really happened.
+torn write) is treated as missing and recomputed. Nothing here ever fails a run, and nothing here ever
+deletes a file: a file that fails sqlite's integrity check is moved aside with its ``-wal`` / ``-shm``
+(or, where it cannot be moved, left alone and skipped); any other failure (a full disk, a read-only or
+locked file, an I/O error) keeps every file and stops writing for this process, or, for a read, stops
+using the cache; a read-only one is read but not written; each case warns once with what really happened.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import numpy as np
 from .models import cache_dir
 
 _SCHEMA = "CREATE TABLE IF NOT EXISTS blobs (key TEXT PRIMARY KEY, data BLOB, digest BLOB)"
+#: sqlite's result codes for a damaged file (SQLITE_CORRUPT, SQLITE_NOTADB); every other error leaves the file be
+_CORRUPT_CODES = {11, 26}
 _DTYPES = {"<f4", "<i4", "|u1"}
 
 
@@ -67,6 +71,25 @@ def _digest(key: str, data: bytes) -> bytes:
     return hashlib.blake2b(key.encode() + b"\0" + data, digest_size=16).digest()
 
 
+def _looks_corrupt(err: Exception) -> bool:
+    """Whether sqlite said the file is damaged (to be confirmed by an integrity check before anything moves)."""
+    code = getattr(err, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in _CORRUPT_CODES
+    return not isinstance(err, sqlite3.OperationalError) and any(
+        m in str(err) for m in ("malformed", "not a database"))
+
+
+def _reason(err: Exception) -> str:
+    """A sqlite failure in a few words: what to fix, not the error class."""
+    text = str(err)
+    for needle, words in (("full", "disk full"), ("readonly", "read-only"), ("locked", "locked by another process"),
+                          ("I/O", "disk I/O error")):
+        if needle in text:
+            return words
+    return text
+
+
 class ScoreCache:
     """A sqlite store of per-request results; every failure degrades to "no cache" or "read-only"."""
 
@@ -75,20 +98,18 @@ class ScoreCache:
         self._conn: sqlite3.Connection | None = None
         self._broken = False
         self.read_only = False
+        self.not_written = ""  # why this process stopped writing (a full disk, ...); "" while it writes
         self.rejected = 0  # blobs that failed their checksum (treated as missing)
         self._lock = threading.RLock()  # one connection, shared by threads (e.g. a widget's worker)
 
     def _open(self) -> sqlite3.Connection:
         """A connection in write-ahead-log mode, so that readers and one writer in other processes
-        (two evaluation runs, a notebook next to a benchmark) do not block each other."""
-        conn = sqlite3.connect(self.path, timeout=2.0, check_same_thread=False)
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(_SCHEMA)
-            conn.execute("SELECT key FROM blobs LIMIT 1").fetchall()
-        except sqlite3.DatabaseError:
-            conn.close()
-            raise
+        (two evaluation runs, a notebook next to a benchmark) do not block each other. On a failure the
+        connection is kept (``self._conn``) for ``_recover``: closing it would make sqlite delete the journal."""
+        conn = self._conn = sqlite3.connect(self.path, timeout=2.0, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(_SCHEMA)
+        conn.execute("SELECT key FROM blobs LIMIT 1").fetchall()
         return conn
 
     def _open_read_only(self) -> sqlite3.Connection | None:
@@ -124,6 +145,7 @@ class ScoreCache:
 
     def _give_up(self, why: str) -> None:
         warnings.warn(f"surfacelab cache {self.path}: {why}; running without a cache", stacklevel=5)
+        self._close()
         self._broken = True
         return None
 
@@ -138,17 +160,44 @@ class ScoreCache:
         self._conn, self.read_only = conn, True
         return conn
 
-    def _recover(self, err: Exception) -> None:
-        """Move a corrupt file aside and start a fresh one; say exactly what happened."""
-        if isinstance(err, sqlite3.OperationalError) and "locked" in str(err):
-            warnings.warn(f"surfacelab cache {self.path} is locked; running without it", stacklevel=5)
-            self._broken = True
-            return
+    def _intact(self) -> bool:
+        """sqlite's own integrity check (``quick_check``) on a connection of its own."""
+        try:
+            conn = sqlite3.connect(self.path, timeout=2.0)
+            try:
+                return conn.execute("PRAGMA quick_check").fetchall() == [("ok",)]
+            finally:
+                conn.close()
+        except sqlite3.DatabaseError as err:
+            return not _looks_corrupt(err)
+
+    def _failed(self, err: Exception, *, writing: bool) -> None:
+        """A sqlite error on a read or a write: only a file that fails its integrity check is moved aside; anything
+        else keeps every file and stops writing (a failed write) or using the cache (a failed read), saying why."""
+        if _looks_corrupt(err) and not self._intact():
+            self._recover(err)
+        elif writing:
+            if not self.not_written:
+                self.not_written = _reason(err)
+                warnings.warn(f"surfacelab cache {self.path}: not written ({self.not_written}); results are still "
+                              "correct, and what it holds is still read", stacklevel=5)
+        else:
+            self._give_up(f"cannot be read ({_reason(err)}); its files are left as they are")
+
+    def _close(self) -> None:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+    def _recover(self, err: Exception) -> None:
+        """Move a damaged file aside (its -wal and -shm with it: none is deleted) and start a fresh one, or, where
+        it is not damaged (locked, a full disk, ...), run without it; say exactly what happened. The connection
+        is closed only after the move: sqlite deletes a journal when its last connection to the file closes."""
         if not self.path.exists():
-            self._give_up(f"cannot be created ({err}); nothing was moved")
+            self._give_up(f"cannot be created ({_reason(err)}); nothing was moved")
+            return
+        if not (_looks_corrupt(err) and not self._intact()):
+            self._give_up(f"cannot be opened ({_reason(err)}); its files are left as they are")
             return
         aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
         try:
@@ -156,8 +205,11 @@ class ScoreCache:
         except OSError as move_err:
             self._give_up(f"is unreadable ({err}) and could not be moved aside ({move_err}); it was left as it is")
             return
-        for suffix in ("-wal", "-shm"):  # the old file's journal must not be replayed onto the fresh one
-            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+        for suffix in ("-wal", "-shm"):  # the damaged file's journal goes with it, not replayed onto the fresh one
+            journal = Path(f"{self.path}{suffix}")
+            if journal.exists():
+                os.replace(journal, f"{aside}{suffix}")
+        self._close()
         try:
             self._conn = self._open()
         except (OSError, sqlite3.DatabaseError) as open_err:
@@ -186,7 +238,7 @@ class ScoreCache:
                     if entry is not None:
                         found[key] = entry
         except sqlite3.DatabaseError as err:
-            self._recover(err)
+            self._failed(err, writing=False)
             return {}
         return found
 
@@ -207,7 +259,7 @@ class ScoreCache:
 
     def _put_many(self, rows: dict[str, dict[str, np.ndarray]]) -> None:
         conn = self._connect()
-        if conn is None or not rows or self.read_only:
+        if conn is None or not rows or self.read_only or self.not_written:
             return
         blobs = [(k, pack(v)) for k, v in rows.items()]
         try:
@@ -215,7 +267,7 @@ class ScoreCache:
                 conn.executemany("INSERT OR REPLACE INTO blobs VALUES (?, ?, ?)",
                                  [(k, data, _digest(k, data)) for k, data in blobs])
         except sqlite3.DatabaseError as err:
-            self._recover(err)
+            self._failed(err, writing=True)
 
     def clear(self) -> None:
         """Delete every cached result."""

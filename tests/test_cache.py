@@ -146,3 +146,76 @@ def test_a_tampered_blob_is_detected_and_recomputed(tiny_lm, tmp_path):
     assert store.rejected == 1 and again.stats.cached == 1  # the tampered one was recomputed
     for a, b in zip(first, again):
         np.testing.assert_allclose(a.logprob, b.logprob, atol=1e-5)
+
+
+_FILL_A_SMALL_DISK = """
+import os, sys, warnings
+import numpy as np
+from surfacelab.cache import ScoreCache
+warnings.simplefilter("always")
+path = os.path.join(sys.argv[1], "scores.sqlite")
+big = {"logprob": np.random.default_rng(0).random(4096).astype(np.float32)}  # 16 KiB a row, hard to compress
+store = ScoreCache(path)
+store.put_many({"first": big})  # committed (it may live only in the WAL so far)
+with warnings.catch_warnings(record=True) as caught:
+    for i in range(200):  # the disk holds about 20 of them
+        store.put_many({f"row{i}": big})
+    store.put_many({"after": big})
+print("WRITES", len(store.get_many([f"row{i}" for i in range(200)])), store.not_written)
+print("FILES", sorted(os.listdir(sys.argv[1])))
+for w in caught:
+    print("WARNING", w.message)
+fresh = ScoreCache(path)  # the next run: what the first one committed is still there
+print("NEXT", sorted(fresh.get_many(["first", "row0", "after"])))
+"""
+
+
+@pytest.mark.process
+def test_a_full_disk_keeps_the_cache_and_stops_writing(tmp_path):
+    """On a real full filesystem (a 400 KiB tmpfs in a private mount namespace): the run completes, says once that
+    the cache was not written, and every file stays, committed rows readable in the next run."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("making a small full filesystem needs root and unshare (a tmpfs in a private mount namespace)")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    script = f'mount -t tmpfs -o size=400k tmpfs "{disk}" && exec "$@"'
+    out = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", sys.executable,
+                          "-c", _FILL_A_SMALL_DISK, str(disk)], capture_output=True, text=True, timeout=120)
+    if out.returncode and "mount" in out.stderr:
+        pytest.skip(f"cannot mount a tmpfs here: {out.stderr.strip()[:200]}")
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    writes = next(line for line in lines if line.startswith("WRITES")).split()
+    assert 0 < int(writes[1]) < 200 and writes[2:] == ["disk", "full"]
+    files = next(line for line in lines if line.startswith("FILES"))
+    assert "scores.sqlite" in files and "corrupt" not in files
+    warned = [line for line in lines if line.startswith("WARNING")]
+    assert warned == [f"WARNING surfacelab cache {disk}/scores.sqlite: not written (disk full); results are still "
+                      "correct, and what it holds is still read"]
+    assert lines[-1] == "NEXT ['first', 'row0']"
+
+
+def test_a_damaged_file_is_moved_aside_with_its_journal_and_nothing_is_deleted(tmp_path):
+    import warnings
+
+    path = tmp_path / "scores.sqlite"
+    path.write_bytes(b"this is not a sqlite database" * 100)
+    for suffix in ("-wal", "-shm"):  # a journal beside it: evidence, and maybe rows someone wants back
+        (tmp_path / f"scores.sqlite{suffix}").write_bytes(b"journal" + suffix.encode())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        store = ScoreCache(path)
+        store.put_many({"a": _row(3)})
+    assert any("moved it to" in str(w.message) for w in caught)
+    aside = sorted(p.name for p in tmp_path.iterdir() if ".corrupt-" in p.name)
+    stamp = aside[0].split(".corrupt-")[1][:10]
+    assert aside == [f"scores.sqlite.corrupt-{stamp}", f"scores.sqlite.corrupt-{stamp}-shm",
+                     f"scores.sqlite.corrupt-{stamp}-wal"]
+    assert (tmp_path / f"scores.sqlite.corrupt-{stamp}-wal").read_bytes() == b"journal-wal"
+    assert set(ScoreCache(path).get_many(["a"])) == {"a"}  # the fresh file works
+
