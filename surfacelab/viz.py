@@ -30,7 +30,7 @@ import plotly.io as pio
 
 from ._checks import check_int, is_int, is_number
 from ._format import distinct, visible
-from .paraphrase import FORM_DCPMI, named_winners, winner_sentences
+from .paraphrase import named_winners, winner_sentences
 from .scoring import SCORER_LABELS, SCORER_RANKS
 
 #: Scorer columns of ``MCResult.table`` shown in the scorer table, with their headers, and the rank
@@ -291,7 +291,8 @@ def paraphrase_mass_spec(forms: pd.DataFrame, concepts: pd.DataFrame, winners: p
     seen: dict[str, int] = {}
     cols = ["concept", "form", "prob", "share_of_listed", "share_of_concept"]
     # each form's DC-PMI (what the form DC-PMI rule ranks) in its hover, where the frame has it
-    pmi = [f"<br>form DC-PMI = {v:.3f}" if np.isfinite(v) else "" for v in forms.get("dcpmi", [np.nan] * len(forms))]
+    pmi = [f"<br>form DC-PMI = {v:.3f} (log P(form|premise) − log P(form|domain premise))" if np.isfinite(v) else ""
+           for v in forms.get("dcpmi", [np.nan] * len(forms))]
     for concept, form, prob, listed, share, dcpmi in zip(*(forms[c].tolist() for c in cols), pmi):
         j = seen[concept] = seen.get(concept, -1) + 1
         data.append({"type": "bar", "x": [names[concept]], "y": [float(listed)],
@@ -313,13 +314,12 @@ def paraphrase_mass_spec(forms: pd.DataFrame, concepts: pd.DataFrame, winners: p
                      "hovertemplate": "%{x}: %{y:.1%} of the listed mass<extra>" + name + "</extra>"})
     # the key of the totals' colours sits in their panel title (a legend under the bars met the tick labels)
     key = " ".join(f"<span style='color:{color}'>■</span> {name}" for name, _, color in totals)
-    # a rule that picks a form names the form and its concept; the form DC-PMI rule says what it is
+    # a rule that picks a form names the form and its concept, one rule a line (two a line ran past a 560 px view);
+    # what form DC-PMI is, is said in each form's hover and in the reading under the figure
     won = named_winners(winners, lambda s: f"<b>{show(s, limit=30)}</b>")
-    lines = " · ".join(won[:2]) + ("<br>" + " · ".join(won[2:]) if len(won) > 2 else "")
-    if "dcpmi_form" in set(winners["scorer"]):
-        lines += f"<br>form DC-PMI: {esc(FORM_DCPMI)}"
-    layout = _layout(f"{esc(title)}<br><sup>winners — {lines}</sup>", 404, barmode="stack",
-                     margin={"l": 10, "r": 10, "t": 124, "b": 10},
+    lines = "<br>".join(won)
+    layout = _layout(f"{esc(title)}<br><sup>winners — {lines}</sup>", 330 + 20 * len(won), barmode="stack",
+                     margin={"l": 10, "r": 10, "t": 70 + 20 * len(won), "b": 10},
                      uniformtext={"minsize": 9, "mode": "hide"},
                      xaxis={"domain": left["x"], "anchor": "y", "ticktext": left_ticks, **axis},
                      yaxis={"domain": left["y"], "anchor": "x", "tickformat": ".0%", "range": [0, 1]},
@@ -327,6 +327,8 @@ def paraphrase_mass_spec(forms: pd.DataFrame, concepts: pd.DataFrame, winners: p
                      yaxis2={"domain": right["y"], "anchor": "x2", "tickformat": ".0%", "range": [0, 1]},
                      annotations=[_panel_title("share of listed mass, by surface form", left),
                                   _panel_title(f"concept totals<br>{key}", right)])
+    # the title hangs from the top (plotly places a multi-line title by its first line), clear of the panel titles
+    layout["title"].update(y=1, yref="container", yanchor="top", pad={"t": 12})
     return {"data": data, "layout": layout}
 
 

@@ -131,11 +131,11 @@ def test_paraphrase_title_names_the_winning_form_with_its_concept_and_says_what_
     # no rule borrows a scorer-table name ("LM", "DC-PMI" score the options as given)
     assert _rules_in(title) == ["best single form", "concept mass", "concept DC-PMI", "form DC-PMI"]
     assert not set(_rules_in(title)) & set(SCORER_LABELS.values())
-    assert ("form DC-PMI: the DC-PMI of each single form, log P(form|premise) − log P(form|domain premise); "
-            "the concept of the best form wins") in title
-    # each form's own DC-PMI is in its hover, so the form DC-PMI winner can be checked
+    assert title.count("<br>") == 4  # one rule a line: two a line ran past a 560 px view
+    # each form's own DC-PMI is in its hover, with what it is, so the form DC-PMI winner can be checked
     hovers = [t["hovertemplate"] for t in spec["data"] if t["xaxis"] == "x"]
-    assert "form DC-PMI = 1.500" in hovers[3] and "form DC-PMI = -0.250" in hovers[1]
+    assert "form DC-PMI = 1.500 (log P(form|premise) − log P(form|domain premise))" in hovers[3]
+    assert "form DC-PMI = -0.250" in hovers[1]
     # without a domain premise there is no form DC-PMI winner to explain
     bare = viz.paraphrase_mass_spec(forms.drop(columns="dcpmi"), concepts, winners[:2])["layout"]["title"]["text"]
     assert "DC-PMI" not in bare

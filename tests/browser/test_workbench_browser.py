@@ -64,6 +64,15 @@ def session(tmp_path_factory):
         browser.close()
 
 
+def test_after_run_all_the_workbench_is_in_view(session):
+    # run all leaves JupyterLab at the last cell; the workbench brings its top back into view once the run is over
+    # (the first test: the others scroll)
+    page = session["page"]
+    page.wait_for_function("(() => { const r = document.querySelector('.sl-workbench').getBoundingClientRect();"
+                           " return r.top >= 0 && r.top < window.innerHeight / 2; })()", timeout=10_000)
+    assert page.locator(".sl-premise textarea").is_visible()
+
+
 def test_make_lab_prints_one_url_that_opens_the_workbench(session):
     lab, page = session["lab"], session["page"]
     urls = [line for line in lab.printed.split() if line.startswith("http")]
@@ -81,14 +90,6 @@ def test_make_lab_prints_one_url_that_opens_the_workbench(session):
     assert "Traceback" not in stderr, stderr
     assert "Loading weights" not in stderr  # transformers' bars for the presets' converted copies
     assert "Jupyter news" not in page.inner_text("body")  # no news prompt over the workbench's corner
-
-
-def test_after_run_all_the_workbench_is_in_view(session):
-    # run all leaves JupyterLab at the last cell; the workbench brings its top back into view once the run is over
-    page = session["page"]
-    page.wait_for_function("(() => { const r = document.querySelector('.sl-workbench').getBoundingClientRect();"
-                           " return r.top >= 0 && r.top < window.innerHeight / 2; })()", timeout=10_000)
-    assert page.locator(".sl-premise textarea").is_visible()
 
 
 def test_token_tooltip_stays_inside_the_viewport(session):
