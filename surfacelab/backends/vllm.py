@@ -24,7 +24,11 @@ backend) and sends the resulting token ids to the server:
 Requests go in batches of prompts per HTTP call, a few calls in flight at once; connection errors
 and 429/500/502/503/504 answers are retried with exponential back-off; a refused request (4xx), a malformed
 answer, a timeout or a server that stays unreachable raises ``ServerError`` naming the server and
-what went wrong.
+what went wrong. ``timeout`` bounds a whole call (connecting, sending, every read of the answer, the retries
+and their back-off: one deadline, see ``http_deadline``), so a server that trickles its answer is cut off.
+Every answer is checked before its batch reaches the engine (``vllm_checks``: log-probs finite and <= 0,
+ranks >= 1, top-k sorted); an impossible one raises ``ServerError`` naming the request, and nothing of its
+batch is cached.
 
 Loading checks that the server serves the model the local tokenizer belongs to: the vocabulary
 size (the largest token id the server accepts) and the server's own tokenization of a fixed probe
@@ -32,8 +36,10 @@ text must match; otherwise loading fails and says what differs. ``identity()`` (
 fingerprint) combines the served model name, the tokenizer, the vocabulary size and the log-prob
 of the probe text, so a server restarted with other weights never reuses cached numbers.
 
-An API key (argument, or ``SURFACELAB_API_KEY``) is sent only as the ``Authorization`` header; it
-is never part of a repr, an error message, a log line, the fingerprint, a result or a pickle.
+An API key is sent only as the ``Authorization`` header, and only to the server it was given for: an
+``api_key=`` argument goes to the server of the same call; ``$SURFACELAB_API_KEY`` goes only to the server
+``$SURFACELAB_SERVER`` names (no key at all for any other URL, such as one read from a file). A key is
+never part of a repr, an error message, a log line, the fingerprint, a result or a pickle.
 """
 
 from __future__ import annotations
@@ -51,10 +57,14 @@ from urllib.parse import urlsplit, urlunsplit
 import numpy as np
 
 from .._checks import is_int, is_number
-from .base import RANK_TOL, NextTokenScores, OnDone, TokenScores, raise_if_cancelled
+from .base import NextTokenScores, OnDone, TokenScores, raise_if_cancelled
+from .http_deadline import bound, deadline
+from .vllm_checks import ImpossibleAnswer, read_logprob, read_prompt_logprobs, request_view
 
-#: Environment variable read when no ``api_key`` is given.
+#: Environment variable read when no ``api_key`` is given ...
 API_KEY_ENV = "SURFACELAB_API_KEY"
+#: ... for the server this one names, and for no other.
+SERVER_ENV = "SURFACELAB_SERVER"
 #: Text whose server-side tokenization and log-prob identify the served model.
 PROBE = "The quick brown fox jumps over the lazy dog. Naïve café, 東京 2+2=4\n(probe)"
 #: Prompts per HTTP call and prompt tokens per call, unless ``batch_size`` says otherwise.
@@ -66,8 +76,6 @@ CONCURRENCY = 4
 MAX_LOGPROBS = 20
 #: Answers worth another try: overloaded, restarting or behind a proxy whose upstream is down.
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
-#: vLLM sends -inf log-probs as this value (JSON has no infinity).
-_JSON_NEG_INF = -9999.0
 
 
 class ServerError(ConnectionError):
@@ -132,14 +140,6 @@ def _token_key(key: str) -> int:
     return int(key[len("token_id:"):])
 
 
-def _lp(value: Any) -> float:
-    """A log-prob from JSON (vLLM's -9999 stands for -inf)."""
-    v = float(value)
-    if math.isnan(v):
-        raise ValueError("NaN log-prob")
-    return -math.inf if v <= _JSON_NEG_INF else v
-
-
 class VLLMBackend:
     """Scores through a vLLM (OpenAI-compatible completions) server; see the module docstring.
 
@@ -161,19 +161,20 @@ class VLLMBackend:
         self.next_token_mode = "generate"
         self._identity = ""
         self._key = _Secret(api_key)
-        self._client = self._make_client()
+        self._client = bound(self._make_client())
 
     def __repr__(self) -> str:
         return f"VLLMBackend(url={self.url!r}, served_model={self.served_model!r})"
 
     def __getstate__(self) -> dict:
-        """Everything but the connection and the API key (an unpickled copy reads ``$SURFACELAB_API_KEY``)."""
+        """Everything but the connection and the API key (an unpickled copy reads ``$SURFACELAB_API_KEY``, when
+        ``$SURFACELAB_SERVER`` names its server)."""
         return {k: v for k, v in self.__dict__.items() if k not in ("_client", "_key")}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self._key = _Secret(api_key_from(None))
-        self._client = self._make_client()
+        self._key = _Secret(api_key_from(None, self.url))
+        self._client = bound(self._make_client())
 
     def _make_client(self) -> Any:
         import httpx
@@ -190,19 +191,30 @@ class VLLMBackend:
     # ------------------------------------------------------------------------------------- HTTP
 
     def _request(self, method: str, path: str, body: dict | None = None) -> Any:
-        """One HTTP call, retried with back-off on connection errors and ``_RETRY_STATUS``; the decoded JSON answer."""
+        """One HTTP call, retried with back-off on connection errors and ``_RETRY_STATUS``; the decoded JSON answer.
+
+        ``timeout`` is one deadline for the whole call: connecting, sending and every read of every try, and the
+        back-off between tries (a try that would start after it is not made), so retries never stretch it.
+        """
         import httpx
 
         where = f"server {self.url}"
         last = ""
-        for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(min(8.0, 0.5 * 2 ** (attempt - 1)))
+        end = time.monotonic() + self.timeout
+        tries = 0
+        while tries <= self.retries:
+            if tries:
+                pause = min(8.0, 0.5 * 2 ** (tries - 1))
+                if time.monotonic() + pause >= end:
+                    break
+                time.sleep(pause)
+            tries += 1
             try:
-                resp = self._client.request(method, path, json=body)
+                with deadline(end):
+                    resp = self._client.request(method, path, json=body)
             except httpx.TimeoutException as err:
-                raise ServerError(f"{where}: no answer to {method} {path} within {self.timeout:g} s "
-                                  f"({type(err).__name__}); raise timeout= or check the server") from None
+                raise ServerError(f"{where}: no answer to {method} {path} within {self.timeout:g} s (the whole "
+                                  f"request; {type(err).__name__}); raise timeout= or check the server") from None
             except httpx.TransportError as err:  # refused, reset, dropped: the server may be restarting
                 last = f"{type(err).__name__}: {err}"
                 continue
@@ -211,7 +223,8 @@ class VLLMBackend:
                 continue
             if resp.status_code in (401, 403):
                 raise ServerError(f"{where} refused the API key (HTTP {resp.status_code}): pass api_key= or set "
-                                  f"${API_KEY_ENV}" + (" (a key was sent)" if self._key.value else " (none was sent)"))
+                                  f"${API_KEY_ENV} with ${SERVER_ENV}={self.url}"
+                                  + (" (a key was sent)" if self._key.value else " (none was sent)"))
             if resp.status_code >= 400:
                 raise ServerError(f"{where} refused {method} {path} (HTTP {resp.status_code}): {_error_message(resp)}"
                                   + _hint(_error_message(resp)))
@@ -220,7 +233,7 @@ class VLLMBackend:
             except ValueError:
                 raise ServerError(f"{where}: malformed answer to {method} {path} (not JSON): "
                                   f"{resp.text[:200]!r}") from None
-        raise ServerError(f"{where}: unreachable after {self.retries + 1} tries ({last}); is it running?")
+        raise ServerError(f"{where}: unreachable after {tries} tries ({last}); is it running?")
 
     def _complete(self, prompts: list[Any], **fields: Any) -> list[dict]:
         """POST /completions for ``prompts``; the choices in prompt order (checked for count and shape)."""
@@ -296,48 +309,28 @@ class VLLMBackend:
             raise ValueError(f"{what}: {k} exceeds the {self.max_logprobs} log-probs per position this server "
                              f"returns; start vLLM with --max-logprobs {k} (and pass max_logprobs={k})")
 
-    def _parse_prompt_logprobs(self, choice: dict, ids: Sequence[int], start: int, top_k: int) -> TokenScores:
-        """One request's ``TokenScores`` from vLLM's per-position ``prompt_logprobs``."""
-        plp = choice.get("prompt_logprobs")
-        if not isinstance(plp, list) or len(plp) != len(ids):
-            got = len(plp) if isinstance(plp, list) else repr(plp)[:40]
-            raise ValueError(f"prompt_logprobs: {got} positions for a prompt of {len(ids)} tokens")
-        n = len(ids) - start
-        logprob = np.empty(n, np.float32)
-        rank = np.empty(n, np.int64)
-        top_ids = np.zeros((n, top_k), np.int64)
-        top_lps = np.zeros((n, top_k), np.float32)
-        for j, pos in enumerate(range(start, len(ids))):
-            entry = plp[pos]
-            target = str(ids[pos])
-            if not isinstance(entry, dict) or target not in entry:
-                raise ValueError(f"prompt_logprobs[{pos}] lacks the prompt's token {target}")
-            t = _lp(entry[target]["logprob"])
-            r_server = int(entry[target]["rank"])
-            tops = sorted(((int(v["rank"]), _lp(v["logprob"]), int(tid)) for tid, v in entry.items()
-                           if int(v["rank"]) <= max(top_k, 1)), key=lambda x: x[0])
-            near = sum(1 for _, lp, tid in tops if tid != ids[pos] and t <= lp <= t + RANK_TOL)
-            logprob[j] = t
-            rank[j] = max(1, r_server - near)  # ties within RANK_TOL do not outrank (vLLM counts them)
-            if top_k:
-                if len(tops) < top_k:
-                    raise ValueError(f"prompt_logprobs[{pos}] has {len(tops)} alternatives, {top_k} asked")
-                top_ids[j] = [tid for _, _, tid in tops[:top_k]]
-                top_lps[j] = [lp for _, lp, _ in tops[:top_k]]
-        return TokenScores(logprob, rank, np.full(n, np.nan, np.float32), top_ids, top_lps)
+    def _refused(self, i: int, view: str, err: Exception) -> ServerError:
+        """The error for the answer to request ``i`` (shown as ``view``); raised before its batch reaches the cache."""
+        kind = "impossible" if isinstance(err, ImpossibleAnswer) else "malformed"
+        return ServerError(f"server {self.url}: {kind} answer to request {i} ({view}): {err}; nothing of its batch "
+                           "is cached")
 
-    def _score_ids(self, items: list[tuple[tuple[int, ...], int]], *, top_k: int, batch_size: int | None,
-                   progress: bool, stats: Any, on_done: OnDone | None, desc: str) -> list[TokenScores]:
-        """``TokenScores`` of (token ids, first scored index) pairs."""
+    def _score_ids(self, items: list[tuple[tuple[int, ...], int]], view: Callable[[int], str], *, top_k: int,
+                   batch_size: int | None, progress: bool, stats: Any, on_done: OnDone | None,
+                   desc: str) -> list[TokenScores]:
+        """``TokenScores`` of (token ids, first scored index) pairs; ``view(i)`` shows request ``i`` in an error."""
         self._check_k(top_k, "top_k")
 
-        def run(batch: list[int]) -> list[TokenScores]:
+        def run(batch: list[int]) -> list[TokenScores]:  # a bad answer raises before ``on_done`` sees the batch
             prompts = [list(items[i][0]) for i in batch]
             choices = self._complete(prompts, prompt_logprobs=max(top_k, 1))
-            try:
-                return [self._parse_prompt_logprobs(c, items[i][0], items[i][1], top_k) for c, i in zip(choices, batch)]
-            except (ValueError, KeyError, TypeError, AttributeError) as err:
-                raise ServerError(f"server {self.url}: malformed answer: {err}") from None
+            out = []
+            for c, i in zip(choices, batch):
+                try:
+                    out.append(read_prompt_logprobs(c, items[i][0], items[i][1], top_k))
+                except (ValueError, KeyError, TypeError, AttributeError) as err:
+                    raise self._refused(i, view(i), err) from None
+            return out
 
         batches = self._batches([len(ids) for ids, _ in items], batch_size)
         got = self._fan_out(batches, run, progress=progress, stats=stats, desc=desc, on_done=on_done, total=len(items))
@@ -351,8 +344,9 @@ class VLLMBackend:
               on_done: OnDone | None = None) -> list[TokenScores]:
         """Per-token scores of every encoded request, in the order given (see the module docstring)."""
         items = [(tuple(e.input_ids), e.start) for e in encodings]
-        return self._score_ids(items, top_k=top_k, batch_size=batch_size, progress=progress, stats=stats,
-                               on_done=on_done, desc=f"scoring via {self.served_model}")
+        return self._score_ids(items, lambda i: request_view(encodings[i].context, encodings[i].continuation),
+                               top_k=top_k, batch_size=batch_size, progress=progress, stats=stats, on_done=on_done,
+                               desc=f"scoring via {self.served_model}")
 
     def next_token(self, prompts: Sequence[tuple[int, ...]], *, token_ids: Sequence[int], top_k: int,
                    batch_size: int | None, progress: bool = False, stats: Any,
@@ -371,7 +365,7 @@ class VLLMBackend:
             for chunk in chunks:
                 choices = self._complete(ps, logprobs=1, logprob_token_ids=chunk, return_tokens_as_token_ids=True)
                 for r, c in enumerate(choices):
-                    got = self._generated_logprobs(c)
+                    got = self._generated_logprobs(c, batch[r], ps[r])
                     missing = [t for t in chunk if t not in got]
                     if missing:
                         raise ServerError(f"server {self.url}: malformed answer: asked token ids {missing[:5]} "
@@ -382,8 +376,9 @@ class VLLMBackend:
             if top_k:
                 choices = self._complete(ps, logprobs=top_k, return_tokens_as_token_ids=True)
                 tops = []
-                for c in choices:
-                    ranked = sorted(self._generated_logprobs(c).items(), key=lambda kv: -kv[1])[:top_k]
+                for r, c in enumerate(choices):
+                    got = self._generated_logprobs(c, batch[r], ps[r])
+                    ranked = sorted(got.items(), key=lambda kv: -kv[1])[:top_k]
                     if len(ranked) < top_k:
                         raise ServerError(f"server {self.url}: malformed answer: {len(ranked)} alternatives, "
                                           f"{top_k} asked")
@@ -399,11 +394,13 @@ class VLLMBackend:
         stats.count_path("server", len(prompts))
         return [got[i] for i in range(len(prompts))]
 
-    def _generated_logprobs(self, choice: dict) -> dict[int, float]:
-        """Token id -> log-prob at the generated position of a one-token completion."""
+    def _generated_logprobs(self, choice: dict, i: int, prompt: Sequence[int]) -> dict[int, float]:
+        """Token id -> log-prob (checked) at the generated position of a one-token completion of request ``i``."""
         try:
             top = choice["logprobs"]["top_logprobs"][0]
-            return {_token_key(k): _lp(v) for k, v in top.items()}
+            return {_token_key(k): read_logprob(v) for k, v in top.items()}
+        except ImpossibleAnswer as err:
+            raise self._refused(i, f"next-token prompt of {len(prompt)} tokens", err) from None
         except (KeyError, IndexError, TypeError, ValueError) as err:
             raise ServerError(f"server {self.url}: malformed answer: no per-id log-probs of the generated "
                               f"token ({type(err).__name__}: {err})") from None
@@ -415,8 +412,9 @@ class VLLMBackend:
         asked = sel or [0]
         items = [(tuple(p) + (t,), len(p)) for p in prompts for t in asked]
         per = len(asked)
-        scores = self._score_ids(items, top_k=top_k, batch_size=batch_size, progress=progress, stats=stats,
-                                 on_done=None, desc=f"next token via {self.served_model}")
+        scores = self._score_ids(items, lambda i: f"next-token prompt {i // per}, asked id {asked[i % per]}",
+                                 top_k=top_k, batch_size=batch_size, progress=progress, stats=stats, on_done=None,
+                                 desc=f"next token via {self.served_model}")
         out = []
         for i in range(len(prompts)):
             rows = scores[i * per:(i + 1) * per]
@@ -469,7 +467,9 @@ class VLLMBackend:
                               f"here, first difference at token {diff} ({remote[diff:diff + 3]} vs "
                               f"{local[diff:diff + 3]}); load the matching model or tokenizer")
         try:
-            probe = self._parse_prompt_logprobs(choice, local, 1, 0)
+            probe = read_prompt_logprobs(choice, local, 1, 0)
+        except ImpossibleAnswer as err:
+            raise ServerError(f"server {self.url}: impossible answer for the probe text: {err}") from None
         except (ValueError, KeyError, TypeError, AttributeError) as err:
             raise ServerError(f"server {self.url} does not return vLLM's prompt_logprobs by token id ({err}); "
                               "surfacelab's server backend needs vLLM") from None
@@ -504,7 +504,7 @@ class VLLMBackend:
         asked = ids[1]
         choice = self._complete([ids[:1]], logprobs=1, logprob_token_ids=[asked], return_tokens_as_token_ids=True)[0]
         try:
-            return "generate" if asked in self._generated_logprobs(choice) else "append"
+            return "generate" if asked in self._generated_logprobs(choice, 0, ids[:1]) else "append"
         except ServerError:
             return "append"
 
@@ -530,14 +530,21 @@ def _hint(message: str) -> str:
     return ""
 
 
-def api_key_from(api_key: str | None) -> str | None:
-    """``api_key`` if given, else ``$SURFACELAB_API_KEY``, else None.
+def api_key_from(api_key: str | None, url: str) -> str | None:
+    """The key to send to the server at ``url``: ``api_key`` if given (it was given for this server), else
+    ``$SURFACELAB_API_KEY`` if ``$SURFACELAB_SERVER`` names this same server, else None.
 
     Raises:
         ValueError: ``api_key`` is not a non-empty string.
     """
     if api_key is None:
-        return os.environ.get(API_KEY_ENV) or None
+        key, bound = os.environ.get(API_KEY_ENV), os.environ.get(SERVER_ENV)
+        if not key or not bound:
+            return None
+        try:
+            return key if normalize_url(bound) == normalize_url(url) else None
+        except ValueError:  # a $SURFACELAB_SERVER that is not a URL binds the key to nothing
+            return None
     if not isinstance(api_key, str) or not api_key.strip():
         raise ValueError("api_key: expected a non-empty string")
     return api_key
@@ -552,15 +559,17 @@ def connect(server: str, tokenizer: Any, vocab_size: int, *, served_model: str |
         tokenizer: the local (fast) tokenizer of the served model.
         vocab_size: rows of the model's output distribution (the config's ``vocab_size``).
         served_model: the model name on the server; None when it serves exactly one.
-        api_key: sent as ``Authorization: Bearer ...``; default ``$SURFACELAB_API_KEY``.
-        timeout: seconds to wait for one HTTP answer.
+        api_key: sent to ``server`` as ``Authorization: Bearer ...``; default ``$SURFACELAB_API_KEY`` when
+            ``$SURFACELAB_SERVER`` names ``server`` (none otherwise).
+        timeout: seconds one HTTP call may take in all: connecting, sending, every read, retries and back-off.
         **options: ``retries``, ``concurrency``, ``batch_prompts``, ``batch_tokens``, ``max_logprobs``.
     """
     if served_model is not None and (not isinstance(served_model, str) or not served_model):
         raise ValueError(f"served_model: expected a model name served by the server, got {served_model!r}")
     if not is_number(timeout) or not timeout > 0:
         raise ValueError(f"timeout: expected a positive number of seconds, got {timeout!r}")
-    backend = VLLMBackend(normalize_url(server), served_model or "", api_key=api_key_from(api_key), timeout=timeout,
+    url = normalize_url(server)
+    backend = VLLMBackend(url, served_model or "", api_key=api_key_from(api_key, url), timeout=timeout,
                           **options)
     try:
         backend.check(tokenizer, vocab_size)

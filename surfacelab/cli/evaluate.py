@@ -116,7 +116,7 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--device", default=None, help="cuda, cuda:N, mps or cpu (default: auto)")
     p.add_argument("--server", default=None,
                    help="score on a vLLM server that serves --model, e.g. http://127.0.0.1:8000/v1 (its API key, if "
-                        "any, from $SURFACELAB_API_KEY)")
+                        "any, from $SURFACELAB_API_KEY, sent only when $SURFACELAB_SERVER names this server)")
     p.add_argument("--served-model", default=None, help="the model's name on --server, if it serves several")
     p.add_argument("--batch-size", default="auto", help="rows per batch or 'auto'")
     p.add_argument("--out", default=None, help="per-item .csv (default: eval-<task>-<split>-<model>.csv)")

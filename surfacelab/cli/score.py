@@ -98,7 +98,7 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--device", default=None, help="cuda, cuda:N, mps or cpu (default: auto)")
     p.add_argument("--server", default=None,
                    help="score on a vLLM server that serves --model, e.g. http://127.0.0.1:8000/v1 (its API key, if "
-                        "any, from $SURFACELAB_API_KEY)")
+                        "any, from $SURFACELAB_API_KEY, sent only when $SURFACELAB_SERVER names this server)")
     p.add_argument("--served-model", default=None, help="the model's name on --server, if it serves several")
     p.add_argument("--csv", default=None, help="write the option table to this .csv file")
     p.add_argument("--json", default=None, help="write both frames (options and tokens) to this .json file")

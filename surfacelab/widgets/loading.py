@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from ..backends.vllm import normalize_url
 from ..models import DEFAULT_LM, DEFAULT_MLM, load_lm, load_mlm
 from .inputs import Problem
 
@@ -43,7 +44,7 @@ class ModelSlots:
             key = (kind, name, server)
             if key not in self._models:
                 if kind == "causal":
-                    remote = {"server": server, "api_key": self._api_key} if server else {}
+                    remote = {"server": server, "api_key": self._key_for(server)} if server else {}
                     self._models[key] = load_lm(name, progress=progress, **remote)
                 else:
                     self._models[key] = load_mlm(name, progress=progress)
@@ -53,6 +54,45 @@ class ModelSlots:
                              "pass the model's name instead, or no server")
         self._models[(kind, value.name, server_url(value))] = value
         return value
+
+    def _key_for(self, server: str) -> str | None:
+        """The workbench's API key if ``server`` is one the person gave (``server=``, typed into the box, or
+        confirmed with the "send my API key" button), else None: ``load_lm`` then sends ``$SURFACELAB_API_KEY``
+        only if ``$SURFACELAB_SERVER`` names that server. A URL from a file never gets a key by itself."""
+        try:
+            return self._api_key if normalize_url(server) in self._trusted else None
+        except ValueError:
+            return None
+
+    def trust_server(self, url: str | None = None) -> None:
+        """Let the workbench's API key go to ``url`` (default: the server box's): what the "send my API key to
+        this server" button does for a server that came from a file. The model loaded there without the key (or
+        that failed without it) is loaded again."""
+        url = normalize_url(url if url is not None else self.server_box.value)
+        self._trusted.add(url)
+        for key in [k for k in (*self._models, *self._failed) if k[2] and normalize_url(k[2]) == url]:
+            self._models.pop(key, None)
+            self._failed.pop(key, None)
+        self._show_trust()
+        self._retry()
+
+    def _server_changed(self, _change: Any) -> None:
+        """The server box changed: a URL typed by the person is theirs to send the key to; one set from a file (an
+        example, a saved state: set while the workbench holds its updates) is not, until confirmed."""
+        url = self.server_box.value.strip()
+        if url and not self._hold:
+            try:
+                self._trusted.add(normalize_url(url))
+            except ValueError:
+                pass  # the load says what is wrong with the URL
+        self._show_trust()
+        self._edited(0)
+
+    def _show_trust(self) -> None:
+        """The "send my API key" button: shown while the server in the box came from a file and a key is held."""
+        url = self.server_box.value.strip()
+        show = bool(url and self._api_key) and self._key_for(url) is None
+        self.trust_button.layout.display = None if show else "none"
 
     def _wanted(self, kind: str) -> tuple[str, str, str]:
         """The model the pickers (and the server box) ask for: (kind, name, server URL or "")."""

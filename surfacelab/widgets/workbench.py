@@ -50,6 +50,7 @@ import plotly.graph_objects as go
 import torch
 
 from .._checks import check_int, is_int, is_number
+from ..backends.vllm import normalize_url
 from ..engine import Cancelled, cancelled_when
 from ..text import glued
 from ..viz import check_gold
@@ -119,16 +120,22 @@ class Workbench(ModelSlots, Exports, w.VBox):
             widget); None: ``DEFAULT_EXPORT_DIR`` (``~/surfacelab-exports``).
         server: URL of a vLLM (OpenAI-compatible) server that scores the causal LM (``load_lm(lm,
             server=...)``); shown and editable in the "server" box next to the model picker. None: in-process.
-        api_key: the server's API key (default ``$SURFACELAB_API_KEY``); kept in the kernel only: never
-            shown, synced to the browser or written by ``save_state``.
+        api_key: the API key of ``server``, or of a server typed into the server box (default:
+            ``$SURFACELAB_API_KEY`` for the server ``$SURFACELAB_SERVER`` names); kept in the kernel only: never
+            shown, synced to the browser or written by ``save_state``. A server named by a file (a saved state, an
+            example) is contacted without it until the person presses "send my API key to this server".
+        key_for_server: whether ``api_key`` may go to ``server`` (``from_state`` passes False for a server that
+            only the file names).
     """
 
     def __init__(self, lm: Any = None, mlm: Any = None, *, live: bool = True, debounce: float = 0.05,
                  top_k: int = 5, export_dir: str | Path | None = None, server: str | None = None,
-                 api_key: str | None = None) -> None:
+                 api_key: str | None = None, key_for_server: bool = True) -> None:
         _check_arguments(debounce, top_k, export_dir, server)
         self.live, self.debounce, self.top_k = live, float(debounce), top_k
         self._api_key = api_key
+        # the servers the person gave (this argument, typed in the box, confirmed): the only ones the key goes to
+        self._trusted = {normalize_url(server)} if server and server.strip() and key_for_server else set()
         self._models: dict[tuple[str, str, str], Any] = {}  # (kind, name, server URL or "") -> model
         self._failed: dict[tuple[str, str, str], Problem] = {}  # models that failed to load, until retried
         self._lock = threading.RLock()
@@ -186,7 +193,11 @@ class Workbench(ModelSlots, Exports, w.VBox):
         self.server_box = w.Text(value=server_url(self.lm), description="server", continuous_update=False,
                                  placeholder="vLLM URL, e.g. http://127.0.0.1:8000/v1 (empty: this kernel)",
                                  tooltip="score the causal LM on a vLLM server; the API key comes from "
-                                         "Workbench(api_key=...) or $SURFACELAB_API_KEY and is never shown or saved")
+                                         "Workbench(api_key=...) or $SURFACELAB_API_KEY (for $SURFACELAB_SERVER) "
+                                         "and is never shown or saved")
+        self.trust_button = w.Button(description="send my API key to this server", icon="key",
+                                     layout=w.Layout(display="none", width="auto"),
+                                     tooltip="this server came from a file and was contacted without your key")
         self.mlm_picker = w.Dropdown(options=list(dict.fromkeys(masked + [self.mlm.name])), value=self.mlm.name,
                                      description="masked LM")
         self.source_picker = w.Dropdown(options=[CUSTOM, TEACHING, *DATASETS, SAVED], value=CUSTOM,
@@ -215,7 +226,8 @@ class Workbench(ModelSlots, Exports, w.VBox):
                             (self.options_box, "sl-options"), (self.add_button, "sl-add-option"),
                             (self.score_button, "sl-score"), (self.progress, "sl-progress"),
                             (self.status, "sl-status"), (self.message, "sl-message"),
-                            (self.fix_spaces, "sl-fix-spaces"), (self.export_box, "sl-export-dir"),
+                            (self.fix_spaces, "sl-fix-spaces"), (self.trust_button, "sl-trust-server"),
+                            (self.export_box, "sl-export-dir"),
                             (self.save_button, "sl-save-state"), (self.files_note, "sl-files-note")]:
             widget.add_class(cls)
 
@@ -229,7 +241,7 @@ class Workbench(ModelSlots, Exports, w.VBox):
                 "sl-pickers"),
             self.premise_box, self.domain_box, w.HTML(f"<div class='sl-rule'>{RULE}</div>"), self.options_box,
             row([self.add_button, self.score_button, self.progress, self.status], "sl-actions"),
-            row([self.message, self.fix_spaces], "sl-messages"),
+            row([self.message, self.fix_spaces, self.trust_button], "sl-messages"),
             row([self.export_box, self.save_button, self.files_note], "sl-files"),
         ])
         controls.add_class("sl-controls")
@@ -246,7 +258,8 @@ class Workbench(ModelSlots, Exports, w.VBox):
         self.fix_spaces.on_click(lambda _: self.fix_leading_spaces())
         self.save_button.on_click(lambda _: self._save_clicked())
         self.lm_picker.observe(lambda _: self._edited(0), "value")
-        self.server_box.observe(lambda _: self._edited(0), "value")
+        self.server_box.observe(self._server_changed, "value")
+        self.trust_button.on_click(lambda _: self.trust_server())
         self.mlm_picker.observe(lambda _: self._edited(0), "value")
         self.source_picker.observe(lambda ch: self._source_changed(ch["new"]), "value")
         self.example_picker.observe(lambda ch: self._example_chosen(ch["new"]), "value")
@@ -448,6 +461,7 @@ class Workbench(ModelSlots, Exports, w.VBox):
         """A new Workbench with the models and inputs of a saved state (``lm=``/``mlm=`` and other keyword
         arguments of ``Workbench`` override)."""
         state = read_state(source)
+        kwargs.setdefault("key_for_server", "server" in kwargs)  # a server only the file names gets no key
         for key in ("lm", "mlm", "server"):
             kwargs.setdefault(key, state.get(key))
         bench = cls(**kwargs)

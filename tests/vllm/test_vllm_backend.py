@@ -278,6 +278,10 @@ def test_api_key_is_required_and_never_leaks(vllm_server, api_key, remote_lm, mo
         sl.load_lm("smollm2-135m", server=vllm_server.url, api_key="not-the-key")
     assert "not-the-key" not in str(wrong.value)
     monkeypatch.setenv("SURFACELAB_API_KEY", api_key)
+    monkeypatch.delenv("SURFACELAB_SERVER", raising=False)
+    with pytest.raises(ServerError, match=r"SURFACELAB_SERVER.*\(none was sent\)"):  # the key is bound to no server
+        sl.load_lm("smollm2-135m", server=vllm_server.url)
+    monkeypatch.setenv("SURFACELAB_SERVER", vllm_server.url)
     out, err = io.StringIO(), io.StringIO()
     with caplog.at_level(logging.DEBUG), redirect_stdout(out), redirect_stderr(err):
         lm = sl.load_lm("smollm2-135m", server=vllm_server.url)  # the key from the environment
@@ -293,7 +297,7 @@ def test_api_key_is_required_and_never_leaks(vllm_server, api_key, remote_lm, mo
         assert api_key not in s
     state = pickle.dumps(lm.backend)
     assert api_key.encode() not in state
-    restored = pickle.loads(state)  # an unpickled copy reads the key from the environment again
+    restored = pickle.loads(state)  # an unpickled copy reads the key from the environment again (for its server)
     assert engine.logprobs(restored_lm(lm, restored), [("a", " b")], cache=False)[0].n_tokens == 1
 
 

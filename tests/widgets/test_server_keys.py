@@ -1,0 +1,142 @@
+"""An API key goes only to the server it was given for: a recording HTTP server on 127.0.0.1 shows what each
+request carried. A URL that arrives in a file (a saved state, the saved-states picker) is contacted without a key
+until the person confirms it; a key from the environment goes only to ``$SURFACELAB_SERVER``."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+import surfacelab as sl
+from surfacelab.backends.vllm import ServerError
+from surfacelab.widgets import Workbench
+from tiny_models import tiny_causal
+
+KEY = "sk-lab-key-never-for-strangers"
+
+
+class Recorder(BaseHTTPRequestHandler):
+    """Answers every request 401 (as a keyed vLLM server does to a wrong or missing key) and records its headers."""
+
+    seen: list[tuple[str, str | None]] = []
+
+    def _answer(self) -> None:
+        self.seen.append((self.path, self.headers.get("Authorization")))
+        body = json.dumps({"error": {"message": "Unauthorized"}}).encode()
+        self.send_response(401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def recorder():
+    handler = type("Handler", (Recorder,), {"seen": []})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1", handler.seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    """A tiny causal model saved as a folder: a model name a state file can carry."""
+    folder = tmp_path_factory.mktemp("tiny") / "tiny-lm"
+    model, tokenizer = tiny_causal()
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.fixture(autouse=True)
+def no_key_in_the_environment(monkeypatch):
+    monkeypatch.delenv("SURFACELAB_API_KEY", raising=False)
+    monkeypatch.delenv("SURFACELAB_SERVER", raising=False)
+
+
+def _state(tmp_path, server: str, lm: str):
+    path = tmp_path / "student.json"
+    path.write_text(json.dumps({"format": "surfacelab-workbench-state", "version": 1, "premise": "The cat sat on the",
+                                "domain_premise": " the", "options": [" mat", " hat"], "paraphrases": ["", ""],
+                                "gold": 0, "lm": lm, "server": server, "mlm": None}))
+    return path
+
+
+def _keys(seen) -> set:
+    return {auth for _, auth in seen}
+
+
+def test_a_key_from_the_environment_goes_only_to_surfacelab_server(recorder, monkeypatch):
+    url, seen = recorder
+    monkeypatch.setenv("SURFACELAB_API_KEY", KEY)
+    with pytest.raises(ServerError, match=r"none was sent.*|SURFACELAB_SERVER"):
+        sl.load_lm(tiny_causal(), server=url)
+    assert seen and _keys(seen) == {None}  # $SURFACELAB_SERVER unset: the key is bound to no server
+    monkeypatch.setenv("SURFACELAB_SERVER", "http://127.0.0.1:1/v1")
+    seen.clear()
+    with pytest.raises(ServerError):
+        sl.load_lm(tiny_causal(), server=url)
+    assert seen and _keys(seen) == {None}  # bound to another server
+    monkeypatch.setenv("SURFACELAB_SERVER", url.removesuffix("/v1"))  # the same server, written without /v1
+    seen.clear()
+    with pytest.raises(ServerError, match=r"a key was sent"):
+        sl.load_lm(tiny_causal(), server=url)
+    assert _keys(seen) == {f"Bearer {KEY}"}
+
+
+def test_a_state_file_never_sends_the_key_to_the_server_it_names(recorder, model_dir, tiny_lm, tiny_mlm, tmp_path):
+    url, seen = recorder
+    path = _state(tmp_path, url, model_dir)
+    # from_state with the person's key: the file's server is contacted, without it
+    with pytest.raises(ServerError, match=r"none was sent"):
+        Workbench.from_state(path, api_key=KEY, mlm=tiny_mlm, live=False)
+    assert seen and _keys(seen) == {None}
+    # load_state into a workbench that holds a key: the file's server gets no key, and the person is offered one
+    seen.clear()
+    bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=False, api_key=KEY, export_dir=tmp_path)
+    bench.load_state(path)
+    bench.update()
+    assert seen and _keys(seen) == {None}
+    assert "none was sent" in bench.message.value and bench.lm is tiny_lm  # the views keep the model they had
+    assert bench.trust_button.layout.display != "none"
+    # the saved-states picker reads the same file: no key either
+    seen.clear()
+    bench.source_picker.value = "saved states"
+    bench.example_picker.value = "student.json"
+    bench.update()
+    assert seen and _keys(seen) == {None}
+    # the person confirms the server: now, and only now, the key goes there
+    seen.clear()
+    bench.trust_button.click()
+    bench.wait(60)
+    assert _keys(seen) == {f"Bearer {KEY}"} and bench.trust_button.layout.display == "none"
+    assert KEY not in json.dumps(bench.state()) and KEY not in bench.message.value
+    bench.close()
+
+
+def test_a_server_given_in_code_or_typed_gets_the_key(recorder, tiny_lm, tiny_mlm, model_dir, tmp_path):
+    url, seen = recorder
+    with pytest.raises(ServerError, match=r"a key was sent"):  # server= and api_key= in one call: the key is for it
+        Workbench(lm=model_dir, mlm=tiny_mlm, live=False, server=url, api_key=KEY)
+    assert _keys(seen) == {f"Bearer {KEY}"}
+    seen.clear()
+    bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=False, api_key=KEY, export_dir=tmp_path)
+    bench.lm_picker.options = [*bench.lm_picker.options, model_dir]
+    bench.lm_picker.value = model_dir
+    bench.server_box.value = url  # typed by the person
+    bench.update()
+    assert _keys(seen) == {f"Bearer {KEY}"} and bench.trust_button.layout.display == "none"
+    bench.close()
