@@ -7,6 +7,10 @@ plans shared-prefix rows and batches by token count; a server backend sends toke
 Finished batches are committed to the cache as they come back, so an interrupted call resumes
 where it stopped. ``next_token_logprobs`` does the same for next-token distributions after prompts.
 
+Before every call the model's fingerprint is brought up to date (``LM.refresh_fingerprint``: the weights are
+hashed again only if one was edited in place or replaced), so an edited model never gets its old numbers; a
+forward hook on the model (``backends.base.foreign_hooks``) switches every cache off for the call, with a warning.
+
 Every call returns a ``Results`` list whose ``.stats`` (an ``EngineStats``) counts that call's
 work: requests, cache hits, tokens forwarded against the ideal, and which execution path ran.
 """
@@ -14,6 +18,7 @@ work: requests, cache hits, tokens forwarded against the ideal, and which execut
 from __future__ import annotations
 
 import threading
+import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
@@ -23,7 +28,8 @@ import pandas as pd
 
 from ._checks import is_int
 from . import text
-from .backends.base import RANK_TOL, Cancelled, EngineStats, NextTokenScores, TokenScores, cancelled_when
+from .backends.base import (RANK_TOL, Cancelled, EngineStats, NextTokenScores, TokenScores, cancelled_when,
+                            foreign_hooks)
 from .backends.plan import unique_prefix_tokens
 from .cache import ScoreCache, default_cache, request_key
 
@@ -178,6 +184,18 @@ def _store(cache: bool | ScoreCache) -> ScoreCache | None:
     return cache if isinstance(cache, ScoreCache) else None
 
 
+def _cache_for(lm: Any, cache: bool | ScoreCache) -> bool | ScoreCache:
+    """The ``cache`` argument a call may use: False where a forward hook on the model may change its outputs
+    (said with a warning), the one given otherwise. First brings ``lm.fingerprint`` up to date."""
+    lm.refresh_fingerprint()
+    hooked = foreign_hooks(lm.model) if cache is not False and lm.model is not None else []
+    if not hooked:
+        return cache
+    where = ", ".join(hooked[:3]) + (", ..." if len(hooked) > 3 else "")
+    warnings.warn(f"forward hooks on the model ({where}): the cache is not used for this call", stacklevel=3)
+    return False
+
+
 def _check_top_k(top_k: Any) -> int:
     if not is_int(top_k) or top_k < 0:
         raise ValueError(f"top_k: expected an int >= 0, got {top_k!r}")
@@ -209,7 +227,7 @@ def logprobs(
             in-process; backs off on OOM, afresh on every call).
         progress: show a ``tqdm.auto`` bar for long runs.
         cache: use the on-disk cache (True), a given ``ScoreCache``, or none (False: neither the disk
-            nor the in-memory top-k cache is read or written).
+            nor the in-memory top-k cache is read or written; what a forward hook on the model gets).
         top_k: also return the k most likely tokens at every scored position (``Scored.top_ids``,
             ``top_logprobs``), from the same forward pass. The disk cache does not hold them; an
             in-memory cache of the last ``TOP_CACHE_SIZE`` requests does, so a live view that asks
@@ -226,6 +244,7 @@ def logprobs(
     reqs = check_requests(requests)
     rows = check_batch_size(batch_size)
     top_k = _check_top_k(top_k)
+    cache = _cache_for(lm, cache)
     stats = EngineStats(requests=len(reqs), backend=lm.backend.kind)
     encs = [text.encode(lm, c, x) for c, x in reqs]
     unique: dict[tuple, int] = {}
@@ -338,6 +357,7 @@ def next_token_logprobs(
     if bad:
         raise ValueError(f"token_ids: not vocabulary ids: {bad[:5]}")
     rows = check_batch_size(batch_size)
+    cache = _cache_for(lm, cache)
     prompts = [text.encode_prompt(lm, text.check_text(c, f"contexts[{i}]")) for i, c in enumerate(contexts)]
     sel = [int(t) for t in token_ids]
     store = _store(cache) if sel and not top_k else None

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import importlib.util
-import json
 import os
 import shutil
 import tempfile
@@ -25,6 +23,7 @@ import pandas as pd
 import torch
 
 from ._checks import is_int
+from .fingerprint import Fingerprint
 from .registry import Registry
 
 DEFAULT_LM = "smollm2-135m"
@@ -300,19 +299,6 @@ def _resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> tor
     return names[dtype]
 
 
-def _weights_digest(model: torch.nn.Module) -> str:
-    """A cheap identity of the weights: shapes plus a strided sample of every tensor."""
-    h = hashlib.sha256()
-    for name, t in model.state_dict().items():
-        flat = t.detach().reshape(-1)
-        step = max(1, flat.numel() // 512)
-        sample = flat[::step][:512].to("cpu", torch.float32).contiguous()
-        h.update(name.encode())
-        h.update(str(tuple(t.shape)).encode())
-        h.update(sample.numpy().tobytes())
-    return h.hexdigest()
-
-
 @dataclass
 class _Loaded:
     """Fields shared by ``LM`` and ``MLM``."""
@@ -327,6 +313,15 @@ class _Loaded:
     source: str
     note: str = ""
     meta: dict = field(default_factory=dict)
+    identity: Fingerprint | None = field(default=None, repr=False, compare=False)  # None: a server's model
+
+    def refresh_fingerprint(self, full: bool = False) -> str:
+        """``fingerprint`` for the weights as they are now: hashed again if one was edited in place or replaced
+        since the last look (the engine looks before every call). An edit through ``.data`` or a NumPy view
+        escapes autograd's version counter: ``full=True`` hashes the weights regardless."""
+        if self.identity is not None:
+            self.fingerprint = self.identity.current(full)
+        return self.fingerprint
 
     def __repr__(self) -> str:
         if self.device is None:  # a server-backed LM
@@ -456,21 +451,6 @@ def _finish(model: Any, tokenizer: Any, device: Any, dtype: Any,
     return model, dev, dt
 
 
-_VOLATILE_CONFIG = {"_name_or_path", "architectures", "transformers_version", "dtype", "torch_dtype", "_commit_hash"}
-
-
-def _fingerprint(name: str, model: Any, tokenizer: Any, dtype: torch.dtype) -> str:
-    h = hashlib.sha256()
-    h.update(type(model).__name__.encode())
-    config = {k: v for k, v in model.config.to_dict().items() if k not in _VOLATILE_CONFIG}
-    h.update(json.dumps(config, sort_keys=True, default=str).encode())
-    h.update(_weights_digest(model).encode())
-    vocab = tokenizer.get_vocab()
-    h.update(hashlib.sha256(json.dumps(sorted(vocab.items())).encode()).digest())
-    h.update(str(dtype).encode())
-    return h.hexdigest()[:32]
-
-
 def _window(model: Any, max_length: int | None) -> int:
     """The context window: ``max_length`` if given (never past the model's position table), else the table."""
     from .backends.arch import TABLE_KEYS, position_table
@@ -512,9 +492,9 @@ def load_lm(
             ``"http://127.0.0.1:8000/v1"``: scoring runs there (``backends.vllm``); loading fails if
             the server's vocabulary or tokenization differs from the local tokenizer's.
         served_model: the model's name on the server; needed only if it serves several.
-        api_key: the server's API key (default ``$SURFACELAB_API_KEY``), sent only as the
-            ``Authorization`` header.
-        timeout: seconds to wait for one answer from the server.
+        api_key: the API key of ``server``, sent to it only, as the ``Authorization`` header; default
+            ``$SURFACELAB_API_KEY`` when ``$SURFACELAB_SERVER`` names ``server``, no key otherwise.
+        timeout: seconds one call to the server may take in all (connect, send, every read, retries).
         device_map: accelerate's placement of the layers ("auto", "balanced", {module: device}) for a
             model larger than one device; inputs go to the device of the input embeddings.
         progress: called as ``progress(fraction, step)`` when a step of the load starts (a first GGUF
@@ -548,10 +528,10 @@ def load_lm(
     from .backends.transformers import TransformersBackend
 
     _report(0.97, "fingerprinting the weights")
-    fingerprint = _fingerprint(name, model, tokenizer, dt)
-    backend = TransformersBackend(model, tokenizer, dev, dt, name=name, identity=fingerprint)
+    fingerprint = Fingerprint(model, tokenizer, dt)
+    backend = TransformersBackend(model, tokenizer, dev, dt, name=name, identity=fingerprint.current)
     return LM(name=name, model=model, tokenizer=tokenizer, device=dev, dtype=dt, fingerprint=backend.identity(),
-              max_length=_window(model, max_length), source=source, note=note, add_bos=add_bos,
+              max_length=_window(model, max_length), source=source, note=note, identity=fingerprint, add_bos=add_bos,
               prefix_id=int(prefix), backend=backend)
 
 
@@ -614,6 +594,7 @@ def load_mlm(
         raise ValueError(f"name_or_path: {name!r} has no mask token")
     model, dev, dt = _finish(model, tokenizer, device, dtype)
     _report(0.97, "fingerprinting the weights")
-    return MLM(name=name, model=model, tokenizer=tokenizer, device=dev, dtype=dt,
-               fingerprint=_fingerprint(name, model, tokenizer, dt), max_length=_window(model, max_length),
-               source=source, note=note, mask_id=int(tokenizer.mask_token_id))
+    fingerprint = Fingerprint(model, tokenizer, dt)
+    return MLM(name=name, model=model, tokenizer=tokenizer, device=dev, dtype=dt, fingerprint=fingerprint.value,
+               max_length=_window(model, max_length), source=source, note=note, identity=fingerprint,
+               mask_id=int(tokenizer.mask_token_id))

@@ -243,6 +243,8 @@ def _run_copies(mlm: models.MLM, sents: list[_Sentence], copies: list[tuple[int,
     """Score every copy; returns per-scored-position log-probs and ranks (copy order) and stats."""
     from tqdm.auto import tqdm
 
+    mlm.refresh_fingerprint()  # a result's meta names the weights it ran on, edited or not
+
     order = sorted(range(len(copies)), key=lambda k: -len(sents[copies[k][0]].ids))
     lengths = [len(sents[copies[k][0]].ids) for k in order]
     starts = np.cumsum([0] + [len(c[2]) for c in copies])

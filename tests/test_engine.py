@@ -415,3 +415,128 @@ def test_a_cancelled_forward_stops_between_layers_and_leaves_the_backend_sound(t
         kept = engine.logprobs(tiny_lm, requests, cache=False, progress=False)
     for s in kept:
         assert abs(s.total - reference_sum(tiny_lm, *s.request)[0]) <= 1e-4
+
+
+# ------------------------------------------------------------------ edited models and forward hooks
+
+REQS = [("the dog sat in the", " mat"), ("the dog sat in the", " sun")]
+
+
+def _zero_one_neuron_in_every_layer(model, neuron: int = 5) -> None:
+    """Ablate one MLP neuron in every layer, in place: its row of the MLP's output projection."""
+    with torch.no_grad():
+        for block in model.transformer.h:
+            block.mlp.c_proj.weight[neuron] = 0
+
+
+def _watch(store, monkeypatch) -> dict[str, int]:
+    """Count the keys ``store`` is asked for and given."""
+    seen = {"get_many": 0, "put_many": 0}
+    for name in seen:
+        def spy(arg, real=getattr(store, name), name=name):
+            seen[name] += len(arg)
+            return real(arg)
+        monkeypatch.setattr(store, name, spy)
+    return seen
+
+
+def _unedited_weights() -> dict:
+    from tiny_models import tiny_causal
+
+    return tiny_causal()[0].state_dict()
+
+
+def test_zeroing_one_mlp_neuron_in_every_layer_is_recomputed_not_served_stale(own_tiny_lm, tmp_path):
+    lm, store = own_tiny_lm, ScoreCache(tmp_path / "c.sqlite")
+    stale = engine.logprobs(lm, PAIRS[:20], cache=store, progress=False)
+    loaded = lm.fingerprint
+    _zero_one_neuron_in_every_layer(lm.model)
+    got = engine.logprobs(lm, PAIRS[:20], cache=store, progress=False)
+    fresh = engine.logprobs(lm, PAIRS[:20], cache=False, progress=False)
+    assert lm.fingerprint != loaded and got.stats.cached == 0
+    assert [s.total for s in got] == pytest.approx([s.total for s in fresh], abs=1e-6)
+    assert max(abs(s.total - t.total) for s, t in zip(got, stale)) > 1e-3
+
+
+def test_an_in_place_edit_after_load_gives_the_edited_numbers_on_the_next_call(own_tiny_lm, tmp_path):
+    lm, store = own_tiny_lm, ScoreCache(tmp_path / "c.sqlite")
+    before = engine.logprobs(lm, REQS, cache=store, progress=False)  # a small call: its context is remembered too
+    with torch.no_grad():
+        lm.model.transformer.h[0].attn.c_attn.weight.mul_(0.5)
+    ids = [3, 40, 99]
+    nxt = engine.next_token_logprobs(lm, [REQS[0][0]], token_ids=ids, cache=True)
+    assert "recalled" not in nxt.stats.paths  # the distribution remembered before the edit is not the model's now
+    np.testing.assert_allclose(nxt[0].selected, _plain_next(lm, nxt[0].input_ids)[ids], atol=1e-5)
+    after = engine.logprobs(lm, REQS, cache=store, progress=False)
+    assert after.stats.cached == 0
+    for s, b in zip(after, before):
+        assert abs(s.total - reference_sum(lm, *s.request)[0]) <= 1e-4 and abs(s.total - b.total) > 1e-3
+    lm.model.load_state_dict(_unedited_weights())  # the loaded weights again: their cached numbers serve
+    again = engine.logprobs(lm, REQS, cache=store, progress=False)
+    assert again.stats.cached == again.stats.unique and [s.total for s in again] == [s.total for s in before]
+
+
+def test_a_parameter_replaced_wholesale_is_recomputed(own_tiny_lm, tmp_path):
+    lm, store = own_tiny_lm, ScoreCache(tmp_path / "c.sqlite")
+    before = engine.logprobs(lm, REQS, cache=store, progress=False)
+    mlp = lm.model.transformer.h[0].mlp
+    mlp.c_fc.weight = torch.nn.Parameter(torch.randn_like(mlp.c_fc.weight), requires_grad=False)
+    after = engine.logprobs(lm, REQS, cache=store, progress=False)
+    assert after.stats.cached == 0
+    for s, b in zip(after, before):
+        assert abs(s.total - reference_sum(lm, *s.request)[0]) <= 1e-4 and abs(s.total - b.total) > 1e-3
+
+
+def _doubled(model):
+    return model.transformer.h[0].mlp
+
+
+HOOKS = {  # each doubles the output of layer 0's MLP
+    "forward": lambda m: _doubled(m).register_forward_hook(lambda mod, args, out: out * 2),
+    "with_kwargs": lambda m: _doubled(m).register_forward_hook(lambda mod, args, kwargs, out: out * 2,
+                                                               with_kwargs=True),
+    "pre": lambda m: _doubled(m).register_forward_pre_hook(lambda mod, args: (args[0] * 2,)),
+    "global": lambda m: torch.nn.modules.module.register_module_forward_hook(
+        lambda mod, args, out: out * 2 if mod is _doubled(m) else None),
+}
+
+
+@pytest.mark.parametrize("kind", list(HOOKS))
+def test_a_forward_hook_switches_the_cache_off_for_that_call(own_tiny_lm, tmp_path, monkeypatch, kind):
+    lm, store = own_tiny_lm, ScoreCache(tmp_path / "c.sqlite")
+    plain = engine.logprobs(lm, REQS, cache=store, progress=False)
+    seen = _watch(store, monkeypatch)
+    other = ("a cat sat on the", " mat")  # a context no call has had: a hooked call must not leave it remembered
+    handle = HOOKS[kind](lm.model)
+    try:
+        with pytest.warns(UserWarning, match="forward hooks on the model.*cache is not used for this call") as caught:
+            hooked = engine.logprobs(lm, REQS + [other], cache=store, progress=False)
+        refs = [reference_sum(lm, *r)[0] for r in REQS + [other]]
+    finally:
+        handle.remove()
+    assert sum("forward hooks" in str(w.message) for w in caught) == 1
+    assert seen == {"get_many": 0, "put_many": 0} and hooked.stats.cached == 0
+    for s, ref in zip(hooked, refs):
+        assert abs(s.total - ref) <= 1e-4
+    assert max(abs(s.total - p.total) for s, p in zip(hooked, plain)) > 1e-3
+    nxt = engine.next_token_logprobs(lm, [other[0]], token_ids=[3, 40], cache=True)
+    np.testing.assert_allclose(nxt[0].selected, _plain_next(lm, nxt[0].input_ids)[[3, 40]], atol=1e-5)
+    again = engine.logprobs(lm, REQS, cache=store, progress=False)  # the hook gone: the unhooked numbers, cached
+    assert again.stats.cached == again.stats.unique and [s.total for s in again] == [s.total for s in plain]
+
+
+def test_the_own_cancellation_hook_keeps_the_cache_on_and_any_other_hook_turns_it_off(own_tiny_lm, tmp_path,
+                                                                                       recwarn):
+    lm, store = own_tiny_lm, ScoreCache(tmp_path / "c.sqlite")
+    with engine.cancelled_when(lambda: False):
+        engine.logprobs(lm, REQS, cache=store, progress=False)
+        again = engine.logprobs(lm, REQS, cache=store, progress=False)
+    assert again.stats.cached == again.stats.unique
+    assert not [w for w in recwarn if "forward hooks" in str(w.message)]
+    handle = lm.model.transformer.h[0].register_forward_pre_hook(lambda mod, args: None)  # a no-op, not surfacelab's
+    try:
+        with pytest.warns(UserWarning, match="forward hooks on the model"):
+            hooked = engine.logprobs(lm, REQS, cache=store, progress=False)
+    finally:
+        handle.remove()
+    assert hooked.stats.cached == 0

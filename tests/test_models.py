@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import surfacelab as sl
-from surfacelab import models
+from surfacelab import fingerprint, models
 
 from tiny_models import tiny_causal
 
@@ -153,3 +153,34 @@ def test_a_preset_loads_without_bars(tmp_path, capfd):
         assert "Loading weights" in capfd.readouterr().err
     finally:
         models.PRESETS.unregister(preset.name)
+
+
+def test_the_fingerprint_hashes_every_value_of_every_tensor(tiny_lm):
+    model, tokenizer = tiny_causal()
+    with torch.no_grad():  # one value that a strided sample of 512 per tensor skips (every 8th of 128 x 32)
+        model.transformer.h[0].mlp.c_proj.weight[0, 1] += 1e-3
+    assert sl.load_lm((model, tokenizer), device="cpu").fingerprint != tiny_lm.fingerprint
+
+
+def test_the_fingerprint_follows_in_place_edits_and_replaced_parameters(monkeypatch):
+    lm = sl.load_lm(tiny_causal(), device="cpu")
+    loaded = lm.fingerprint
+    hashed = []
+    real = fingerprint.weights_digest
+    monkeypatch.setattr(fingerprint, "weights_digest", lambda model: hashed.append(1) or real(model))
+    assert lm.refresh_fingerprint() == loaded and not hashed  # nothing changed: nothing re-hashed
+    with torch.no_grad():  # ablate MLP neuron 5 in every layer
+        for block in lm.model.transformer.h:
+            block.mlp.c_proj.weight[5] = 0
+    edited = lm.refresh_fingerprint()
+    assert edited != loaded and lm.fingerprint == edited and len(hashed) == 1
+    mlp = lm.model.transformer.h[1].mlp
+    mlp.c_fc.weight = torch.nn.Parameter(mlp.c_fc.weight.clone(), requires_grad=False)  # the same values
+    assert lm.refresh_fingerprint() == edited
+    mlp.c_fc.weight = torch.nn.Parameter(mlp.c_fc.weight * 2, requires_grad=False)
+    assert lm.refresh_fingerprint() not in (loaded, edited)
+    lm.model.transformer.ln_f.weight.data[0] += 1  # through ``.data``: autograd's version counter misses it
+    changed = lm.fingerprint
+    assert lm.refresh_fingerprint() == changed and lm.refresh_fingerprint(full=True) != changed
+    lm.model.load_state_dict(tiny_causal()[0].state_dict())  # the weights it was loaded with
+    assert lm.refresh_fingerprint() == loaded

@@ -375,3 +375,15 @@ def test_out_of_memory_halves_the_budget_and_gives_the_same_scores(tiny_mlm, mon
     fail[0] = True
     with pytest.raises(torch.OutOfMemoryError):  # fixed rows: nothing to shrink
         pll(tiny_mlm, sents, metric="original", batch_size=4)
+
+
+def test_a_pll_run_fingerprints_the_weights_as_they_are_then():
+    from tiny_models import tiny_masked
+
+    mlm = models.load_mlm(tiny_masked(), device="cpu")
+    loaded = mlm.fingerprint
+    with torch.no_grad():  # ablate MLP neuron 5 in every layer: its row of the MLP's input projection
+        for layer in mlm.model.bert.encoder.layer:
+            layer.intermediate.dense.weight[5] = 0
+    pll(mlm, ["the cat sat on the mat."], progress=False)
+    assert mlm.fingerprint != loaded

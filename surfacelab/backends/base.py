@@ -39,7 +39,8 @@ Changes to the first draft of this contract (so that both backends fit it):
 * **Cancellation.** Inside ``cancelled_when(check)`` an in-process backend calls ``raise_if_cancelled``
   between batches and between the model's layers: a forward whose result is no longer wanted (a
   live view after a newer edit) stops within a layer with ``Cancelled``. The batches finished before
-  it are committed as usual. A server backend checks before each HTTP call.
+  it are committed as usual. A server backend checks before each HTTP call. Its forward pre-hook is the one hook
+  that leaves the caches on: any other forward hook on the model (``foreign_hooks``) switches them off for a call.
 """
 
 from __future__ import annotations
@@ -80,6 +81,20 @@ def raise_if_cancelled(*_: Any) -> None:
     check = getattr(_cancel, "check", None)
     if check is not None and check():
         raise Cancelled("cancelled: its result is no longer wanted")
+
+
+def foreign_hooks(model: Any) -> list[str]:
+    """The modules of ``model`` (by name; "*" for a global hook, which sees every module) that carry a forward hook
+    or pre-hook other than ``raise_if_cancelled`` (the only hook surfacelab registers: it changes no output). Such
+    a hook may change what the model computes, so no cache may answer for it or keep what it gives."""
+    from torch.nn.modules import module as torch_module
+
+    def foreign(forward_hooks: dict, pre_hooks: dict) -> bool:
+        return bool(forward_hooks) or any(h is not raise_if_cancelled for h in pre_hooks.values())
+
+    found = ["*"] if foreign(torch_module._global_forward_hooks, torch_module._global_forward_pre_hooks) else []
+    return found + [name or type(model).__name__ for name, m in model.named_modules()
+                    if foreign(m._forward_hooks, m._forward_pre_hooks)]
 
 
 @dataclass

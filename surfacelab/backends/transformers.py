@@ -12,9 +12,11 @@
   next-token distribution after each of them, which its first scored position computed anyway:
   ``remembered`` answers a next-token prompt with the same token ids from it, with no forward (the
   Why view's "where the gold's mass went" after the scorer view's pass). Same ids, same positions:
-  the same distribution, on every architecture.
+  the same distribution, on every architecture; kept under the weights' fingerprint (an edit of the
+  weights lets them go), and not at all from a call with a foreign forward hook (``base.foreign_hooks``).
 * **Cancellation.** ``base.cancelled_when`` is checked before each batch and before each of the
-  model's repeated blocks (a forward pre-hook on each; it changes no output).
+  model's repeated blocks (a forward pre-hook on each; it changes no output, and it is the one hook
+  that leaves the caches on).
 * **Self-check.** Before the first call, the shortcuts (projection from the base model's hidden
   states, packed rows, the kv prefix path) are checked against a plain forward of the whole model
   on a short probe; a shortcut that disagrees is switched off (``EngineStats.rule`` says so).
@@ -33,7 +35,8 @@ import numpy as np
 import torch
 
 from . import arch, plan
-from .base import RANK_TOL, EngineStats, NextTokenScores, OnDone, TokenScores, cancelled_when, raise_if_cancelled
+from .base import (RANK_TOL, EngineStats, NextTokenScores, OnDone, TokenScores, cancelled_when, foreign_hooks,
+                   raise_if_cancelled)
 
 #: ``head(features, inverse, targets) -> (n, width)`` float tensor for the n scored positions:
 #: ``features`` are the distinct positions' final hidden states (or logits), ``inverse`` maps each
@@ -107,7 +110,7 @@ class TransformersBackend:
     has_entropy = True
 
     def __init__(self, model: Any, tokenizer: Any, device: torch.device, dtype: torch.dtype, *,
-                 name: str, identity: str) -> None:
+                 name: str, identity: Callable[[], str]) -> None:
         self.model = model
         self.device = device
         self.dtype = dtype
@@ -124,15 +127,16 @@ class TransformersBackend:
         self._failed = ""  # how the last self-check probe failed
         self._checked = False
         self._check_lock = threading.Lock()
-        # context token ids -> float32 log-softmax of the next token after them (see ``remembered``)
-        self._recent: OrderedDict[tuple[int, ...], torch.Tensor] = OrderedDict()
+        # (identity, context token ids) -> float32 log-softmax of the next token after them (see ``remembered``)
+        self._recent: OrderedDict[tuple[str, tuple[int, ...]], torch.Tensor] = OrderedDict()
         self._recent_lock = threading.Lock()
         for block in _blocks(model):
             block.register_forward_pre_hook(raise_if_cancelled)
 
     def identity(self) -> str:
-        """The weights' fingerprint (type, config, sampled weights, vocabulary, dtype)."""
-        return self._identity
+        """The weights' fingerprint as they are now (``fingerprint.Fingerprint``: type, config, every weight, vocabulary,
+        dtype)."""
+        return self._identity()
 
     def score(self, encodings: Sequence[Any], *, top_k: int, batch_size: int | None, progress: bool,
               stats: EngineStats, on_done: OnDone | None = None) -> list[TokenScores]:
@@ -146,7 +150,8 @@ class TransformersBackend:
                                r[:, 3:3 + top_k].astype(np.int64), r[:, 3 + top_k:].copy())
 
         contexts = {j.ids[:j.first + 1] for j in jobs}
-        keep = self._remember if len(contexts) <= REMEMBER_MAX_CONTEXTS else None
+        # what a foreign hook made of the model is no answer for the model (``base.foreign_hooks``)
+        keep = self._remember if len(contexts) <= REMEMBER_MAX_CONTEXTS and not foreign_hooks(self.model) else None
         return self._run(jobs, targets, head, convert, batch_size, progress, stats, on_done, keep)
 
     def next_token(self, prompts: Sequence[tuple[int, ...]], *, token_ids: Sequence[int], top_k: int,
@@ -163,8 +168,9 @@ class TransformersBackend:
                    top_k: int) -> dict[int, NextTokenScores]:
         """The next-token distribution after each prompt that a recent scoring call had as a context (by its
         index in ``prompts``), as ``next_token`` returns it; the others are left out."""
+        identity = self.identity()
         with self._recent_lock:
-            rows = {i: self._recent.get(tuple(p)) for i, p in enumerate(prompts)}
+            rows = {i: self._recent.get((identity, tuple(p))) for i, p in enumerate(prompts)}
         hits = {i: r for i, r in rows.items() if r is not None}
         if not hits:
             return {}
@@ -175,10 +181,11 @@ class TransformersBackend:
     def _remember(self, jobs: list[plan.Job], rows: list[int], features: torch.Tensor) -> None:
         """Keep the next-token distribution after each job's context, from ``features[rows[k]]`` (job k's first
         scored position)."""
-        fresh: dict[tuple[int, ...], int] = {}
+        fresh: dict[tuple[str, tuple[int, ...]], int] = {}
+        identity = self.identity()
         with self._recent_lock:
             for job, r in zip(jobs, rows):
-                key = job.ids[:job.first + 1]
+                key = (identity, job.ids[:job.first + 1])
                 if key not in self._recent:
                     fresh.setdefault(key, r)
         if not fresh:
