@@ -82,6 +82,29 @@ class Scores(dict):
         self.stats = stats
 
 
+#: How an error names the context of each condition.
+_UNDER = {"premise": "the premise", "domain": "the domain premise", "null": "the null (empty) context"}
+
+
+def _check_finite(requests: Sequence[Request], results: Sequence[engine.Scored]) -> None:
+    """Refuse NaN or infinite log-probs: every score, rank and winner read from them would be NaN, silently.
+
+    Raises:
+        ValueError: naming ``lm``, the first bad request's option and condition, and how many are bad.
+    """
+    bad = [(r, s.total) for r, s in zip(requests, results) if not np.isfinite(s.total)]
+    if not bad:
+        return
+    r, total = bad[0]
+    context = "" if r.key.condition == "null" else f" {r.context!r}"
+    more = f"; {len(bad)} of {len(requests)} requests are not finite" if len(bad) > 1 else ""
+    why = ("The model gives a token probability 0 (a masked logit, or an underflow), so no scorer can rank the option"
+           if total == -np.inf else "The model computes NaN or infinite values: check its weights for NaN/inf, or load "
+           "it in float32 (dtype=torch.float32) if float16 overflows")
+    raise ValueError(f"lm: the model's log-probability of option {r.key.option} {r.continuation!r} (item {r.key.item}) "
+                     f"under {_UNDER[r.key.condition]}{context} is {total}{more}. {why}.")
+
+
 class Plan:
     """Keyed requests of the items of one or more tasks under the given conditions.
 
@@ -114,6 +137,7 @@ class Plan:
         """Score every request with ONE ``engine.logprobs`` call (``engine_kwargs``: batch_size, progress,
         cache, top_k) and return the results by key."""
         results = engine.logprobs(lm, [(r.context, r.continuation) for r in self.requests], **engine_kwargs)
+        _check_finite(self.requests, results)
         return Scores(dict(zip((r.key for r in self.requests), results)), results.stats)
 
     def results(self, scores: Scores, item: int, condition: str = "premise", task: int = 0) -> list[engine.Scored]:

@@ -55,6 +55,8 @@ class Scorer:
             object.__setattr__(self, "label", self.name)
 
 
+#: Top scores closer than this are a tie in ``explain`` (float noise of separately batched requests, not a preference).
+TIE_TOL = 1e-6
 #: Every scorer, in column order (``register_scorer`` adds to it).
 SCORERS: Registry[Scorer] = Registry("scorer")
 #: The condition whose raw column a scorer reads.
@@ -154,17 +156,46 @@ class MCResult(JSONResult):
         s = get_scorer(scorer)
         return self.table.set_index("option")[s.column]
 
-    def winner(self, scorer: str = "lm") -> str:
-        """The option with the highest score under ``scorer`` (the first one on ties)."""
+    def finite_scores(self, scorer: str) -> pd.Series:
+        """``scores(scorer)``, checked: every option has a finite score (what ``winner``, ``explain`` and ``why``
+        compare).
+
+        Raises:
+            ValueError: naming ``scorer``: it reads a domain premise this result lacks, or its scores are NaN or
+                infinite (each such option named).
+        """
         s = self.scores(scorer)
-        if s.isna().all():
+        if np.isfinite(s.to_numpy(dtype=float)).all():
+            return s
+        lacking = self._lacks(get_scorer(scorer))
+        if lacking == "domain":
             raise ValueError(f"scorer: {scorer!r} needs a domain premise, and this result has none")
-        return str(s.idxmax())
+        if lacking:
+            raise ValueError(f"scorer: {scorer!r} needs the {lacking} condition, which this result did not score")
+        bad = ", ".join(f"{o!r} ({v})" for o, v in s.items() if not np.isfinite(v))
+        raise ValueError(f"scorer: the scores of {scorer!r} are not finite ({bad}), so they rank nothing; the raw "
+                         "log-prob columns of the table show which condition holds the NaN or infinity")
+
+    def _lacks(self, scorer: Scorer) -> str:
+        """The condition ``scorer`` reads that this result has no scores for ("" if none): the domain condition
+        without a domain premise, or a condition not scored (the null context of a run's ``result(i)``). A model's
+        NaN never reaches here: the plan refuses it."""
+        for cond in scorer.needs:
+            if cond == "domain" and self.domain_premise is None:
+                return cond
+            if all(c not in self.table or self.table[c].isna().all() for c in _RAW[cond]):
+                return cond
+        return ""
+
+    def winner(self, scorer: str = "lm") -> str:
+        """The option with the highest score under ``scorer`` (the first one in option order on an exact tie, as
+        ``evaluate``'s predictions; ``top_options`` also counts scores within ``TIE_TOL`` as tied)."""
+        return str(self.finite_scores(scorer).idxmax())
 
     def winners(self) -> pd.Series:
-        """The winning option under every scorer that has scores."""
+        """The winning option under every scorer whose conditions this result has."""
         return pd.Series({name: self.winner(name) for name, s in SCORERS.items()
-                          if s.column in self.table and not self.scores(name).isna().all()}, name="winner")
+                          if s.column in self.table and not self._lacks(s)}, name="winner")
 
     def explain(self) -> str:
         """Plain words on why the LM winner differs from the DC-PMI winner (length, prior, costly tokens)."""
@@ -229,16 +260,33 @@ def explain(result: MCResult) -> str:
     return _explain(result) if note is None else f"{note} {_explain(result)}"
 
 
+def top_options(scores: pd.Series, tol: float = TIE_TOL) -> list[str]:
+    """The options (the index of ``scores``) scoring within ``tol`` of the top score, in option order: more than
+    one is a tie."""
+    return [str(o) for o, v in scores.items() if v >= scores.max() - tol]
+
+
+def _top(result: MCResult, scorer: str) -> str:
+    """ "the top option is ' a'", or "' a' and ' b' tie for the top (...)" under ``scorer``."""
+    top = top_options(result.finite_scores(scorer))
+    if len(top) == 1:
+        return f"the top option is {top[0]!r}"
+    names = ", ".join(map(repr, top[:-1])) + f" and {top[-1]!r}"
+    return f"{names} tie for the top (scores within {TIE_TOL:g} of each other)"
+
+
 def _explain(result: MCResult) -> str:
     t = result.table.set_index("option")
-    lm_top = result.winner("lm")
-    lines = []
     if result.domain_premise is None:
-        per = result.winner("per_char")
-        lines.append(f"Under LM the top option is {lm_top!r}; no domain premise was given, so DC-PMI is not "
-                     f"computed. Per character, the top option is {per!r}.")
-        return " ".join(lines)
-    pmi_top = result.winner("dcpmi")
+        return (f"Under LM {_top(result, 'lm')}; no domain premise was given, so DC-PMI is not computed. Per "
+                f"character, {_top(result, 'per_char')}.")
+    if result.domain_premise == result.premise:
+        return (f"Under LM {_top(result, 'lm')}. The domain premise equals the premise, so DC-PMI is 0 for every "
+                "option and picks none: give a domain premise without the premise's evidence, such as ' the'.")
+    if any(len(top_options(result.finite_scores(s))) > 1 for s in ("lm", "dcpmi")):
+        return f"Under LM {_top(result, 'lm')}; under DC-PMI {_top(result, 'dcpmi')}."
+    lm_top, pmi_top = result.winner("lm"), result.winner("dcpmi")
+    lines = []
     if lm_top == pmi_top:
         others = t.drop(index=lm_top)
         margin = t.loc[lm_top, "dcpmi"] - others["dcpmi"].max() if len(others) else float("nan")

@@ -21,8 +21,9 @@ The rules, in order:
 from __future__ import annotations
 
 import re
+import unicodedata
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,19 +85,34 @@ def check_text(value: Any, name: str, *, allow_empty: bool = True) -> str:
         raise TypeError(f"{name}: expected a string, got {type(value).__name__}")
     if not allow_empty and value == "":
         raise ValueError(f"{name}: must not be empty")
-    bad = _SURROGATE.search(value)
+    bad = bad_character(value)
     if bad:
-        i, code = bad.start(), ord(bad.group())
-        what = (f"byte 0x{code - 0xDC00:02X} that is not UTF-8" if 0xDC80 <= code <= 0xDCFF
-                else f"lone surrogate U+{code:04X}, which is not valid Unicode")
-        raise ValueError(f"{name}: character {i} (0-based) is a {what} (near {value[max(0, i - 20):i]!r})")
+        raise ValueError(f"{name}: {bad}")
     return value
+
+
+def bad_character(value: str) -> str | None:
+    """The first character of ``value`` that is not text (see ``check_text``), described with its 0-based position
+    within ``value`` (the one position every message reports), or None when there is none."""
+    bad = _SURROGATE.search(value)
+    if not bad:
+        return None
+    i, code = bad.start(), ord(bad.group())
+    what = (f"byte 0x{code - 0xDC00:02X} that is not UTF-8" if 0xDC80 <= code <= 0xDCFF
+            else f"lone surrogate U+{code:04X}, which is not valid Unicode")
+    return f"character {i} (0-based) is a {what} (near {value[max(0, i - 20):i]!r})"
+
+
+def blank(value: str) -> bool:
+    """True when ``value`` shows nothing to read: empty once whitespace and format characters (Unicode category Cf:
+    zero-width space and joiners, BOM, soft hyphen, ...) are removed."""
+    return all(c.isspace() or unicodedata.category(c) == "Cf" for c in value)
 
 
 def glued(premise: str, option: str) -> bool:
     """True when ``option`` would be glued to the premise's last word (neither side has whitespace there):
     ``"into a" + "cup"`` reads "into acup"."""
-    return bool(premise.strip()) and bool(option.strip()) and not premise[-1:].isspace() and not option[:1].isspace()
+    return bool(premise.strip()) and not blank(option) and not premise[-1:].isspace() and not option[:1].isspace()
 
 
 def check_options(options: Any, name: str = "options", *, min_count: int = 1, distinct: bool = True) -> list[str]:
@@ -113,8 +129,10 @@ def check_options(options: Any, name: str = "options", *, min_count: int = 1, di
 
     Raises:
         TypeError: not a list of strings.
-        ValueError: too few options, an option that is empty or only whitespace (or not valid
-            text, see ``check_text``), or a duplicate (with ``distinct``).
+        ValueError: too few options, an option that is empty or blank (only whitespace or invisible format
+            characters, see ``blank``; or not valid text, see ``check_text``), or a duplicate (with ``distinct``):
+            listed twice, or the same text after Unicode NFC normalisation (" café" with one code point é and
+            with e + U+0301).
     """
     if isinstance(options, (str, bytes)) or not isinstance(options, Iterable):
         raise TypeError(f"{name}: expected a list of strings, got {type(options).__name__}")
@@ -123,13 +141,32 @@ def check_options(options: Any, name: str = "options", *, min_count: int = 1, di
         raise ValueError(f"{name}: need at least {min_count} option{'s' if min_count > 1 else ''}, got {len(options)}")
     for i, o in enumerate(options):
         check_text(o, f"{name}[{i}]", allow_empty=False)
-        if not o.strip():
-            raise ValueError(f"{name}[{i}]: an option must contain more than whitespace, got {o!r}")
-    if distinct:
-        dupes = sorted({o for o in options if options.count(o) > 1})
-        if dupes:
-            raise ValueError(f"{name}: duplicate option(s) {dupes}")
+        if blank(o):
+            raise ValueError(f"{name}[{i}]: an option must contain more than whitespace and invisible format "
+                             f"characters (such as U+200B, the zero-width space), got {ascii(o)}")
+    pairs = duplicates(options) if distinct else []
+    exact = sorted({options[i] for j, i in pairs if options[i] == options[j]})
+    if exact:
+        raise ValueError(f"{name}: duplicate option(s) {exact}")
+    if pairs:
+        (j, i), o = pairs[0], options[pairs[0][1]]
+        raise ValueError(f"{name}: options {j} and {i} ({options[j]!r} and {o!r}) are the same text after Unicode NFC "
+                         f"normalisation, written with different code points ({ascii(options[j])} and {ascii(o)}): "
+                         "keep one (unicodedata.normalize('NFC', option) writes it one way)")
     return options
+
+
+def duplicates(options: Sequence[str]) -> list[tuple[int, int]]:
+    """``(j, i)`` for every option ``i`` that repeats an earlier option ``j``: the same text, or the same after
+    Unicode NFC normalisation (" café" with the one code point é and with e + U+0301: one answer, which a
+    tokenizer may read as two)."""
+    first: dict[str, int] = {}  # NFC form -> the first option written so
+    out = []
+    for i, o in enumerate(options):
+        j = first.setdefault(unicodedata.normalize("NFC", o), i)
+        if j != i:
+            out.append((j, i))
+    return out
 
 
 def encode(lm: Any, context: str, continuation: str) -> Encoding:

@@ -35,18 +35,30 @@ def _as_common_noun(inflect_fn: Callable[[str], Any], phrase: str) -> Any:
 
     inflect takes a capitalised word for a name ("University" -> "Universitys", as "Mary" -> "Marys");
     an option is capitalised at the start of a sentence far more often than it is a name. An
-    all-capitals first word ("FBI agent") is passed as it is.
+    all-capitals first word ("FBI agent") is passed as it is. ``phrase`` is checked text (``_head``).
     """
-    text.check_text(phrase, "phrase", allow_empty=False)
     if not phrase[:1].isupper() or phrase.split(" ")[0].isupper():
         return inflect_fn(phrase)
     out = inflect_fn(phrase[:1].lower() + phrase[1:])
     return out[:1].upper() + out[1:] if out else out
 
 
+def _head(phrase: str) -> str:
+    """The last word of ``phrase``, checked to be text."""
+    return text.check_text(phrase, "phrase", allow_empty=False).split(" ")[-1]
+
+
+def _acronym(word: str) -> bool:
+    """An all-capitals word of two letters or more ("MBA", "FBI", "UNESCO")."""
+    return len(word) > 1 and word.isupper()
+
+
 def plural(phrase: str) -> str:
     """The plural of a singular English noun phrase ("bath tub" -> "bath tubs", "piece of cake" -> "pieces
-    of cake", "mother-in-law" -> "mothers-in-law"); an invariant noun ("sheep", "news") comes back unchanged."""
+    of cake", "mother-in-law" -> "mothers-in-law"); an invariant noun ("sheep", "news") comes back unchanged;
+    an acronym takes a lower-case "s" ("MBA" -> "MBAs": inflect would write "MBAS")."""
+    if _acronym(_head(phrase)):
+        return phrase + "s"
     return _as_common_noun(_inflect()[0].plural_noun, phrase)
 
 
@@ -57,9 +69,13 @@ def singular(phrase: str) -> str | None:
     A candidate from inflect counts only if inflect's plural of it gives ``phrase`` back (classical
     plurals first, then modern ones), and not if it merely drops the final "s" of a word that inflect
     pluralises otherwise ("bus" -> "buses", so "bus" is no plural of "bu"). Words ending in "s" that
-    inflect knows neither way ("tennis") are read as plurals.
+    inflect knows neither way ("tennis") are read as plurals, and so is a name that ends like one ("Paris":
+    inflect has no list of names). An acronym is singular, and its plural drops the "s" ("MBAs" -> "MBA").
     """
-    return _as_common_noun(_singular, phrase)
+    head = _head(phrase)
+    if _acronym(head[:-1]) and head.endswith("s"):
+        return phrase[:-1]
+    return None if _acronym(head) else _as_common_noun(_singular, phrase)
 
 
 def _singular(phrase: str) -> str | None:
@@ -91,11 +107,14 @@ def _number_forms(core: str, article: str) -> tuple[str, dict[str, str]]:
 
 
 def _set_case(s: str, upper: bool) -> str:
-    """Upper- or lower-case the first character (an all-capitals first word such as "GP" is kept)."""
-    first = s.split(" ")[0]
-    if not upper and len(first) > 1 and first.isupper():
-        return s
+    """Upper- or lower-case the first character."""
     return (s[:1].upper() if upper else s[:1].lower()) + s[1:]
+
+
+def _own_case(word: str, mid_sentence: bool) -> bool:
+    """True when ``word`` keeps its case in every variant: it has capitals past its first letter ("MBA", "iPhone"),
+    or a capital first letter mid-sentence, where only a name or a proper adjective has one (" Paris", " European")."""
+    return any(c.isupper() for c in word[1:]) or (mid_sentence and word[:1].isupper())
 
 
 def variants(option: str, *, lm: Any = None) -> pd.DataFrame:
@@ -136,7 +155,11 @@ def variants(option: str, *, lm: Any = None) -> pd.DataFrame:
     if len(words) > 1 and words[0].lower() in _ARTICLES:
         article, core = words[0].lower(), " ".join(words[1:]).lstrip()
     capitalised = (option.strip()[:1]).isupper()
-    if not article:  # "Knives": the capital is the sentence's, not the noun's ("A knife", not "A Knife")
+    # after a leading space or an article the option continues a sentence, so a capital is the word's own and stays
+    # in every variant (" European" -> " a European"); at the very start of an option ("Knives") it is the
+    # sentence's, not the noun's ("A knife", not "A Knife")
+    keep = _own_case(core.split(" ")[0], bool(lead or article))
+    if not article and not keep:
         core = _set_case(core, False)
     number, phrases = _number_forms(core, article)
     orig = {"article": article or "none", "number": number, "capitalised": capitalised, "period": period,
@@ -149,7 +172,8 @@ def variants(option: str, *, lm: Any = None) -> pd.DataFrame:
         phrase = phrases[num]
         word = indefinite_article(phrase) if art == "a/an" else art
         s = f"{word} {phrase}" if art != "none" else phrase
-        s = _set_case(s, cap)
+        if art != "none" or not keep:
+            s = _set_case(s, cap)
         s = (lead or " " if space else "") + s + ("." if per else "")
         art_name = "none" if art == "none" else word
         state = {"article": art_name, "number": num, "capitalised": cap, "period": per, "leading_space": space}

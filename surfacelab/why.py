@@ -462,10 +462,7 @@ def from_result(
     if gold is None:
         raise ValueError("gold: the result has no gold option; pass gold=")
     gold = _index(gold, options, "gold")
-    s = get_scorer(scorer)
-    scores = result.table[s.column].to_numpy(dtype=float)
-    if not np.isfinite(scores).all():
-        raise ValueError(f"scorer: {scorer!r} needs a domain premise, and this result has none")
+    scores = result.finite_scores(scorer).to_numpy(dtype=float)
     check_int("top_k", top_k, 1)
     text.check_text(neutral, "neutral", allow_empty=False)
     if not neutral.strip():

@@ -47,12 +47,24 @@ def test_surrogate_never_reaches_the_tokenizer(tiny_lm):
     ([" a", " a"], r"options: duplicate option\(s\) \[' a'\]"),
     ([" a", " "], r"options\[1\]: an option must contain more than whitespace"),
     ([" a", ""], r"options\[1\]: must not be empty"),
+    ([" caf\u00e9", " cafe\u0301"], r"options: options 0 and 1 \(' caf\u00e9' and ' cafe\u0301'\) are the same text "
+                                   r"after Unicode NFC normalisation, written with different code points "
+                                   r"\(' caf\\xe9' and ' cafe\\u0301'\)"),
+    ([" a", "\u200b"], r"options\[1\]: an option must contain more than whitespace and invisible format characters "
+                       r"\(such as U\+200B, the zero-width space\), got '\\u200b'"),
+    ([" a", " \u200b"], r"options\[1\]: an option must contain more than whitespace"),
+    ([" a", "\ufeff\u2060 \u200d"], r"options\[1\]: an option must contain more than whitespace"),
 ])
 def test_scoring_and_letters_refuse_the_same_options(tiny_lm, options, message):
     with pytest.raises(ValueError, match=message):
         sl.score(tiny_lm, "In the", options)
     with pytest.raises(ValueError, match=message):
         letters.score(tiny_lm, "Which one?", options)
+
+
+def test_nfc_twins_may_repeat_in_a_dataset_and_visible_text_around_a_format_character_passes():
+    assert text.check_options([" caf\u00e9", " cafe\u0301"], distinct=False)  # a dataset item may repeat a choice
+    assert text.check_options([" a\u200bb", " \u00e9"]) == [" a\u200bb", " \u00e9"]  # visible text around a Cf passes
 
 
 def test_letters_needs_two_options_scoring_one(tiny_lm):

@@ -231,3 +231,85 @@ def test_score_warns_when_an_option_is_glued_to_the_premise(tiny_lm):
         warnings.simplefilter("error")  # a leading space, or a premise ending in whitespace: no warning
         scoring.score(tiny_lm, "I poured the tea into a", [" mug", " cup"])
         scoring.score(tiny_lm, "I poured the tea into a ", ["mug", "cup"])
+
+
+# --- NaN from the model, ties --------------------------------------------------------------------
+def _broken_lm(weight: str, index: tuple):
+    """A fresh tiny model (not the shared fixture) with one weight set to NaN."""
+    import torch
+
+    from tiny_models import tiny_causal
+
+    model, tok = tiny_causal()
+    with torch.no_grad():
+        model.get_parameter(weight)[index] = float("nan")
+    return sl.load_lm((model, tok), device="cpu")
+
+
+def test_a_nan_weight_is_an_error_naming_the_option_and_the_condition():
+    lm = _broken_lm("transformer.h.0.mlp.c_fc.weight", (0, 0))  # every forward is NaN
+    with pytest.raises(ValueError, match=r"^lm: the model's log-probability of option 0 ' bathtub' \(item 0\) under "
+                                         r"the premise 'The man took a bath in the' is nan; 6 of 6 requests"):
+        sl.score(lm, "The man took a bath in the", [" bathtub", " tub"], domain_premise=" the", cache=False)
+    # position 6 is NaN: only the sequences that reach it (the long domain premise) are NaN; no padding (batch 1)
+    lm = _broken_lm("transformer.wpe.weight", (6,))
+    long_domain = "The man took a bath in the house and then in the"
+    with pytest.raises(ValueError, match=rf"option 0 ' tub' \(item 0\) under the domain premise '{long_domain}' is "
+                                         r"nan; 2 of 6 requests are not finite"):
+        sl.score(lm, "In the", [" tub", " soap"], domain_premise=long_domain, cache=False, batch_size=1)
+
+
+def test_scores_that_are_not_finite_are_never_blamed_on_a_missing_domain_premise():
+    raw = pd.DataFrame({"option": [" tub", " bathtub"], "logprob": [np.nan, np.nan], "n_tokens": [1, 3],
+                        "domain_logprob": [-3.0, -9.0], "null_logprob": [-4.0, -8.0]})
+    r = scoring.MCResult("p", [" tub", " bathtub"], " the", "m", scoring.option_table(raw), pd.DataFrame())
+    for call in (lambda: r.winner("lm"), lambda: r.winner("dcpmi"), r.explain, r.winners):
+        with pytest.raises(ValueError, match=r"scorer: the scores of '(lm|dcpmi)' are not finite \(' tub' \(nan\), "
+                                             r"' bathtub' \(nan\)\)") as err:
+            call()
+        assert "domain premise" not in str(err.value)
+    assert r.winner("unc") == " tub"  # the domain condition itself is fine
+    no_domain = scoring.MCResult("p", [" tub", " bathtub"], None, "m", scoring.option_table(
+        raw.assign(logprob=[-2.0, -5.0], domain_logprob=np.nan)), pd.DataFrame())
+    with pytest.raises(ValueError, match="scorer: 'dcpmi' needs a domain premise, and this result has none"):
+        no_domain.winner("dcpmi")  # the one case that message is for
+
+
+def test_explain_says_a_domain_premise_equal_to_the_premise_makes_dcpmi_zero(tiny_lm):
+    premise = "The man took a bath in the"
+    r = sl.score(tiny_lm, premise, [" xylophone", " bathtub", " tub"], domain_premise=premise, cache=False)
+    assert (r.table["dcpmi"] == 0).all()
+    text = r.explain()
+    assert "The domain premise equals the premise, so DC-PMI is 0 for every option" in text
+    assert "wins" not in text and "ahead" not in text
+    assert r.winner("dcpmi") == " xylophone"  # an exact tie: the first option, as evaluate's pred_dcpmi
+
+
+@pytest.mark.parametrize("noise", [0.0, 1e-7])
+def test_explain_calls_top_scores_within_float_noise_a_tie(noise):
+    raw = pd.DataFrame({"option": [" tub", " bathtub", " sink"], "logprob": [-5.0, -5.0 + noise, -9.0],
+                        "n_tokens": [1, 3, 1], "domain_logprob": [-3.0, -9.0, -8.0],
+                        "null_logprob": [-4.0, -8.0, -8.0]})
+    r = scoring.MCResult("p", list(raw["option"]), " the", "m", scoring.option_table(raw), pd.DataFrame())
+    text = r.explain()
+    assert text.startswith("Under LM ' tub' and ' bathtub' tie for the top (scores within 1e-06 of each other); "
+                           "under DC-PMI the top option is ' bathtub'."), text
+    assert "beats" not in text
+    assert r.winner("lm") == (" tub" if noise == 0 else " bathtub")  # winner() stays the exact argmax
+    dcpmi_tie = scoring.MCResult("p", list(raw["option"]), " the", "m", scoring.option_table(
+        raw.assign(logprob=[-2.0, -8.0 + noise, -9.0])), pd.DataFrame())  # DC-PMI 1.0, 1.0 (+noise), -1.0
+    assert "under DC-PMI ' tub' and ' bathtub' tie for the top" in dcpmi_tie.explain()
+
+
+def test_a_log_prob_of_minus_infinity_is_an_error_that_says_probability_zero(tiny_lm, monkeypatch):
+    real = engine.logprobs
+
+    def one_impossible_token(*args, **kwargs):
+        results = real(*args, **kwargs)
+        results[1].logprob[0] = -np.inf  # option 1 under the premise
+        return results
+
+    monkeypatch.setattr(engine, "logprobs", one_impossible_token)
+    with pytest.raises(ValueError, match=r"option 1 ' tub' \(item 0\) under the premise 'In the' is -inf\. The model "
+                                         r"gives a token probability 0"):
+        sl.score(tiny_lm, "In the", [" bathtub", " tub"], cache=False)

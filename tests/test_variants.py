@@ -163,3 +163,44 @@ def test_variants_bad_input():
 
 def test_paraphrase_keeps_the_public_name():
     assert paraphrase.variants is variants.variants
+
+
+# --- proper nouns, proper adjectives and acronyms keep their case --------------------------------
+#: held-out words: none of them is special-cased in the code
+PROPER = [" American", " Paris", " Einstein", " English", " European", " Tuesday", " Shakespeare", " Londoner"]
+ACRONYMS = [" NASA", " FBI", " URL", " UNESCO", " DVD", " MBA", " CEO", " PDF"]
+
+
+def _words(option: str) -> list[str]:
+    return [w.rstrip(".") for w in option.split()]
+
+
+@pytest.mark.parametrize("option", PROPER + [" iPhone", " eBay"] + ACRONYMS)
+def test_a_word_with_its_own_capitals_keeps_them_in_every_variant(option):
+    word = option.strip()
+    for v in _forms(option):
+        noun = _words(v)[-1]
+        assert noun[:1] == word[:1], v  # never lower-cased (" european") nor upper-cased (" IPhone")
+        assert noun[1:len(word) - 1] == word[1:-1], v  # the rest of the word as written (only a plural's end changes)
+
+
+@pytest.mark.parametrize("option", ACRONYMS)
+def test_an_acronym_plural_adds_a_lower_case_s(option):
+    word = option.strip()
+    forms = _forms(option)
+    assert f" {word}s" in forms and f" the {word}s" in forms
+    assert not [v for v in forms if _words(v)[-1] not in (word, word + "s")]  # no "MBAS", "UNESCOES"
+    assert variants.plural(word) == word + "s" and variants.singular(word + "s") == word
+    assert variants.singular(word) is None  # an acronym is singular
+    article = variants.indefinite_article(word)  # by sound, as inflect reads the letters
+    assert f" {article} {word}" in forms and f" {'a' if article == 'an' else 'an'} {word}" not in forms
+
+
+def test_articles_before_acronyms_and_proper_words_go_by_sound():
+    assert " an MBA" in _forms(" MBA") and " an FBI" in _forms(" FBI") and " a NASA" in _forms(" NASA")
+    assert " a European" in _forms(" European") and " an American" in _forms(" American")
+
+
+def test_a_capital_at_the_very_start_of_an_option_is_still_the_sentences():
+    assert "A knife" in _forms("Knives") and " a European" in _forms(" European")
+    assert "a european" in _forms("European")  # no leading space: read like "Knives" (a sentence's first word)

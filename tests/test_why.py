@@ -462,3 +462,13 @@ def test_probabilities_a_tenth_of_a_nat_apart_print_apart(tiny_lm, monkeypatch):
     assert "hold 0.0547% (1.09× the listed token)" in said["gold unlisted"]
     assert said["shared"].endswith("hold 0.0520%.")
     assert "(P = 0.0500%)" in w.explain() and "hold 0.0547%" in w.explain()
+
+
+def test_scores_that_are_not_finite_are_not_blamed_on_a_missing_domain_premise(tiny_lm):
+    raw = pd.DataFrame({"option": [" tub", " bathtub"], "logprob": [np.nan, -5.0], "n_tokens": [1, 3],
+                        "domain_logprob": [-3.0, -9.0], "null_logprob": [-4.0, -8.0]})
+    r = sl.MCResult("The man took a bath in the", [" tub", " bathtub"], " the", "m",
+                    sl.scoring.option_table(raw), pd.DataFrame(), gold=1)
+    with pytest.raises(ValueError, match=r"scorer: the scores of 'lm' are not finite \(' tub' \(nan\)\)") as err:
+        r.why(tiny_lm)
+    assert "domain premise" not in str(err.value)

@@ -249,6 +249,9 @@ def load(
                 raise ValueError(f"{at}: not a valid {spec.dataset} record for task {name!r} "
                                  f"(missing or bad field: {msg})") from None
             parsed.append((lineno, sub, fields))
+    if not parsed:
+        raise ValueError(f"source: {'hub:' if kind == 'hub' else ''}{where} has no records (an empty file?), so task "
+                         f"{name!r}, split {split!r}, would have no items")
 
     items: list[Item] = []
     for index in subset_indices(len(parsed), limit=limit, sample=sample, seed=seed):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Collection
 import ipywidgets as w
 
 from .._format import visible
-from ..text import glued
+from ..text import bad_character, blank, duplicates, glued
 
 if TYPE_CHECKING:
     from .workbench import Workbench
@@ -91,15 +91,21 @@ def problems(inp: Inputs, new: Collection[int] = ()) -> list[Problem]:
     for i, o in enumerate(inp.options):
         if not o and i in new:
             out.append(Problem(f"type option {i + 1} (or remove it with ✕): the views wait for it", kind="new"))
-        elif not o.strip():
-            what = "empty" if not o else "only whitespace"
+        elif blank(o):
+            what = ("empty" if not o else "only whitespace" if not o.strip() else
+                    f"only whitespace and invisible characters, {_quote(o)}")
             out.append(Problem(f"Option {i + 1} is {what}: type an answer or remove it with ✕."))
-    seen: dict[str, int] = {}
-    for i, o in enumerate(inp.options):
-        if o.strip() and o in seen:
-            out.append(Problem(f"Options {seen[o] + 1} and {i + 1} are the same text, {_quote(o)}: change or "
-                               "remove one."))
-        seen.setdefault(o, i)
+        elif bad := bad_character(o):  # one message, counted within the option, before any view reads it its own way
+            out.append(Problem(f"Option {i + 1}, {_quote(o)}: {bad}: retype it."))
+    for j, i in duplicates(inp.options):
+        o = inp.options[i]
+        if blank(o):
+            continue
+        if inp.options[j] == o:
+            out.append(Problem(f"Options {j + 1} and {i + 1} are the same text, {_quote(o)}: change or remove one."))
+        else:
+            out.append(Problem(f"Options {j + 1} and {i + 1} are the same text written with different Unicode code "
+                               f"points ({ascii(inp.options[j])} and {ascii(o)}): remove one."))
     bare: dict[str, int] = {}
     for i, o in enumerate(inp.options):
         b = o.strip()

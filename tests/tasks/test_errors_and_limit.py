@@ -122,3 +122,13 @@ def test_template_with_unknown_field_is_clear(data_root):
     bad = tasks.Template(name="bad", premise="{review}", options=[" a", " b"], domain_premise="")
     with pytest.raises(ValueError, match=r"bad.*\{review\}.*sentence"):
         task.with_template(bad)
+
+
+@pytest.mark.parametrize("content", ["", "\n  \n"])
+def test_an_empty_file_is_refused_naming_the_file(tmp_path, content):
+    f = tmp_path / "val.jsonl"
+    f.write_text(content)
+    with pytest.raises(ValueError) as exc:
+        tasks.load("copa", "val", source=f)
+    msg = str(exc.value)
+    assert msg.startswith(f"source: {f} has no records") and "'copa'" in msg

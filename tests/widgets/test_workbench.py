@@ -283,7 +283,8 @@ def test_paraphrase_view_names_the_winning_form_with_its_concept_and_says_what_f
     assert f"best single form: <b>{shown}</b> (concept <b>{concept}</b>)" in para.plot.figure["layout"]["title"]["text"]
     what = "the DC-PMI of each single form, log P(form|premise) − log P(form|domain premise)"
     assert html_escape(f"Form DC-PMI is {what}") in para.text.value
-    assert f"form DC-PMI: {what}" in para.plot.figure["layout"]["title"]["text"]
+    hovers = " ".join(t["hovertemplate"] for t in para.plot.figure["data"])
+    assert "form DC-PMI = " in hovers and "(log P(form|premise) − log P(form|domain premise))" in hovers
 
 
 def test_problems_are_pure_and_repeated_paraphrases_counted_once():
@@ -1021,3 +1022,35 @@ def test_why_first_part_is_drawn_before_the_letters_pass(tiny_lm, tiny_mlm, monk
     bench.wait(60)
     assert why.state == "ready" and why.result.meta["occlusion"] and letters.state == "ready"
     bench.close()
+
+
+def _problem_texts(options: list[str]) -> list[str]:
+    return [p.text for p in problems(Inputs(PREMISE, " the", tuple(options), ((),) * len(options), None))]
+
+
+def test_options_equal_after_unicode_normalisation_are_the_same_text():
+    assert _problem_texts([" caf\u00e9", " mat", " cafe\u0301"]) == [
+        "Options 1 and 3 are the same text written with different Unicode code points (' caf\\xe9' and "
+        "' cafe\\u0301'): remove one."]
+
+
+@pytest.mark.parametrize("option", ["\u200b", " \u200b", "\ufeff\u2060"])
+def test_an_option_of_invisible_characters_is_blank_not_glued(option):
+    found = problems(Inputs(PREMISE, " the", (" bathtub", option), ((), ()), None))
+    assert len(found) == 1 and found[0].blocking and found[0].kind == "", found
+    assert found[0].text.startswith("Option 2 is only whitespace and invisible characters, ")
+
+
+def test_a_lone_surrogate_is_reported_once_at_its_position_within_the_option(wb, monkeypatch):
+    calls = []
+    monkeypatch.setattr(vmod, "score_items", lambda *a, **k: calls.append(a))
+    bad = " ca\udce9 x"
+    wb.set_options([" bathtub", bad], gold=0)
+    wb.update()
+    msgs = _messages(wb)
+    assert len(msgs) == 1 and "Option 2" in msgs[0], msgs
+    with pytest.raises(ValueError) as err:
+        sl.text.check_options([" bathtub", bad])
+    where = "character 3 (0-based) is a byte 0xE9 that is not UTF-8"  # the library's count, within the option
+    assert where in msgs[0] and where in str(err.value)
+    assert not calls and all("sl-blocked" in _classes(v.box) for v in wb.views.values())
