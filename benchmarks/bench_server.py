@@ -87,7 +87,7 @@ def _child_process(spec: dict) -> dict:
 def bench(model: str, items: int, lm_eval_configs: list[tuple[int, int]], configs: list[tuple[int, int]],
           python: str, log=print) -> tuple[list[dict], dict]:
     """Start a server, run every tool once (lm-eval once per configuration); rows and run facts."""
-    from surfacelab.backends.vllm import LocalServer
+    from surfacelab.backends.vllm_server import LocalServer
     from surfacelab.models import PRESETS, cache_dir
 
     folder = str(PRESETS[model].locate(cache_dir()))

@@ -86,7 +86,7 @@ class ServerError(ConnectionError):
     """
 
 
-class _Secret:
+class Secret:
     """Holds the API key; its repr never shows it."""
 
     def __init__(self, value: str | None) -> None:
@@ -160,7 +160,7 @@ class VLLMBackend:
         self.max_model_len: int | None = None
         self.next_token_mode = "generate"
         self._identity = ""
-        self._key = _Secret(api_key)
+        self._key = Secret(api_key)
         self._client = bound(self._make_client())
 
     def __repr__(self) -> str:
@@ -173,7 +173,7 @@ class VLLMBackend:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self._key = _Secret(api_key_from(None, self.url))
+        self._key = Secret(api_key_from(None, self.url))
         self._client = bound(self._make_client())
 
     def _make_client(self) -> Any:
@@ -577,12 +577,3 @@ def connect(server: str, tokenizer: Any, vocab_size: int, *, served_model: str |
         backend.close()
         raise
     return backend
-
-
-def __getattr__(name: str) -> Any:
-    """``LocalServer`` (and ``_free_port``) live in :mod:`.vllm_server`, which imports this module."""
-    if name in ("LocalServer", "_free_port"):
-        from . import vllm_server
-
-        return getattr(vllm_server, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,7 +9,7 @@ import os
 import time
 from typing import Any, Callable, Sequence
 
-from .vllm import _Secret, on_this_machine
+from .vllm import Secret, on_this_machine
 
 
 class LocalServer:
@@ -34,9 +34,9 @@ class LocalServer:
                  dtype: str = "float32", args: Sequence[str] = (), log_path: str | os.PathLike | None = None) -> None:
         import tempfile
 
-        self.port = port or _free_port()
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}/v1"
-        self._key = _Secret(api_key)
+        self._key = Secret(api_key)
         self.cmd = [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
                     "--dtype", dtype, "--max-model-len", str(max_model_len), "--enforce-eager",
                     "--host", "127.0.0.1", "--port", str(self.port),
@@ -136,7 +136,7 @@ class LocalServer:
         self.stop()
 
 
-def _free_port() -> int:
+def free_port() -> int:
     import socket
 
     with socket.socket() as s:

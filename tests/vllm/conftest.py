@@ -60,7 +60,7 @@ def _other_weights(folder: Path) -> Path:
 @pytest.fixture(scope="session")
 def _servers(request, tmp_path_factory):
     """Launch (without waiting) every server the selected tests use; stop them all at the end."""
-    from surfacelab.backends.vllm import LocalServer
+    from surfacelab.backends.vllm_server import LocalServer
 
     python, wanted = vllm_python(), {"vllm_server", "other_weights_server"}
     used = {name for item in request.session.items for name in getattr(item, "fixturenames", ()) if name in wanted}

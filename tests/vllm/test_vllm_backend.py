@@ -260,9 +260,9 @@ def test_something_that_is_not_vllm_is_a_clear_error(tmp_path):
 
 
 def test_no_server_is_a_clear_error_not_a_hang():
-    from surfacelab.backends.vllm import _free_port
+    from surfacelab.backends.vllm_server import free_port
 
-    url = f"http://127.0.0.1:{_free_port()}/v1"
+    url = f"http://127.0.0.1:{free_port()}/v1"
     with pytest.raises(ServerError, match=r"unreachable after 5 tries \(ConnectError.*is it running"):
         sl.load_lm("smollm2-135m", server=url)
 

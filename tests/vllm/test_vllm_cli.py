@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from surfacelab.backends.vllm import _free_port
+from surfacelab.backends.vllm_server import free_port
 
 from conftest import SERVED
 from test_cli import run as _run
@@ -37,7 +37,7 @@ def test_score_and_eval_through_the_server(vllm_server, api_key, capsys, monkeyp
 
 def test_a_server_that_is_not_there_is_one_line(capsys, monkeypatch):
     monkeypatch.delenv("SURFACELAB_API_KEY", raising=False)
-    url = f"http://127.0.0.1:{_free_port()}/v1"
+    url = f"http://127.0.0.1:{free_port()}/v1"
     rc, out, err = _run(capsys, ["score", "--premise", "a", "--option", " b", "--option", " c", "--server", url])
     assert rc == 2
     assert err.strip().count("\n") == 0 and "Traceback" not in err

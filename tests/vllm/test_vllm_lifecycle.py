@@ -97,7 +97,7 @@ def test_the_server_dies_with_the_process_that_started_it():
     import subprocess
     import sys
 
-    code = ("import sys, time; from surfacelab.backends.vllm import LocalServer; "
+    code = ("import sys, time; from surfacelab.backends.vllm_server import LocalServer; "
             "s = LocalServer(sys.argv[1], python=sys.argv[2]).start(); print(s.proc.pid, flush=True); time.sleep(600)")
     parent = subprocess.Popen([sys.executable, "-c", code, str(model_dir()), vllm_python()], stdout=subprocess.PIPE,
                               text=True)
