@@ -63,12 +63,14 @@ lab: setup $(LAB_OVERRIDES)
 
 # every test; the notebooks run under nbmake in a fresh copy of the repository (tests/test_notebooks.py)
 test: setup vllm
+	$(VENV)/bin/ruff check .
 	SURFACELAB_REQUIRE_VLLM=1 VLLM_PYTHON=$(abspath $(VLLM_PYTHON)) \
 		$(PY) -m pytest --durations=15 --doctest-modules surfacelab tests
 
-# the fast part: unit tests on the tiny in-memory models and the docstring examples; no real model, browser, vLLM
+# the fast part: ruff, then the unit tests on the tiny in-memory models and the docstring examples; no real model, browser, vLLM
 # or fresh Python process (`make test` runs those)
 unit: setup
+	$(VENV)/bin/ruff check .
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) -m pytest -q -p no:nbmake -n $(UNIT_WORKERS) -m "not slow and not browser and not vllm and not process" \
 		--durations=10 --doctest-modules surfacelab tests
 

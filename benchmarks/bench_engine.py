@@ -225,7 +225,8 @@ def _child(spec: dict) -> dict:
     emb = model.get_input_embeddings().weight
     head = model.get_output_embeddings().weight
     body = sum(p.numel() for p in model.parameters()) - emb.numel() - (0 if head is emb else head.numel())
-    info.update(seconds=seconds, cpu_seconds=cpu_seconds, totals=[float(t) for t in totals], threads=torch.get_num_threads(),
+    info.update(seconds=seconds, cpu_seconds=cpu_seconds, totals=[float(t) for t in totals],
+                threads=torch.get_num_threads(),
                 peak_mib=(torch.cuda.max_memory_allocated() / 2**20) if cuda else _rss_mib("VmHWM") - rss0,
                 body_params=int(body), vocab=int(head.shape[0]), hidden=int(head.shape[1]), device=device)
     return info
@@ -270,7 +271,8 @@ def bench(models: list[str], items: dict[str, int], gemma_items: dict[str, int],
                 continue
             reqs, source = requests_for(w, sizes[w])
             runs = {}
-            plan = [("surfacelab", ["auto"])] + [(t, long_bs if w == "d" else batch_sizes[t]) for t in ("lm-eval", "minicons")]
+            plan = [("surfacelab", ["auto"])] + [(t, long_bs if w == "d" else batch_sizes[t])
+                                                 for t in ("lm-eval", "minicons")]
             try:
                 for tool, sizes_ in plan:
                     best = None
@@ -348,15 +350,17 @@ def markdown(rows: list[dict], started: str, wall: float) -> str:
     lines += ["", "## Tokens and arithmetic against the ideal plan", "",
               "Arithmetic = 2 x non-embedding params x tokens + 2 x vocab x hidden x projected positions "
               "(attention's quadratic term ignored).", "",
-              "| model | workload | unique requests | lm-eval tokens | surfacelab tokens (non-pad) | unique-prefix plan | "
-              "lm-eval ÷ unique | shared prefixes | paths | arithmetic lm-eval ÷ surfacelab | planning (share of CPU) |",
+              "| model | workload | unique requests | lm-eval tokens | surfacelab tokens (non-pad) | "
+              "unique-prefix plan | lm-eval ÷ unique | shared prefixes | paths | arithmetic lm-eval ÷ surfacelab | "
+              "planning (share of CPU) |",
               "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
     for (m, w, t), sl in by.items():
         if t != "surfacelab":
             continue
         le = by[(m, w, "lm-eval")]
         paths = ", ".join(f"{k} {v}" for k, v in sl["paths"].items())
-        lines.append(f"| {m} | {NAMES[w]} | {sl['unique']} | {le['tokens']:,} | {sl['tokens']:,} ({sl['tokens_nonpad']:,}) | "
+        lines.append(f"| {m} | {NAMES[w]} | {sl['unique']} | {le['tokens']:,} | "
+                     f"{sl['tokens']:,} ({sl['tokens_nonpad']:,}) | "
                      f"{sl['tokens_unique']:,} | {le['tokens'] / sl['tokens_unique']:.2f}x | {sl['prefix_groups']} | "
                      f"{paths} | {le['flops'] / sl['flops']:.2f}x | {_share(sl)} |")
     return "\n".join(lines + _target_lines(rows, by))

@@ -133,7 +133,8 @@ def accounting(folder: Path, sentences: list[str], surfacelab_tokens: int) -> di
     unpadded = sum(c * n for c, n in zip(copies, lengths))
     flops_m = 2 * body * minicons_tokens + 2 * head * minicons_tokens
     flops_s = 2 * body * surfacelab_tokens + 2 * head * sum(copies)
-    return {"sentences": len(sentences), "copies": sum(copies), "unpadded": unpadded, "minicons_tokens": minicons_tokens,
+    return {"sentences": len(sentences), "copies": sum(copies), "unpadded": unpadded,
+            "minicons_tokens": minicons_tokens,
             "surfacelab_tokens": surfacelab_tokens, "arithmetic_ratio": flops_m / flops_s}
 
 

@@ -13,8 +13,8 @@ first part, then the rest). The kernel's own time for the update ("updated in �
 the views in sight but the slow Why view) is recorded beside it.
 
 Viewports (``--heights``): 1440×900 (two views in sight at the top), 1440×1080 (four) and 1440×3200 (all six in
-sight at once: every view recomputed and redrawn on the keystroke's path). At 1440×900 it then measures what a person waits for when,
-after an edit, they scroll down to each view (``--scrolls`` rounds). Target: ≤ 1 s.
+sight at once: every view recomputed and redrawn on the keystroke's path). At 1440×900 it then measures what a person
+waits for when, after an edit, they scroll down to each view (``--scrolls`` rounds). Target: ≤ 1 s.
 
 Run on a quiet machine, under the shared CPU lock:
 
@@ -168,7 +168,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--edits", type=int, default=7)
     ap.add_argument("--heights", default="900,3200", help="viewport heights at 1440 px wide (comma-separated)")
-    ap.add_argument("--scrolls", type=int, default=3, help="rounds of edit, then scroll to each view, and of typing in bursts (1440x900; 0: none)")
+    ap.add_argument("--scrolls", type=int, default=3,
+                    help="rounds of edit, then scroll to each view, and of typing in bursts (1440x900; 0: none)")
     ap.add_argument("--json", default=None, help="also write the numbers here")
     ap.add_argument("--screenshots", default=None, help="folder for screenshots (1280/1440/1920, light/dark)")
     ap.add_argument("--readme-shot", action="store_true", help="regenerate docs/workbench.png (1440x900)")

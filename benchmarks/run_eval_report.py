@@ -119,10 +119,12 @@ def _render(rows: list[dict], args: argparse.Namespace, command: str) -> str:
             "",
             f"DC-PMI on {n} split(s) of {model}:",
             "",
-            "| compared with | best or tied (equal accuracy) | not significantly worse than the best (McNemar p >= 0.05) |",
+            ("| compared with | best or tied (equal accuracy) | "
+             "not significantly worse than the best (McNemar p >= 0.05) |"),
             "|---|---|---|",
             f"| all six scorers | {int(sub.best_all.sum())} / {n} | {int(sub.ns_all.sum())} / {n} |",
-            f"| the paper's four (lm, avg, unc, dcpmi) | {int(sub.best_paper.sum())} / {n} | {int(sub.ns_paper.sum())} / {n} |",
+            (f"| the paper's four (lm, avg, unc, dcpmi) | {int(sub.best_paper.sum())} / {n} | "
+             f"{int(sub.ns_paper.sum())} / {n} |"),
             "",
             "Splits where DC-PMI is best or tied among the paper's four: "
             + (", ".join(f"{r.task}/{r.split}" for r in sub.itertuples() if r.best_paper) or "none") + ".",

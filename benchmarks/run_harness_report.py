@@ -220,7 +220,8 @@ def main(argv: list[str] | None = None) -> int:
             p.error(f"--cap: expected MODEL=N with MODEL in {MODELS}, got {c!r}")
         caps[model] = int(n)
     only = set(args.only.split(",")) if args.only else None
-    command = ("SURFACELAB_CACHE=/tmp/harness-cache OMP_NUM_THREADS=1 nice -n 10 python benchmarks/run_harness_report.py "
+    command = ("SURFACELAB_CACHE=/tmp/harness-cache OMP_NUM_THREADS=1 nice -n 10 "
+               "python benchmarks/run_harness_report.py "
                + shlex.join(argv if argv is not None else sys.argv[1:]))
     out, csv = Path(args.out), Path(args.csv)
     frames: list[pd.DataFrame] = []

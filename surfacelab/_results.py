@@ -31,7 +31,8 @@ def frame_to_json(frame: pd.DataFrame) -> dict:
     """A frame as ``{"columns", "dtypes", "data"}`` (plus ``"tuples"``: object columns that hold tuples)."""
     doc = {"columns": list(frame.columns), "dtypes": {c: str(t) for c, t in frame.dtypes.items()},
            "data": [[_cell(v) for v in row] for row in frame.itertuples(index=False, name=None)]}
-    tuples = [c for c in frame.columns if frame[c].dtype == object and len(frame) and isinstance(frame[c].iloc[0], tuple)]
+    tuples = [c for c in frame.columns
+              if frame[c].dtype == object and len(frame) and isinstance(frame[c].iloc[0], tuple)]
     if tuples:
         doc["tuples"] = tuples
     return doc
@@ -142,7 +143,8 @@ class JSONResult:
                    and f.default_factory is dataclasses.MISSING]
         if missing:
             raise ValueError(f"path: {path.name} is not a saved {cls.__name__} (missing {missing})")
-        return cls(**{f.name: _read_frame(doc, f.name) if _is_frame(f) else doc[f.name] for f in fields if f.name in doc})
+        return cls(**{f.name: _read_frame(doc, f.name) if _is_frame(f) else doc[f.name]
+                      for f in fields if f.name in doc})
 
 
 def _read_frame(doc: dict, name: str) -> pd.DataFrame:

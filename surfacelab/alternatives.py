@@ -79,7 +79,8 @@ def token_view(lm: Any, result: Any, *, top_k: int = 5) -> pd.DataFrame:
     if result.domain_premise is not None:
         conds.append(("domain", result.domain_premise))
     pairs = [(cond, ctx, opt) for cond, ctx in conds for opt in result.options]
-    alts = alternatives(lm, [(ctx, opt) for _, ctx, opt in pairs], top_k=top_k)  # rows in (request, position, rank) order
+    # rows in (request, position, rank) order
+    alts = alternatives(lm, [(ctx, opt) for _, ctx, opt in pairs], top_k=top_k)
     index = {(cond, opt): i for i, (cond, _, opt) in enumerate(pairs)}
     grouped = {r: list(zip(g["alt_token"], g["alt_logprob"])) for r, g in
                alts.groupby(["request", "position"], sort=False)}

@@ -268,7 +268,8 @@ def logprobs(
 
     def commit(done: list[int], scores: list[TokenScores]) -> None:
         if store is not None:
-            store.put_many({keys[todo[d]]: _score_entry(s) for d, s in zip(done, scores) if keys[todo[d]] not in stored})
+            store.put_many({keys[todo[d]]: _score_entry(s) for d, s in zip(done, scores)
+                            if keys[todo[d]] not in stored})
 
     computed = lm.backend.score([uniq_encs[i] for i in todo], top_k=top_k, batch_size=rows, progress=progress,
                                 stats=stats, on_done=commit) if todo else []

@@ -1,4 +1,5 @@
-"""Whole-dataset evaluation: ``evaluate()``, ``evaluate_fewshot()`` and ``ablate()`` (the ``eval`` command is in :mod:`surfacelab.cli.evaluate`).
+"""Whole-dataset evaluation: ``evaluate()``, ``evaluate_fewshot()`` and ``ablate()`` (the ``eval`` command is in
+:mod:`surfacelab.cli.evaluate`).
 
 >>> import surfacelab as sl
 >>> lm = sl.load_lm("smollm2-135m")                                          # doctest: +SKIP
@@ -81,11 +82,11 @@ class EvalResult:
             ``truncated`` / ``domain_truncated``: context tokens cut from the left of the premise /
             domain premise to fit the model's window (0: nothing cut).
         items: one row per item: ``item``, ``id``, ``gold``, ``gold_option``, ``n_options``,
-            ``premise``, ``domain_premise``, then per scorer ``pred_<scorer>`` (predicted option index), ``correct_<scorer>``
-            and ``tie_<scorer>`` (the top score is shared), then the verdict columns (``against``,
-            ``gap_*``, ``prior``, ``mass_ratio``, ``mass_gain``, ``why``, ``rescued_by``; see :mod:`surfacelab.verdicts`),
-            ``truncated`` (most premise tokens cut from any option) and ``truncation_differs`` (its options
-            were cut by different amounts).
+            ``premise``, ``domain_premise``, then per scorer ``pred_<scorer>`` (predicted option index),
+            ``correct_<scorer>`` and ``tie_<scorer>`` (the top score is shared), then the verdict columns (``against``,
+            ``gap_*``, ``prior``, ``mass_ratio``, ``mass_gain``, ``why``, ``rescued_by``;
+            see :mod:`surfacelab.verdicts`), ``truncated`` (most premise tokens cut from any option) and
+            ``truncation_differs`` (its options were cut by different amounts).
         accuracy: one row per scorer: ``n``, ``correct``, ``accuracy``, ``ci_low``/``ci_high`` (95%
             percentile bootstrap over items, seeded), ``ties``, ``lm_eval_metric`` (the
             lm-evaluation-harness metric the scorer equals under an lm-eval template, else "") and

@@ -66,7 +66,8 @@ _ALIASES = {"within_word_l2r": "word_l2r"}  # minicons' name
 
 
 def register_pll_metric(metric: PLLMetric, *, overwrite: bool = False) -> PLLMetric:
-    """Add a PLL metric (``pll(..., metric=name)``, ``pll_metrics``, ``pll_blimp``); a taken name needs ``overwrite``."""
+    """Add a PLL metric (``pll(..., metric=name)``, ``pll_metrics``, ``pll_blimp``); a taken name needs
+    ``overwrite``."""
     if not isinstance(metric, PLLMetric):
         raise TypeError(f"metric: expected a PLLMetric, got {type(metric).__name__}")
     return METRICS.register(metric.name, metric, overwrite=overwrite)

@@ -78,7 +78,8 @@ def register_scorer(scorer: Scorer, *, overwrite: bool = False) -> Scorer:
         raise ValueError(f"scorer: unknown condition(s) {sorted(bad)}; known: {CONDITIONS}")
     clash = [s.name for s in SCORERS.values() if s.column == scorer.column and s.name != scorer.name]
     if clash or scorer.column in (*_RAW["domain"], *_RAW["null"], *_RAW["premise"][1:]):
-        raise ValueError(f"scorer: column {scorer.column!r} is already used by {clash[0] if clash else 'the raw table'}")
+        raise ValueError(f"scorer: column {scorer.column!r} is already used by "
+                         f"{clash[0] if clash else 'the raw table'}")
     return SCORERS.register(scorer.name, scorer, overwrite=overwrite)
 
 
@@ -347,7 +348,8 @@ def option_table(raw: pd.DataFrame, *, by: str | None = None) -> pd.DataFrame:
         col = t.groupby(by, sort=False)[s.column] if by is not None else t[s.column]
         t[f"rank_{s.name}"] = col.rank(ascending=False, method="min")
     # registry order; each condition's raw columns just before the first scorer that reads them
-    order = [c for s in SCORERS.values() for c in (*(r for cond in ("premise", *s.needs) for r in _RAW[cond]), s.column)]
+    order = [c for s in SCORERS.values()
+             for c in (*(r for cond in ("premise", *s.needs) for r in _RAW[cond]), s.column)]
     first = list(dict.fromkeys(["option", *order, *(c for cols in _RAW.values() for c in cols)]))
     front = [c for c in raw.columns if c not in first]
     return t[front + first + [c for c in t.columns if c not in first and c not in front]]

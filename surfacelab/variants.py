@@ -126,8 +126,8 @@ def variants(option: str, *, lm: Any = None) -> pd.DataFrame:
     sensible number change). Every combination of the five axes is built: article none / a|an (by
     sound: "an hour", "a university"; singular only) / the; singular / plural (an invariant noun such
     as "sheep" or "news" has one form); first character upper / lower case; with / without a
-    trailing period; with / without a leading space. Identical strings are dropped; with ``lm``, strings that its tokenizer
-    encodes to the same token ids are dropped too (the variant with fewer changes is kept).
+    trailing period; with / without a leading space. Identical strings are dropped; with ``lm``, strings that its
+    tokenizer encodes to the same token ids are dropped too (the variant with fewer changes is kept).
 
     Args:
         option: one option string, e.g. " a bathtub".

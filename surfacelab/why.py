@@ -278,7 +278,8 @@ def _verdict_detail(label: str, d: dict[str, float], og: str, oa: str, mass: dic
                           f"listed token; counting them moves the gap by {signed(mass['mass_gain'])} nats)",
             "mixed": "no single term holds half of the loss",
             "lost": "no prior context was scored"}[label]
-    detail = f" ({share[label]:.0%} of what counts against the gold)" if label in ("premise evidence", "length", "prior", "letter bias") else ""
+    detail = (f" ({share[label]:.0%} of what counts against the gold)"
+              if label in ("premise evidence", "length", "prior", "letter bias") else "")
     return f"Verdict: {label} — {what}{detail}."
 
 

@@ -389,11 +389,13 @@ def test_only_a_call_with_a_few_contexts_is_remembered_and_only_the_last_ones(ow
 
     contexts = [f"the bird {'sat ' * k}on the" for k in range(REMEMBER_MAX_CONTEXTS + 1)]  # a dataset-sized call
     engine.logprobs(own_tiny_lm, [(c, " mat") for c in contexts], cache=False, progress=False)
-    assert "recalled" not in engine.next_token_logprobs(own_tiny_lm, contexts[:2], token_ids=[3], cache=True).stats.paths
+    assert "recalled" not in engine.next_token_logprobs(own_tiny_lm, contexts[:2], token_ids=[3],
+                                                        cache=True).stats.paths
     questions = [f"the cat {'ran ' * k}to the" for k in range(RECENT_CONTEXTS + 1)]
     for q in questions:  # one question a call, as the workbench scores them
         engine.logprobs(own_tiny_lm, [(q, " mat"), (q, " sun")], cache=False, progress=False)
-    got = engine.next_token_logprobs(own_tiny_lm, [questions[0], questions[1], questions[-1]], token_ids=[3], cache=True)
+    got = engine.next_token_logprobs(own_tiny_lm, [questions[0], questions[1], questions[-1]], token_ids=[3],
+                                     cache=True)
     assert got.stats.paths == {"plain": 1, "recalled": 2}  # the oldest one was let go
 
 

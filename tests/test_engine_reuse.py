@@ -122,7 +122,8 @@ def test_nested_rows_forward_the_token_trie_once(lm):
     """Premises with one word removed share their first words with one another at every depth, and each carries
     two options: packed rows forward each distinct prefix once (the requests' token trie), not a flat prefix
     with whole suffixes; every number is a full forward's."""
-    requests = [(p, o) for p in _occluded("the cat sat on the mat and the dog ate the bone") for o in (" whale", " eel")]
+    requests = [(p, o) for p in _occluded("the cat sat on the mat and the dog ate the bone")
+                for o in (" whale", " eel")]
     nested, st = _run(lm, requests)
     assert st.paths == {"packed": len(requests)} and st.tokens_forwarded < st.tokens_needed // 3
     if lm.backend.row_cap >= st.tokens_unique:

@@ -71,14 +71,16 @@ def test_evalresult_round_trip_meta_show_and_result(tiny_lm, tmp_path):
         pd.testing.assert_frame_equal(getattr(res, name), getattr(back, name), check_dtype=False)
     pd.testing.assert_frame_equal(res.scores[["item", "option", "logprob", "dcpmi"]],
                                   back.scores[["item", "option", "logprob", "dcpmi"]], check_dtype=False)
-    assert (back.task, back.template, back.scorers, back.meta["seed"]) == ("constructed", "copa/code", ["lm", "dcpmi"], 3)
+    assert ((back.task, back.template, back.scorers, back.meta["seed"])
+            == ("constructed", "copa/code", ["lm", "dcpmi"], 3))
     assert len(res.show().data) == 2  # one bar trace per scorer
     # result(i): the item's MCResult from the run's own rows, equal to scoring it alone
     one = res.result(1)
     alone = sl.score(tiny_lm, "She cooked dinner on the", [" bathtub", " stove"], domain_premise=" so", cache=False)
     assert one.gold == 1 and one.domain_premise == " so"
     assert one.table["logprob"].to_numpy() == pytest.approx(alone.table["logprob"].to_numpy(), abs=1e-5)
-    assert one.winner("dcpmi") == alone.winner("dcpmi") and list(one.winners().index) == list(alone.winners().index)[:-1]  # pmi_null: no null context scored
+    assert (one.winner("dcpmi") == alone.winner("dcpmi")
+            and list(one.winners().index) == list(alone.winners().index)[:-1])  # pmi_null: no null context scored
     assert one.table["per_char"].to_numpy() == pytest.approx(alone.table["per_char"].to_numpy(), abs=1e-6)
     assert "DC-PMI" in one.explain()
     with pytest.raises(ValueError, match=r"i: expected an item position in \[0, 3\)"):
@@ -109,7 +111,8 @@ def test_letter_eval_round_trip_meta_and_show(tiny_lm, tmp_path):
     assert [t.name for t in fig.data] == ["default", "cyclic", "pride"]
     assert [t.y[0] for t in fig.data] == pytest.approx(list(ev.summary["accuracy"] / 100))  # one bar per method
     with pytest.raises(ValueError, match="path: .* is not a saved LetterEval"):
-        letters.LetterEval.load(letters.score(tiny_lm, "2 + 2 =", ["3", "4"], template="plain").save(tmp_path / "l.json"))
+        letters.LetterEval.load(letters.score(tiny_lm, "2 + 2 =", ["3", "4"],
+                                              template="plain").save(tmp_path / "l.json"))
 
 
 def test_blimp_result_round_trip_meta_and_show(tiny_mlm, tmp_path):
@@ -119,7 +122,8 @@ def test_blimp_result_round_trip_meta_and_show(tiny_mlm, tmp_path):
     folder.mkdir()
     for uid, fld, pairs in [("agr", "morphology", [("I bought a hat.", "I bought a hats."),
                                                      ("We saw a cup.", "We saw a cups.")]),
-                            ("ord", "syntax", [("It was red.", "Red it was was."), ("They liked a book.", "Liked they a book.")])]:
+                            ("ord", "syntax", [("It was red.", "Red it was was."),
+                                               ("They liked a book.", "Liked they a book.")])]:
         (folder / f"{uid}.jsonl").write_text("".join(json.dumps(
             {"sentence_good": g, "sentence_bad": b, "field": fld, "linguistics_term": "toy", "UID": uid,
              "pairID": str(i)}) + "\n" for i, (g, b) in enumerate(pairs)), encoding="utf-8")

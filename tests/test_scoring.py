@@ -73,7 +73,8 @@ def test_explain_tells_length_and_prior_with_the_numbers():
                            "logprob": [-3.5, -1.0, -0.5]})
     r = scoring.MCResult("p", [" tub", " bathtub"], " the", "m", scoring.option_table(raw), tokens)
     text = r.explain()
-    assert "Under LM, ' tub' beats ' bathtub' by 3.00 nats; under DC-PMI, ' bathtub' wins, 3.00 nats ahead of it." in text
+    assert ("Under LM, ' tub' beats ' bathtub' by 3.00 nats; "
+            "under DC-PMI, ' bathtub' wins, 3.00 nats ahead of it." in text)
     assert "' bathtub' has 3 tokens against 1" in text
     assert "per character ' tub' still leads, by 0.12 nats/char" in text  # -2/4 against -5/8
     assert "prefers ' tub' by 6.00 nats" in text  # -3 - (-9)

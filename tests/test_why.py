@@ -49,7 +49,8 @@ def test_gap_identities_against_independent_engine_calls(tiny_lm, domain):
     assert term["LM gap"] == pytest.approx(lp_g - lp_a, abs=1e-6)
     assert r.term("prior gap") == pytest.approx(pr_g - pr_a, abs=1e-6)
     assert term["premise evidence"] == pytest.approx((lp_g - pr_g) - (lp_a - pr_a), abs=1e-6)
-    assert term["length"] + term["prior per token"] + term["premise evidence"] == pytest.approx(term["LM gap"], abs=1e-6)
+    assert (term["length"] + term["prior per token"] + term["premise evidence"]
+            == pytest.approx(term["LM gap"], abs=1e-6))
     # the LM gap's own split by length, per token and per character
     for unit in ("tokens", "chars"):
         split = r.term(f"LM length ({unit})") + r.term(f"LM per {unit[:-1]}")

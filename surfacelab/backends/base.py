@@ -32,8 +32,8 @@ Changes to the first draft of this contract (so that both backends fit it):
   never through a module global.
 * ``next_token`` takes ``progress`` like ``score``.
 * ``EngineStats.paths`` says how many requests ran on which execution path (``"plain"``: one row
-  per request; ``"packed"``: rows of several requests, each shared prefix once, under a 4-D mask; ``"kv"``: a prefix pass with a
-  key/value cache, then the suffixes on it; ``"server"``: a completions server), and
+  per request; ``"packed"``: rows of several requests, each shared prefix once, under a 4-D mask; ``"kv"``:
+  a prefix pass with a key/value cache, then the suffixes on it; ``"server"``: a completions server), and
   ``EngineStats.rule`` why the transformers backend may or may not pack rows on this model;
   ``EngineStats.plan_seconds`` the time a backend spent planning (0 where it plans nothing).
 * **Cancellation.** Inside ``cancelled_when(check)`` an in-process backend calls ``raise_if_cancelled``

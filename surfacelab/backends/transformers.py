@@ -49,7 +49,8 @@ TOKEN_BUDGET = {"cpu": 4096, "mps": 16384, "cuda": 65536}
 MASKED_TOKEN_BUDGET = {"cpu": 2048, "mps": 16384, "cuda": 65536}
 
 
-#: On CUDA the budget follows the free device memory: this share of it, at ``token_bytes`` per token, within these bounds.
+#: On CUDA the budget follows the free device memory: this share of it, at ``token_bytes`` per token,
+#: within these bounds.
 CUDA_FREE_SHARE = 0.25
 #: A scoring call with at most this many distinct contexts (one question's) keeps the next-token distribution after
 #: each; the last ``RECENT_CONTEXTS`` are kept, per model (``TransformersBackend.remembered``).
@@ -134,8 +135,8 @@ class TransformersBackend:
             block.register_forward_pre_hook(raise_if_cancelled)
 
     def identity(self) -> str:
-        """The weights' fingerprint as they are now (``fingerprint.Fingerprint``: type, config, every weight, vocabulary,
-        dtype)."""
+        """The weights' fingerprint as they are now (``fingerprint.Fingerprint``: type, config, every weight,
+        vocabulary, dtype)."""
         return self._identity()
 
     def score(self, encodings: Sequence[Any], *, top_k: int, batch_size: int | None, progress: bool,
@@ -340,7 +341,8 @@ class TransformersBackend:
             else:
                 run = self._suffix_rows(jobs, members, widths, p, copy.deepcopy(cache))
             feats, offsets = run
-            where = [[j if j < p else len(pre_feats) + offsets[r] + j - p for j in range(jobs[m].first, len(jobs[m].ids))]
+            where = [[j if j < p else len(pre_feats) + offsets[r] + j - p
+                      for j in range(jobs[m].first, len(jobs[m].ids))]
                      for r, m in enumerate(members)]
             done(members, torch.cat([pre_feats, feats]), where)
         return padded
@@ -407,7 +409,8 @@ class TransformersBackend:
                 reused = {jobs[m].ids[:a] for m, a in zip(seg.members[1:], starts[1:]) if a}
                 stats.prefix_groups += len(reused)
                 # the requests that share a prefix: each one that runs on an earlier one's tokens, and that one
-                stats.reused += sum(1 for k in range(len(starts)) if starts[k] or (k + 1 < len(starts) and starts[k + 1]))
+                stats.reused += sum(1 for k in range(len(starts))
+                                    if starts[k] or (k + 1 < len(starts) and starts[k + 1]))
             finish(members, feats, where)
         stats.count_path(batch.kind, len(members))
         stats.batches += 1

@@ -155,7 +155,8 @@ class VLLMBackend:
         self.url = normalize_url(url)
         self.served_model = served_model
         self.timeout, self.retries, self.concurrency = float(timeout), int(retries), int(concurrency)
-        self.batch_prompts, self.batch_tokens, self.max_logprobs = int(batch_prompts), int(batch_tokens), int(max_logprobs)
+        self.batch_prompts, self.batch_tokens, self.max_logprobs = (int(batch_prompts), int(batch_tokens),
+                                                                    int(max_logprobs))
         self.vocab_size = 0
         self.max_model_len: int | None = None
         self.next_token_mode = "generate"
@@ -382,7 +383,8 @@ class VLLMBackend:
                     if len(ranked) < top_k:
                         raise ServerError(f"server {self.url}: malformed answer: {len(ranked)} alternatives, "
                                           f"{top_k} asked")
-                    tops.append((np.array([t for t, _ in ranked], np.int64), np.array([v for _, v in ranked], np.float32)))
+                    tops.append((np.array([t for t, _ in ranked], np.int64),
+                                 np.array([v for _, v in ranked], np.float32)))
             return [NextTokenScores(selected[r], math.nan, tids, tlps) for r, (tids, tlps) in enumerate(tops)]
 
         batches = self._batches([len(p) for p in prompts], batch_size)

@@ -112,7 +112,8 @@ class Printer:
         self.notes.print(line)
 
     def show(self, views: list[View], extra: dict[str, Any] | None = None) -> None:
-        """Print the views: rich tables, markdown tables, the first view as csv, or every view (and ``extra``) as json."""
+        """Print the views: rich tables, markdown tables, the first view as csv, or every view (and ``extra``)
+        as json."""
         if self.fmt == "csv":
             sys.stdout.write(machine_frame(views[0].frame).to_csv(index=False))
         elif self.fmt == "json":
@@ -120,7 +121,8 @@ class Printer:
             sys.stdout.write(json.dumps({**doc, **(extra or {})}, indent=1, default=str) + "\n")
         else:
             for v in views:
-                self.out.print(_markdown(v, self.wide) if self.fmt == "markdown" else _rich(v, self.wide, self.out.width))
+                self.out.print(_markdown(v, self.wide) if self.fmt == "markdown"
+                               else _rich(v, self.wide, self.out.width))
                 self.out.print()
 
 

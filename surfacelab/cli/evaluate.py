@@ -99,12 +99,15 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--task", required=True, help="task name (see surfacelab.tasks.list())")
     p.add_argument("--split", default=None, help="split (default: the task's default split)")
     p.add_argument("--model", default=None, help="preset, hub id or folder (default: smollm2-135m)")
-    p.add_argument("--data-dir", default=None, help="data root laid out like data/eval (default: $SURFACELAB_DATA or data/eval), a dataset folder or a .jsonl")
+    p.add_argument("--data-dir", default=None,
+                   help="data root laid out like data/eval (default: $SURFACELAB_DATA or data/eval), a dataset folder "
+                        "or a .jsonl")
     p.add_argument("--scorers", default=DEFAULT_SCORERS, help=f"comma-separated (default: {DEFAULT_SCORERS})")
     subset = p.add_mutually_exclusive_group()
     subset.add_argument("--limit", type=int, default=None, metavar="N",
                         help="evaluate the first N items (as lm-evaluation-harness's --limit)")
-    subset.add_argument("--sample", type=int, default=None, metavar="N", help="evaluate a random sample of N items (see --seed)")
+    subset.add_argument("--sample", type=int, default=None, metavar="N",
+                        help="evaluate a random sample of N items (see --seed)")
     p.add_argument("--seed", type=int, default=0, help="seed of the --sample draw")
     p.add_argument("--variant", default="code", choices=list(VARIANTS),
                    help="template family (default: code, the paper's public code; paper_table: its Table 7)")

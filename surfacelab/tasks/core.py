@@ -207,7 +207,8 @@ class Item:
 
     def __post_init__(self) -> None:
         if not 0 <= self.gold < len(self.options):
-            raise ValueError(f"item {self.id!r}: gold={self.gold} is not a valid index into {len(self.options)} options")
+            raise ValueError(f"item {self.id!r}: gold={self.gold} is not a valid index into "
+                             f"{len(self.options)} options")
         if self.premise_per_option is not None and len(self.premise_per_option) != len(self.options):
             raise ValueError(f"item {self.id!r}: premise_per_option must have one entry per option")
 
@@ -282,7 +283,8 @@ class Task:
             rows.append(row)
         return pd.DataFrame(rows)
 
-    def with_template(self, template: Template | str | None = None, *, domain_premise: Renderer | None = None) -> "Task":
+    def with_template(self, template: Template | str | None = None, *,
+                      domain_premise: Renderer | None = None) -> "Task":
         """Re-render every item (and its few-shot examples) under another template and/or domain premise.
 
         Args:
@@ -319,7 +321,8 @@ def resolve_template(task: str, template: Template | str) -> tuple[Template, str
     if isinstance(template, Template):
         return template, None
     if not isinstance(template, str):
-        raise ValueError(f"template must be a Template, a template family or name, or None, got {type(template).__name__}")
+        raise ValueError("template must be a Template, a template family or name, or None, "
+                         f"got {type(template).__name__}")
     spec = SPECS.get(task)
     families = spec.templates if spec is not None else {}
     if template in FAMILIES and spec is not None:

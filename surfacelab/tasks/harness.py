@@ -181,7 +181,8 @@ TEMPLATES: dict[str, LMEvalTemplate] = {
     # utils.doc_to_choice already starts each choice with a space and the default delimiter adds another:
     # the harness scores '  <choice>' (two spaces; it only warns), and acc_norm counts one of them.
     "copa": _lm_eval(
-        "copa", _copa_prompt, " {choice_lc}", _copa_connector, task="copa", yaml="super_glue/copa/default.yaml + utils.py",
+        "copa", _copa_prompt, " {choice_lc}", _copa_connector, task="copa",
+        yaml="super_glue/copa/default.yaml + utils.py",
         description="'<premise without its final period> because|therefore' -> '  <choice, first letter lower-cased>' "
                     "(two spaces, as the harness sends it)"),
     "storycloze": _lm_eval(
@@ -203,7 +204,8 @@ TEMPLATES: dict[str, LMEvalTemplate] = {
     "sst-2": _lm_eval(
         "sst-2", "{sentence}\nQuestion: Is this sentence positive or negative?\nAnswer:", ["negative", "positive"],
         "Question: Is this sentence positive or negative?\nAnswer:", task="sst2", yaml="glue/sst2/default.yaml",
-        description="'<sentence>\\nQuestion: Is this sentence positive or negative?\\nAnswer:' -> ' negative' | ' positive'"),
+        description="'<sentence>\\nQuestion: Is this sentence positive or negative?\\nAnswer:' -> ' negative' | "
+                    "' positive'"),
     "commonsenseqa": _lm_eval(
         "commonsenseqa", _cqa_prompt, list(LETTERS[:5]), "Answer:", task="commonsense_qa",
         yaml="commonsense_qa/default.yaml",

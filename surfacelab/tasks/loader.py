@@ -144,7 +144,8 @@ def _read_hub(spec: TaskSpec, hub_id: str, split: str) -> list[tuple[int | None,
             "(or pass a local .jsonl in the hub's record shape)") from None
     config = spec.hub[1] if spec.hub else None
     hub_split = spec.hub_splits.get(split, split)
-    ds = datasets.load_dataset(hub_id, config, split=hub_split) if config else datasets.load_dataset(hub_id, split=hub_split)
+    ds = (datasets.load_dataset(hub_id, config, split=hub_split) if config
+          else datasets.load_dataset(hub_id, split=hub_split))
     return [(None, dict(r)) for r in ds]
 
 

@@ -110,7 +110,8 @@ def problems(inp: Inputs, new: Collection[int] = ()) -> list[Problem]:
     for i, o in enumerate(inp.options):
         b = o.strip()
         if b and b in bare and inp.options[bare[b]] != o:
-            out.append(Problem(f"Options {bare[b] + 1} and {i + 1} differ only in whitespace ({_quote(inp.options[bare[b]])} "
+            out.append(Problem(f"Options {bare[b] + 1} and {i + 1} differ only in whitespace "
+                               f"({_quote(inp.options[bare[b]])} "
                                f"and {_quote(o)}): as lettered lines they read the same.", scope="letters"))
         bare.setdefault(b, i)
     if inp.premise.strip():

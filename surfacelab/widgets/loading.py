@@ -23,7 +23,8 @@ def server_url(lm: Any) -> str:
 def load_failure(key: tuple[str, str, str], err: Exception, current: Any) -> str:
     """The message for a model that could not be loaded: what was asked, why, and what the views keep using."""
     kind, name, server = key
-    what = f"The {'causal' if kind == 'causal' else 'masked'} LM {name!r}" + (f" on the server {server}" if server else "")
+    what = (f"The {'causal' if kind == 'causal' else 'masked'} LM {name!r}"
+            + (f" on the server {server}" if server else ""))
     why = str(err) if isinstance(err, (ValueError, ConnectionError, OSError)) else f"{type(err).__name__}: {err}"
     why = " ".join(why.split())  # a server's error page arrives as a page of HTML: one line, cut short
     why = why if len(why) <= 300 else why[:299] + "…"
@@ -50,7 +51,8 @@ class ModelSlots:
                     self._models[key] = load_mlm(name, progress=progress)
             return self._models[key]
         if server and server != server_url(value):
-            raise ValueError(f"server: {server!r} given with an LM loaded {'on ' + server_url(value) if server_url(value) else 'in-process'}; "
+            raise ValueError(f"server: {server!r} given with an LM loaded "
+                             f"{'on ' + server_url(value) if server_url(value) else 'in-process'}; "
                              "pass the model's name instead, or no server")
         self._models[(kind, value.name, server_url(value))] = value
         return value

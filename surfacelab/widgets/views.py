@@ -304,7 +304,8 @@ class TokensView(View):
         with self.heatmap.hold_sync():
             self.heatmap.has_entropy = entropy
             self.heatmap.rows = heatmap_rows(result)
-        note = "" if entropy else (f"<div class='sl-note sl-no-entropy'>{INFO_MARK} entropy not available from this backend "
+        note = "" if entropy else (f"<div class='sl-note sl-no-entropy'>{INFO_MARK} "
+                                   "entropy not available from this backend "
                                    f"({html.escape(type(self.bench.lm.backend).__name__)}: it returns only the "
                                    "top-k log-probs)</div>")
         reading = ("Each option's tokens under the premise and under the domain premise; the Δ row is their "
@@ -566,7 +567,8 @@ class WhyView(View):
         notes = [] if unmeasured.empty else [unmeasured["sentence"].iloc[0]]
         if occluded:
             notes.append(f"Occlusion: each of the {int((result.attribution['method'] == 'remove').sum())} premise "
-                         f"words removed, and replaced by {result.meta['neutral']!r}; {result.meta['forwarded_tokens']} "
+                         f"words removed, and replaced by {result.meta['neutral']!r}; "
+                         f"{result.meta['forwarded_tokens']} "
                          "tokens forwarded for this account (numbers already in the score cache are not forwarded "
                          "again).")
         elif (words := len(premise_units(inp.premise))) > MAX_OCCLUDED_WORDS:

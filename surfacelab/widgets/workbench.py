@@ -213,7 +213,8 @@ class Workbench(ModelSlots, Exports, w.VBox):
         self.progress = w.FloatProgress(value=0, min=0, max=1)
         self.status = w.HTML("")
         self.message = w.HTML("")
-        self.fix_spaces = w.Button(description="add ␣ to every glued option", layout=w.Layout(display="none", width="auto"))
+        self.fix_spaces = w.Button(description="add ␣ to every glued option",
+                                   layout=w.Layout(display="none", width="auto"))
         self.export_box = w.Text(value=str(Path(export_dir).expanduser().resolve() if export_dir is not None
                                            else DEFAULT_EXPORT_DIR), description="export folder",
                                  style={"description_width": "initial"})
@@ -404,7 +405,8 @@ class Workbench(ModelSlots, Exports, w.VBox):
                 names = list(it["concepts"])
                 out[f"{it['id']}: {shorten(it['premise'], 50, placeholder=' …')}"] = {
                     "premise": it["premise"], "domain_premise": it["domain_premise"],
-                    "options": [f[0] for f in forms], "paraphrases": [", ".join(x.strip() for x in f[1:]) for f in forms],
+                    "options": [f[0] for f in forms],
+                    "paraphrases": [", ".join(x.strip() for x in f[1:]) for f in forms],
                     "gold": names.index(it["answer"])}
             return out
         task = load_task(source, limit=20)
@@ -629,7 +631,8 @@ class Workbench(ModelSlots, Exports, w.VBox):
         if worked or self.last_update_s is None:  # a pass that only marked views keeps the last time shown
             self.last_update_s = time.monotonic() - start
         if slow or later:
-            later.sort(key=lambda v: v.slow)  # out of sight, the slow ones last (their first part is cheap, the rest not)
+            # out of sight, the slow ones last (their first part is cheap, the rest not)
+            later.sort(key=lambda v: v.slow)
             self._start_slow(gen, inp, slow, later, start)
         else:
             self._status_done(rest=False)
@@ -794,7 +797,8 @@ class Workbench(ModelSlots, Exports, w.VBox):
             self.message.value = ""
             return
         serious = [p.blocking or p.kind == "model" for p in shown]
-        items = "".join(f"<li class='sl-problem{'' if bad else ' sl-warning'}{' sl-model-error' if p.kind == 'model' else ''}'>"
+        items = "".join(f"<li class='sl-problem{'' if bad else ' sl-warning'}"
+                        f"{' sl-model-error' if p.kind == 'model' else ''}'>"
                         f"{'⚠' if bad else INFO_MARK} {html.escape(p.text)}</li>" for p, bad in zip(shown, serious))
         self.message.value = f"<ul>{items}</ul>"
 

@@ -28,7 +28,8 @@ from typing import Any, Iterator
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--disable-gpu", "--disable-dev-shm-usage", "--no-proxy-server", "--no-first-run", "--disable-background-networking", "--disable-component-update",
+FLAGS = ["--disable-gpu", "--disable-dev-shm-usage", "--no-proxy-server", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update",
          "--disable-sync", "--disable-quic"]
 #: 127.0.0.1 directly, whatever proxy the environment names
 DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))

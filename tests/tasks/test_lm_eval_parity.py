@@ -4,8 +4,9 @@ The harness runs its own pipeline end to end (``lm_eval.evaluator.evaluate`` wit
 converted smollm2-135m folder, its task built from the shipped YAML with the dataset pointed at a local
 hub-shaped file); surfacelab runs ``evaluate(..., template="lm-eval")`` on the same records. For the first
 100 items of ARC-Challenge (test) and COPA (val): the prompts are the same strings, every summed
-log-prob agrees within 1e-4 (+ 1e-5 relative: batch shapes and the CPU change float32 rounding), and per-item ``acc`` / ``acc_norm`` / ``acc_bytes`` / ``acc_mutual_info``
-equal surfacelab's ``lm`` / ``per_char`` / ``per_byte`` / ``pmi_null`` correctness.
+log-prob agrees within 1e-4 (+ 1e-5 relative: batch shapes and the CPU change float32 rounding), and per-item
+``acc`` / ``acc_norm`` / ``acc_bytes`` / ``acc_mutual_info`` equal surfacelab's ``lm`` / ``per_char`` /
+``per_byte`` / ``pmi_null`` correctness.
 """
 
 from __future__ import annotations

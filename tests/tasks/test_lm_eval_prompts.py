@@ -84,7 +84,8 @@ def test_hellaswag_requests_equal_the_harness(tmp_path):
 
 def test_arc_easy_requests_equal_the_harness(tmp_path):
     records = [{"id": "Mercury_7220990", "question": "Which factor will most likely cause a person to develop a fever?",
-                "choices": {"text": ["a leg muscle relaxing after exercise", "a bacterial population in the bloodstream",
+                "choices": {"text": ["a leg muscle relaxing after exercise",
+                                     "a bacterial population in the bloodstream",
                                      "several viral particles on the skin", "carbohydrates being digested"],
                             "label": ["A", "B", "C", "D"]}, "answerKey": "B"},
                {"id": "NYSEDREGENTS_2015_4_8", "question": "What is 2 + 2?",

@@ -50,10 +50,12 @@ def test_copa_connector_lower_case_and_double_space(tmp_path):
 
 
 def test_boolq_passage_question_and_no_yes_order(tmp_path):
-    shared = _one(tmp_path, "boolq", "dev", {"query": "Passage: The sky is blue.\nQuestion: is the sky blue?", "gold": 1})
+    shared = _one(tmp_path, "boolq", "dev", {"query": "Passage: The sky is blue.\nQuestion: is the sky blue?",
+                                             "gold": 1})
     assert shared.premise == "The sky is blue.\nQuestion: is the sky blue?\nAnswer:"
     assert shared.options == [" no", " yes"] and shared.gold == 1
-    glue = _one(tmp_path, "boolq", "dev", {"question": "is grass red", "passage": "Grass is green.", "idx": 3, "label": 0})
+    glue = _one(tmp_path, "boolq", "dev", {"question": "is grass red", "passage": "Grass is green.",
+                                           "idx": 3, "label": 0})
     assert glue.premise == "Grass is green.\nQuestion: is grass red?\nAnswer:" and glue.gold == 0
     # the paper's template keeps its own order (' yes', ' no'): the gold index follows the options
     assert tasks.load("boolq", "dev", source=tmp_path / "boolq.jsonl")[0].gold == 1
@@ -66,7 +68,8 @@ def test_rte_cb_sst2(tmp_path):
     assert rte.options == [" True", " False"] and rte.gold == 0
     glue = _one(tmp_path, "rte", "dev", {"sentence1": "A.", "sentence2": "B.", "label": 1, "idx": 0})
     assert glue.premise == "A.\nQuestion: B. True or False?\nAnswer:" and glue.gold == 1
-    cb = _one(tmp_path, "cb", "dev", {"premise": "It may rain.", "hypothesis": "it rains", "label": "neutral", "idx": 0})
+    cb = _one(tmp_path, "cb", "dev", {"premise": "It may rain.", "hypothesis": "it rains",
+                                      "label": "neutral", "idx": 0})
     assert cb.premise == "It may rain.\nQuestion: it rains. True, False, or Neither?\nAnswer:"
     assert cb.options == [" True", " False", " Neither"] and cb.gold == 2
     sst = _one(tmp_path, "sst-2", "test", {"sentence": "a gorgeous film .", "label": 1})

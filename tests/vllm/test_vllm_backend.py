@@ -63,7 +63,8 @@ def test_score_table_token_view_and_cache(remote_lm, real_lm, tmp_path):
     assert a.tokens["entropy"].isna().all() and not b.tokens["entropy"].isna().any()
     tv_a, tv_b = token_view(remote_lm, a, top_k=3), token_view(real_lm, b, top_k=3)
     np.testing.assert_allclose(tv_a["contribution"], tv_b["contribution"], atol=1e-3)
-    assert [[t for t, _ in alts] for alts in tv_a["alternatives"]] == [[t for t, _ in alts] for alts in tv_b["alternatives"]]
+    assert ([[t for t, _ in alts] for alts in tv_a["alternatives"]]
+            == [[t for t, _ in alts] for alts in tv_b["alternatives"]])
     again = engine.logprobs(remote_lm, [(premise, o) for o in options], cache=store, progress=False)
     assert again.stats.cached == again.stats.unique == len(options) and again.stats.batches == 0
     assert [s.total for s in again] == pytest.approx(list(a.table["logprob"]), abs=1e-6)

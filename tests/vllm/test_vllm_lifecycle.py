@@ -69,7 +69,8 @@ def test_a_server_killed_mid_run_is_a_clear_error_and_finished_batches_stay_cach
 
     killer = threading.Thread(target=kill_after_first_batch, daemon=True)
     killer.start()
-    with pytest.raises(ServerError, match=r"server http://127\.0\.0\.1:\d+/v1: unreachable after 5 tries .*is it running"):
+    with pytest.raises(ServerError,
+                       match=r"server http://127\.0\.0\.1:\d+/v1: unreachable after 5 tries .*is it running"):
         engine.logprobs(lm, reqs, cache=store, progress=False, batch_size=8)
     ended = time.monotonic()
     killer.join(5)

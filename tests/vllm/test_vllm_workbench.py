@@ -1,4 +1,5 @@
-"""The Workbench on a real vLLM server: every view renders from the server's numbers; the URL is saved, the key never."""
+"""The Workbench on a real vLLM server: every view renders from the server's numbers; the URL is saved, the key
+never."""
 
 from __future__ import annotations
 
