@@ -43,7 +43,8 @@ def _doctest_setup(request, monkeypatch, tmp_path_factory):
     """For doctest items only: the tiny models in the namespace and an isolated score cache."""
     if not isinstance(request.node, DoctestItem):
         return
-    from surfacelab import cache, engine
+    from surfacelab import engine
+    from surfacelab.engine import cache
 
     path = tmp_path_factory.getbasetemp() / "doctest-scores.sqlite"
     monkeypatch.setattr(engine, "default_cache", lambda: cache.ScoreCache(path))

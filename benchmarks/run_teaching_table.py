@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from surfacelab import paraphrase
+from surfacelab import mass_rules, paraphrase
 from surfacelab.models import load_lm
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,7 +42,7 @@ def render(table: pd.DataFrame, model: str, fingerprint: str, data_name: str, co
         f"Model `{model}` (fingerprint `{fingerprint}`), teaching set `{data_name}` ({n} items).",
         "A mark says whether the concept that wins under the rule is the item's intended answer.",
         "Rules (see `surfacelab.paraphrase`): " + "; ".join(
-            f"**{RULE_NAMES[r]}** = {d}" for r, d in paraphrase.WINNER_RULES.items()) + ".",
+            f"**{RULE_NAMES[r]}** = {d}" for r, d in mass_rules.WINNER_RULES.items()) + ".",
         "`answer share` is the answer concept's share of the mass of all listed forms; `best form` is the share",
         "of the answer's own mass that its most likely form holds (below 100% = the mass is split);",
         "`first-token mass` is the next-token probability that the listed forms' first tokens take after the",
@@ -56,7 +56,7 @@ def render(table: pd.DataFrame, model: str, fingerprint: str, data_name: str, co
         "| rule | right | of | accuracy |",
         "|---|---:|---:|---:|",
     ]
-    for rule in paraphrase.WINNER_RULES:
+    for rule in mass_rules.WINNER_RULES:
         right = int((table[f"{rule}_correct"] == True).sum())  # noqa: E712 - column holds True/False/None
         lines.append(f"| {RULE_NAMES[rule]} | {right} | {n} | {right / n:.0%} |")
     lm_ok = table["lm_correct"] == True  # noqa: E712
@@ -83,7 +83,7 @@ def render(table: pd.DataFrame, model: str, fingerprint: str, data_name: str, co
               "|---|---|---|---|---|---|---|---|---|---|---|---|---:|---:|---:|"]
     for r in table.itertuples():
         cells = [r.id, r.lesson, f"{r.premise!r}", r.answer]
-        for rule in paraphrase.WINNER_RULES:
+        for rule in mass_rules.WINNER_RULES:
             cells += [getattr(r, rule), _mark(getattr(r, f"{rule}_correct"))]
         cells += [f"{r.answer_share:.1%}", f"{r.answer_best_form_share:.1%}", f"{r.first_token_mass:.1%}"]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")

@@ -3,7 +3,7 @@
 Every candidate in ``benchmarks/teaching_candidates.json`` is checked (the teaching set's rules, and no
 form whose tokens are a prefix of another form of the same item under the model's tokenizer: concept
 mass would count it twice), scored with ``paraphrase.mass_items`` on the default model, and sorted into
-the lesson it shows under the rules of ``surfacelab.paraphrase.WINNER_RULES``:
+the lesson it shows under the rules of ``surfacelab.mass_rules.WINNER_RULES``:
 
 * ``mass``: the LM winner (best single form) is wrong and concept mass picks the answer;
 * ``dcpmi``: LM and concept mass are wrong and DC-PMI (concept mass against the domain premise) is right;

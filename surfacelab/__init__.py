@@ -15,7 +15,8 @@ from .models import DEFAULT_LM, DEFAULT_MLM, LM, MLM, list_presets, load_lm, loa
 from .pll import BlimpResult, PLLResult, pll, pll_blimp, pll_metrics
 from .tasks.blimp import load_blimp
 from .paraphrase import MassResult, load_teaching_set, mass, mass_items
-from .scoring import MCResult, list_scorers, register_scorer, score, score_items
+from .scorers import list_scorers, register_scorer
+from .scoring import MCResult, score, score_items
 from .why import WhyResult, why
 
 __version__ = "0.1.0"

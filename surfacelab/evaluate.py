@@ -15,7 +15,7 @@ deduplication and the on-disk cache act across the whole run: a rerun is free.
 Scorers are those of :mod:`surfacelab.scoring` (``list_scorers()``); option ``i`` of an item is the
 request ``item.requests()[i]`` (premise condition), ``item.domain_requests()[i]`` (domain
 condition, for Unc/DC-PMI) and ``("", options[i])`` (empty context, for PMI-null), each keyed by
-(task, item, condition, option) in the :class:`surfacelab.request_plan.Plan` that ``score`` uses too,
+(task, item, condition, option) in the :class:`surfacelab.engine.requests.Plan` that ``score`` uses too,
 and read back by that key. A scorer's
 prediction is the option with the highest score, the first one in option order when several share
 the top score (as ``MCResult.winner``); ``tie_<scorer>`` marks those items.
@@ -30,7 +30,7 @@ item is a tie and Unc "predicts" option 0. This is the paper's point: with one s
 is no surface-form competition to correct.
 
 ``why`` labels (column ``why`` of ``EvalResult.items``, counted in ``EvalResult.labels``): the verdict
-labels of :func:`surfacelab.why.verdict` and the numbers behind them, see :mod:`surfacelab.verdicts`.
+labels of :func:`surfacelab.why.rules.verdict` and the numbers behind them, see :mod:`surfacelab.why.verdicts`.
 
 lm-evaluation-harness numbers: evaluate under the task's ``"lm-eval"`` template family
 (``evaluate(lm, task, template="lm-eval")`` or ``tasks.load(..., variant="lm-eval")``) and the
@@ -62,11 +62,12 @@ from scipy.stats import binomtest
 
 from . import tasks, text
 from ._checks import check_int, is_int
-from .request_plan import CONDITIONS, Entry, Plan, Scores
-from .scoring import SCORERS, MCResult, check_scorers, get_scorer, item_table, plan_table, result_meta
+from .engine.requests import CONDITIONS, Entry, Plan, Scores
+from .scorers import SCORERS, check_scorers, get_scorer
+from .scoring import MCResult, item_table, plan_table, result_meta
 from .tasks import LMEvalTemplate, Task, Template
 from .tasks.harness import lm_eval_metric
-from .verdicts import label_counts, split_mass, verdict_columns
+from .why.verdicts import label_counts, split_mass, verdict_columns
 
 
 @dataclasses.dataclass
@@ -85,7 +86,7 @@ class EvalResult:
             ``premise``, ``domain_premise``, then per scorer ``pred_<scorer>`` (predicted option index),
             ``correct_<scorer>`` and ``tie_<scorer>`` (the top score is shared), then the verdict columns (``against``,
             ``gap_*``, ``prior``, ``mass_ratio``, ``mass_gain``, ``why``, ``rescued_by``;
-            see :mod:`surfacelab.verdicts`), ``truncated`` (most premise tokens cut from any option) and
+            see :mod:`surfacelab.why.verdicts`), ``truncated`` (most premise tokens cut from any option) and
             ``truncation_differs`` (its options were cut by different amounts).
         accuracy: one row per scorer: ``n``, ``correct``, ``accuracy``, ``ci_low``/``ci_high`` (95%
             percentile bootstrap over items, seeded), ``ties``, ``lm_eval_metric`` (the

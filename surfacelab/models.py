@@ -24,6 +24,7 @@ import torch
 
 from ._checks import is_int
 from .fingerprint import Fingerprint
+from .paths import cache_dir
 from .registry import Registry
 
 DEFAULT_LM = "smollm2-135m"
@@ -82,16 +83,6 @@ class Preset:
 
 class PresetNotInstalled(RuntimeError):
     """A preset whose registry package is not installed here (and whose hub fallback, if any, failed)."""
-
-
-def cache_dir() -> Path:
-    """The surfacelab cache dir: ``$SURFACELAB_CACHE`` or the user cache dir."""
-    env = os.environ.get("SURFACELAB_CACHE")
-    if env:
-        return Path(env).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("surfacelab"))
 
 
 def _package_dir(module: str, install: str) -> Path:

@@ -1,4 +1,5 @@
-"""Answer scorers and ``score()``: every option under the premise, the domain premise and an empty context.
+"""``score()``: every option under the premise, the domain premise and an empty context, ranked by every scorer
+of :mod:`surfacelab.scorers`.
 
 Definitions (y = option, x = premise, x_dom = domain premise, sums over the option's tokens):
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -28,109 +29,9 @@ import pandas as pd
 from ._checks import is_int
 from ._format import gap
 from ._results import JSONResult, model_meta
-from .registry import Registry, View
-from .request_plan import CONDITIONS, CUT_COLUMNS, Entry, Plan, Scores
+from .engine.requests import CUT_COLUMNS, Entry, Plan, Scores
+from .scorers import RAW_COLUMNS, SCORERS, TIE_TOL, Scorer, get_scorer
 from .text import check_options, check_text, glued
-
-
-@dataclass(frozen=True)
-class Scorer:
-    """A way to turn an option table into one number per option (higher is better).
-
-    ``compute`` gets the whole option table (raw columns: ``logprob``, ``n_tokens``, ``n_chars``,
-    ``n_bytes``, ``domain_logprob``, ``null_logprob``) and must work row by row; ``label`` is the
-    header views show (default: the name).
-    """
-
-    name: str
-    column: str
-    needs: tuple[str, ...]
-    formula: str
-    description: str
-    compute: Callable[[pd.DataFrame], pd.Series]
-    label: str = ""
-
-    def __post_init__(self) -> None:
-        if not self.label:
-            object.__setattr__(self, "label", self.name)
-
-
-#: Top scores closer than this are a tie in ``explain`` (float noise of separately batched requests, not a preference).
-TIE_TOL = 1e-6
-#: Every scorer, in column order (``register_scorer`` adds to it).
-SCORERS: Registry[Scorer] = Registry("scorer")
-#: The condition whose raw column a scorer reads.
-_RAW = {"premise": ["logprob", "n_tokens", "n_chars", "n_bytes"], "domain": ["domain_logprob"],
-        "null": ["null_logprob"]}
-
-
-def register_scorer(scorer: Scorer, *, overwrite: bool = False) -> Scorer:
-    """Add a scorer: its column (and ``rank_<name>``) joins every ``MCResult.table`` and the scorer views.
-
-    Args:
-        scorer: the ``Scorer``; its name must be new and its column unused unless ``overwrite``.
-        overwrite: replace the scorer registered under the same name.
-    """
-    if not isinstance(scorer, Scorer):
-        raise TypeError(f"scorer: expected a Scorer, got {type(scorer).__name__}")
-    bad = set(scorer.needs) - set(CONDITIONS)
-    if bad:
-        raise ValueError(f"scorer: unknown condition(s) {sorted(bad)}; known: {CONDITIONS}")
-    clash = [s.name for s in SCORERS.values() if s.column == scorer.column and s.name != scorer.name]
-    if clash or scorer.column in (*_RAW["domain"], *_RAW["null"], *_RAW["premise"][1:]):
-        raise ValueError(f"scorer: column {scorer.column!r} is already used by "
-                         f"{clash[0] if clash else 'the raw table'}")
-    return SCORERS.register(scorer.name, scorer, overwrite=overwrite)
-
-
-for _s in [
-    Scorer("lm", "logprob", ("premise",), "Σ log P(y|x)", "summed log-prob of the option", lambda t: t["logprob"],
-           "LM"),
-    Scorer("avg", "avg_token", ("premise",), "lm / #tokens(y)", "per-token average (the paper's Avg)",
-           lambda t: t["logprob"] / t["n_tokens"], "Avg"),
-    Scorer("per_char", "per_char", ("premise",), "lm / len(y)", "per character (lm-eval acc_norm)",
-           lambda t: t["logprob"] / t["n_chars"], "per char"),
-    Scorer("per_byte", "per_byte", ("premise",), "lm / bytes(y)", "per UTF-8 byte (lm-eval acc_bytes)",
-           lambda t: t["logprob"] / t["n_bytes"], "per byte"),
-    Scorer("unc", "unc", ("domain",), "Σ log P(y|x_dom)", "option prior in the domain, premise ignored",
-           lambda t: t["domain_logprob"], "Unc"),
-    Scorer("dcpmi", "dcpmi", ("premise", "domain"), "lm − unc", "domain-conditional PMI (Holtzman et al. 2021)",
-           lambda t: t["logprob"] - t["domain_logprob"], "DC-PMI"),
-    Scorer("pmi_null", "pmi_null", ("premise", "null"), "lm − Σ log P(y|BOS)",
-           "PMI against an empty context (lm-eval acc_mutual_info)", lambda t: t["logprob"] - t["null_logprob"],
-           "PMI-null"),
-]:
-    register_scorer(_s)
-
-#: Live views for figures: scorer column -> display label, scorer column -> its rank column.
-SCORER_LABELS = View(SCORERS, lambda s: s.column, lambda s: s.label)
-SCORER_RANKS = View(SCORERS, lambda s: s.column, lambda s: f"rank_{s.name}")
-
-
-def list_scorers() -> pd.DataFrame:
-    """The registered scorers with their labels, columns, formulas and the conditions they need."""
-    return pd.DataFrame([{"scorer": s.name, "label": s.label, "column": s.column, "formula": s.formula,
-                          "needs": ",".join(s.needs), "description": s.description} for s in SCORERS.values()])
-
-
-def get_scorer(name: str) -> Scorer:
-    """Look up a scorer by name (``ValueError`` naming ``scorer``, with close matches, if unknown)."""
-    return SCORERS[name]
-
-
-def check_scorers(scorers: str | Sequence[str] | None) -> list[str]:
-    """Scorer names from a list or a comma-separated string (None: every registered scorer), each checked, once each."""
-    if scorers is None:
-        return list(SCORERS)
-    if isinstance(scorers, str):
-        scorers = [s.strip() for s in scorers.split(",") if s.strip()]
-    if not isinstance(scorers, Sequence) or not all(isinstance(s, str) for s in scorers):
-        raise TypeError("scorers: expected a list of scorer names or a comma-separated string")
-    if not scorers:
-        raise ValueError("scorers: must name at least one scorer")
-    for s in scorers:
-        get_scorer(s)
-    return list(dict.fromkeys(scorers))
 
 
 @dataclass
@@ -184,7 +85,7 @@ class MCResult(JSONResult):
         for cond in scorer.needs:
             if cond == "domain" and self.domain_premise is None:
                 return cond
-            if all(c not in self.table or self.table[c].isna().all() for c in _RAW[cond]):
+            if all(c not in self.table or self.table[c].isna().all() for c in RAW_COLUMNS[cond]):
                 return cond
         return ""
 
@@ -349,8 +250,8 @@ def option_table(raw: pd.DataFrame, *, by: str | None = None) -> pd.DataFrame:
         t[f"rank_{s.name}"] = col.rank(ascending=False, method="min")
     # registry order; each condition's raw columns just before the first scorer that reads them
     order = [c for s in SCORERS.values()
-             for c in (*(r for cond in ("premise", *s.needs) for r in _RAW[cond]), s.column)]
-    first = list(dict.fromkeys(["option", *order, *(c for cols in _RAW.values() for c in cols)]))
+             for c in (*(r for cond in ("premise", *s.needs) for r in RAW_COLUMNS[cond]), s.column)]
+    first = list(dict.fromkeys(["option", *order, *(c for cols in RAW_COLUMNS.values() for c in cols)]))
     front = [c for c in raw.columns if c not in first]
     return t[front + first + [c for c in t.columns if c not in first and c not in front]]
 
@@ -359,7 +260,7 @@ def plan_table(plan: Plan, scores: Scores, task: int = 0, *, delimiter: str = ""
     """One task's option table from a request plan's results (how ``evaluate`` reads its run).
 
     Args:
-        plan, scores: a ``request_plan.Plan`` and what its ``run`` returned.
+        plan, scores: a ``engine.requests.Plan`` and what its ``run`` returned.
         task: the task's position in the plan.
         delimiter: as in ``Plan.frame`` (the lengths leave it out).
 
@@ -380,7 +281,7 @@ def item_table(rows: pd.DataFrame) -> pd.DataFrame:
     Returns:
         ``option_table`` of the raw columns, then ``truncated`` / ``domain_truncated``.
     """
-    raw = ["option", *(c for cols in _RAW.values() for c in cols), *CUT_COLUMNS.values()]
+    raw = ["option", *(c for cols in RAW_COLUMNS.values() for c in cols), *CUT_COLUMNS.values()]
     return _with_cuts(rows[raw].reset_index(drop=True))
 
 

@@ -14,7 +14,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory, monkeypatch):
     """Score caches go to a per-session temp dir; converted model copies stay in the user's cache."""
-    from surfacelab import cache, engine
+    from surfacelab import engine
+    from surfacelab.engine import cache
 
     path = tmp_path_factory.getbasetemp() / "scores.sqlite"
     monkeypatch.setattr(engine, "default_cache", lambda: cache.ScoreCache(path))

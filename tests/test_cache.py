@@ -5,7 +5,7 @@ import threading
 import numpy as np
 import pytest
 
-from surfacelab.cache import ScoreCache, pack, unpack
+from surfacelab.engine.cache import ScoreCache, pack, unpack
 
 
 def _row(n):
@@ -58,7 +58,7 @@ def test_a_reader_in_another_process_does_not_block_a_writer(tmp_path):
 _READ_AS_UNPRIVILEGED = """
 import sys, warnings
 import numpy as np
-from surfacelab.cache import ScoreCache
+from surfacelab.engine.cache import ScoreCache
 warnings.simplefilter("always")
 with warnings.catch_warnings(record=True) as caught:
     store = ScoreCache(sys.argv[1])
@@ -151,7 +151,7 @@ def test_a_tampered_blob_is_detected_and_recomputed(tiny_lm, tmp_path):
 _FILL_A_SMALL_DISK = """
 import os, sys, warnings
 import numpy as np
-from surfacelab.cache import ScoreCache
+from surfacelab.engine.cache import ScoreCache
 warnings.simplefilter("always")
 path = os.path.join(sys.argv[1], "scores.sqlite")
 big = {"logprob": np.random.default_rng(0).random(4096).astype(np.float32)}  # 16 KiB a row, hard to compress

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from surfacelab import engine
-from surfacelab.cache import ScoreCache
+from surfacelab.engine.cache import ScoreCache
 
 CONTEXTS = [
     "The man took a bath in the",
@@ -214,7 +214,7 @@ sys.path.insert(0, sys.argv[3])
 from tiny_models import tiny_causal
 from surfacelab import engine, load_lm
 from surfacelab.backends import transformers as tb
-from surfacelab.cache import ScoreCache
+from surfacelab.engine.cache import ScoreCache
 
 tb.TOKEN_BUDGET = {"cpu": 64}  # many small batches
 lm = load_lm(tiny_causal(), device="cpu")

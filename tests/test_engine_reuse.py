@@ -14,7 +14,7 @@ from transformers import (GPT2Config, GPT2LMHeadModel, Gemma3ForCausalLM, Gemma3
                           LlamaForCausalLM, PreTrainedTokenizerFast)
 
 from surfacelab import engine
-from surfacelab.backends import plan
+from surfacelab.backends import packing
 from surfacelab.backends import transformers as tb
 from surfacelab.models import load_lm
 
@@ -207,7 +207,7 @@ def test_oom_backs_off_and_resets(monkeypatch):
     tok = _tokenizer()
     lm = load_lm((_model("llama", len(tok)), tok), device="cpu")
     expected, _ = _run(lm, REQUESTS)
-    real_rows, real_make = tb.TransformersBackend._rows, plan.make
+    real_rows, real_make = tb.TransformersBackend._rows, packing.make
     budgets, calls = [], {"n": 0}
 
     def flaky(self, *args):
@@ -221,7 +221,7 @@ def test_oom_backs_off_and_resets(monkeypatch):
         return real_make(jobs, **kwargs)
 
     monkeypatch.setattr(tb.TransformersBackend, "_rows", flaky)
-    monkeypatch.setattr(plan, "make", record)
+    monkeypatch.setattr(packing, "make", record)
     monkeypatch.setattr(tb, "TOKEN_BUDGET", {"cpu": 10**6})
     got, st = _run(lm, REQUESTS)
     assert st.oom_backoffs == 1 and budgets[:2] == [10**6, 10**6 // 2]
@@ -307,25 +307,25 @@ def test_long_prefix_next_token_prompts_share_it():
 
 
 def test_the_plan_takes_the_cheaper_of_nested_and_flat_rows():
-    """Nested rows forward the token trie, flat ones fill rows with whole groups: ``plan.make`` builds both at each
+    """Nested rows forward the token trie, flat ones fill rows with whole groups: ``packing.make`` builds both at each
     row length and keeps the cheaper, so neither layout ever makes a plan costlier than the other would."""
     rng = np.random.default_rng(0)
     questions = [tuple(rng.integers(3, 400, 30)) for _ in range(20)]
-    grouped = [plan.Job(q + tuple(rng.integers(3, 400, 3)), 30) for q in questions for _ in range(5)]
+    grouped = [packing.Job(q + tuple(rng.integers(3, 400, 3)), 30) for q in questions for _ in range(5)]
     words = tuple(rng.integers(3, 400, 12))
-    occluded = [plan.Job(words[:k] + words[k + 1:] + (o,), 11) for k in range(12) for o in (7, 8)]
+    occluded = [packing.Job(words[:k] + words[k + 1:] + (o,), 11) for k in range(12) for o in (7, 8)]
     kw = dict(max_requests=None, budget=1 << 14, pack=True, kv=True, row_cap=256, window=None, span=2048)
     for jobs in (grouped, occluded):
-        best = plan.cost(plan.make(jobs, **kw), 2048)
-        segments = plan.groups(jobs, plan.GROUP_MAX, 1)
-        for cap in plan.ROW_CAPS:
+        best = packing.cost(packing.make(jobs, **kw), 2048)
+        segments = packing.groups(jobs, packing.GROUP_MAX, 1)
+        for cap in packing.ROW_CAPS:
             for nested in (True, False):
-                layout = plan._layout(jobs, segments, max_requests=None, budget=1 << 14, pack=True, kv=True, cap=cap,
+                layout = packing._layout(jobs, segments, max_requests=None, budget=1 << 14, pack=True, kv=True, cap=cap,
                                       window=None, nested=nested)
-                assert best <= plan.cost(layout, 2048)
+                assert best <= packing.cost(layout, 2048)
                 assert sorted(m for b in layout for m in b.members) == list(range(len(jobs)))
-    forwarded = sum(s.length for b in plan.make(occluded, **kw) for r in b.rows for s in r)
-    assert forwarded == plan.unique_prefix_tokens([j.ids for j in occluded])  # the occluded premises' trie, once
+    forwarded = sum(s.length for b in packing.make(occluded, **kw) for r in b.rows for s in r)
+    assert forwarded == packing.unique_prefix_tokens([j.ids for j in occluded])  # the occluded premises' trie, once
 
 
 def test_shared_prefix_counters_count_only_the_requests_that_share():
@@ -333,8 +333,8 @@ def test_shared_prefix_counters_count_only_the_requests_that_share():
     on it (not three), and the numbers of a full forward."""
     tok = _tokenizer()
     lm = load_lm((_model("llama", len(tok)), tok), device="cpu")
-    jobs = [plan.Job((10, 11, 12), 1), plan.Job((5, 6, 7), 1), plan.Job((5, 6, 8), 1)]
-    (seg,) = plan.nest(jobs, [0, 1, 2], 64)
+    jobs = [packing.Job((10, 11, 12), 1), packing.Job((5, 6, 7), 1), packing.Job((5, 6, 8), 1)]
+    (seg,) = packing.nest(jobs, [0, 1, 2], 64)
     assert seg.members == [1, 2, 0] and seg.starts() == [0, 2, 0] and seg.length == 7
     stats, got = engine.EngineStats(), {}
 
@@ -342,7 +342,7 @@ def test_shared_prefix_counters_count_only_the_requests_that_share():
         got.update({m: feats[w] for m, w in zip(members, where)})
 
     with torch.inference_mode():
-        lm.backend._execute(jobs, plan.Batch("packed", [[seg]]), 1 << 12, stats, finish)
+        lm.backend._execute(jobs, packing.Batch("packed", [[seg]]), 1 << 12, stats, finish)
         for m, job in enumerate(jobs):
             ref = lm.model.base_model(torch.tensor([job.ids])).last_hidden_state[0, job.first:]
             torch.testing.assert_close(got[m], ref, atol=1e-5, rtol=1e-5)

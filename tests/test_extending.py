@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import surfacelab as sl
-from surfacelab import letters, scoring, tasks
+from surfacelab import letters, scorers, tasks
 from surfacelab.pll import METRICS as PLL_METRICS
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -32,10 +32,10 @@ def test_register_a_scorer(tiny_lm):
         exec(_blocks()[0], ns)
         cols = list(ns["r"].table.columns)
         assert cols.index("neg_chars") == cols.index("pmi_null") + 1 and "rank_neg_chars" in cols
-        assert sl.viz.SCORER_COLUMNS["neg_chars"] == "−chars"
+        assert scorers.SCORER_LABELS["neg_chars"] == "−chars"
         assert sl.viz.scorer_table(ns["r"].table).data[0].header.values[-1] == "−chars"
     finally:
-        scoring.SCORERS.unregister("neg_chars")
+        scorers.SCORERS.unregister("neg_chars")
 
 
 def test_register_a_task(tiny_lm, tmp_path):

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import surfacelab as sl
-from surfacelab import fingerprint, models
+from surfacelab import fingerprint, models, paths
 
 from tiny_models import tiny_causal
 
@@ -61,7 +61,7 @@ def test_preset_reload_and_fingerprint_stable_across_processes(real_lm):
     code = "import surfacelab as sl; print(sl.load_lm('smollm2-135m', device='cpu').fingerprint)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == real_lm.fingerprint
-    assert (models.cache_dir() / "models" / "smollm2-135m" / "config.json").exists()
+    assert (paths.cache_dir() / "models" / "smollm2-135m" / "config.json").exists()
     assert real_lm.bos_policy == "none" and real_lm.prefix_id == real_lm.tokenizer.bos_token_id
 
 
@@ -116,7 +116,7 @@ def test_conversion_removes_what_a_killed_one_left(tmp_path, monkeypatch):
     killed = subprocess.run([sys.executable, "-c", _HOLD_TEMP, str(target), "kill"], capture_output=True, text=True)
     left = Path(killed.stdout.strip())
     assert left.is_dir()
-    folder = models.PRESETS["smollm2-135m"].locate(models.cache_dir())
+    folder = models.PRESETS["smollm2-135m"].locate(paths.cache_dir())
     assert folder == target and (target / "config.json").exists()
     assert not list(target.parent.glob("smollm2-135m.tmp-*"))
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 from scipy.special import logsumexp
 
-from surfacelab import engine, paraphrase, text
+from surfacelab import engine, mass_rules, paraphrase, text
 
 PREMISE = "The man took a bath in the"
 DOMAIN = "in the"
@@ -119,7 +119,7 @@ def test_winners_follow_their_rules(result):
         "dcpmi_form": f.loc[f["dcpmi"].idxmax(), "concept"],
     }
     w = result.winners.set_index("scorer")
-    assert list(w.index) == list(paraphrase.WINNER_RULES)
+    assert list(w.index) == list(mass_rules.WINNER_RULES)
     for rule, concept in by_hand.items():
         assert result.winner(rule) == concept
         assert w.loc[rule, "correct"] == (concept == "bathtub")
@@ -153,7 +153,7 @@ def test_named_winners_show_a_picked_form_with_its_concept():
     winners = pd.DataFrame({"scorer": ["lm", "mass", "dcpmi", "dcpmi_form"],
                             "concept": ["an oven", "a pan", "a pan", "a pan"],
                             "form": [" the oven", np.nan, None, " a frying pan"]})
-    assert paraphrase.named_winners(winners) == [
+    assert mass_rules.named_winners(winners) == [
         "best single form: ' the oven' (concept 'an oven')", "concept mass: 'a pan'", "concept DC-PMI: 'a pan'",
         "form DC-PMI: ' a frying pan' (concept 'a pan')"]
 

@@ -8,7 +8,7 @@ import pytest
 
 from surfacelab import engine, paraphrase, scoring, tasks
 from surfacelab.evaluate import evaluate
-from surfacelab.request_plan import Entry, Key, Plan
+from surfacelab.engine.requests import Entry, Key, Plan
 from surfacelab.why import from_result
 from surfacelab.tasks import Item, Task
 

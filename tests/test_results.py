@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 import surfacelab as sl
-from surfacelab import letters, paraphrase
+from surfacelab import letters, paraphrase, scorers
 from surfacelab.evaluate import EvalResult
 from surfacelab.pll import PLLResult
 from surfacelab.scoring import MCResult
@@ -22,7 +22,7 @@ def test_mcresult_round_trip_and_meta(tiny_lm, tmp_path):
     r = sl.score(tiny_lm, "The man took a bath in the", [" bathtub", " tub"], domain_premise=" the", gold=1,
                  cache=False)
     assert r.meta["fingerprint"] == tiny_lm.fingerprint and r.meta["backend"] == "transformers"
-    assert r.meta["scorers"] == list(sl.scoring.SCORERS) and r.meta["engine"].requests == 6
+    assert r.meta["scorers"] == list(scorers.SCORERS) and r.meta["engine"].requests == 6
     back = MCResult.load(r.save(tmp_path / "r.json"))
     _same(r, back, ["table", "tokens"])
     assert (back.premise, back.options, back.domain_premise, back.gold) == (r.premise, r.options, " the", 1)

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import surfacelab as sl
-from surfacelab import engine, scoring
+from surfacelab import engine, scorers, scoring
 
 OPTIONS = [" bathtub", " a bathtub.", " tub", " xylophone"]
 
@@ -99,9 +99,9 @@ def test_explain_measures_the_dcpmi_win_against_its_runner_up_and_signs_the_per_
 def test_registry_accepts_new_scorers_and_the_scorer_table_shows_them(tiny_lm):
     from surfacelab import viz
 
-    new = scoring.Scorer("neg_len", "neg_len", ("premise",), "-len(y)", "test scorer", lambda t: -t["n_chars"],
+    new = scorers.Scorer("neg_len", "neg_len", ("premise",), "-len(y)", "test scorer", lambda t: -t["n_chars"],
                          label="−length")
-    scoring.register_scorer(new)
+    scorers.register_scorer(new)
     try:
         r = sl.score(tiny_lm, "a", [" bb", " c"], cache=False)
         assert r.winner("neg_len") == " c"
@@ -110,10 +110,10 @@ def test_registry_accepts_new_scorers_and_the_scorer_table_shows_them(tiny_lm):
         assert cols[-1] == "neg_len" and list(won[-1]) == [False, True]
         header = viz.scorer_table(r.table).data[0].header.values
         assert header[-1] == "−length"
-        assert "neg_len" in set(scoring.list_scorers().scorer)
+        assert "neg_len" in set(scorers.list_scorers().scorer)
     finally:
-        scoring.SCORERS.unregister("neg_len")
-    assert "neg_len" not in viz.SCORER_COLUMNS
+        scorers.SCORERS.unregister("neg_len")
+    assert "neg_len" not in scorers.SCORER_LABELS
 
 
 def test_option_table_columns_follow_the_registry_with_raw_columns_first_needed():
@@ -126,23 +126,23 @@ def test_option_table_columns_follow_the_registry_with_raw_columns_first_needed(
 
 
 def test_register_scorer_refuses_a_taken_name_or_column():
-    clone = scoring.Scorer("lm", "lm2", ("premise",), "", "", lambda t: t["logprob"])
+    clone = scorers.Scorer("lm", "lm2", ("premise",), "", "", lambda t: t["logprob"])
     with pytest.raises(ValueError, match="'lm' is already registered; pass overwrite=True"):
-        scoring.register_scorer(clone)
+        scorers.register_scorer(clone)
     with pytest.raises(ValueError, match="column 'dcpmi' is already used by dcpmi"):
-        scoring.register_scorer(scoring.Scorer("x", "dcpmi", ("premise",), "", "", lambda t: t["logprob"]))
-    original = scoring.get_scorer("lm")
-    scoring.register_scorer(clone, overwrite=True)
+        scorers.register_scorer(scorers.Scorer("x", "dcpmi", ("premise",), "", "", lambda t: t["logprob"]))
+    original = scorers.get_scorer("lm")
+    scorers.register_scorer(clone, overwrite=True)
     try:
-        assert scoring.get_scorer("lm").column == "lm2"
+        assert scorers.get_scorer("lm").column == "lm2"
     finally:
-        scoring.register_scorer(original, overwrite=True)
-    assert scoring.get_scorer("lm") is original
+        scorers.register_scorer(original, overwrite=True)
+    assert scorers.get_scorer("lm") is original
 
 
 def test_unknown_scorer_names_close_matches():
     with pytest.raises(ValueError, match=r"scorer: unknown scorer 'dcpm' \(did you mean 'dcpmi'\?\)"):
-        scoring.get_scorer("dcpm")
+        scorers.get_scorer("dcpm")
 
 
 def test_save_roundtrip(result, tmp_path):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from surfacelab import paraphrase, variants
+from surfacelab import variants
 from test_paraphrase import lower_lm  # noqa: F401 - the fixture: a tokenizer that ignores case and spaces
 
 # --- number and articles -----------------------------------------------------------------------
@@ -159,10 +159,6 @@ def test_variants_bad_input():
         variants.variants("")
     with pytest.raises(ValueError, match="option"):
         variants.variants("   ")
-
-
-def test_paraphrase_keeps_the_public_name():
-    assert paraphrase.variants is variants.variants
 
 
 # --- proper nouns, proper adjectives and acronyms keep their case --------------------------------

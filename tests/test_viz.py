@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 import pytest
 
 from surfacelab import _format, viz
-from surfacelab.scoring import SCORER_LABELS
+from surfacelab.scorers import SCORER_LABELS
 
 
 def _table() -> pd.DataFrame:
@@ -236,7 +236,7 @@ def test_figures_use_the_white_template():
 
 def test_text_is_escaped_for_plotly_and_leading_spaces_are_visible():
     assert viz.esc("costs $5 or $10 <b>") == "costs &#36;5 or &#36;10 &lt;b&gt;"  # no LaTeX, no markup
-    assert viz.show(" $5") == "␣&#36;5"
+    assert viz.option_label(" $5") == "␣&#36;5"
     forms, concepts, winners = _mass()
     forms = forms.assign(concept=forms["concept"].replace({"tub": "$5 tub", "sink": "$6 sink"}))
     concepts = concepts.assign(concept=["$5 tub", "$6 sink"])

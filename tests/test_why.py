@@ -14,8 +14,10 @@ import pytest
 import surfacelab as sl
 from surfacelab import engine
 from surfacelab._format import percent
-from surfacelab.why import (MassPlan, WhyResult, competitors_frame, decompose, from_result, mass_numbers, mass_plan,
-                            occlude, premise_units, verdict)
+from surfacelab.why import WhyResult, from_result
+from surfacelab.why.mass import MassPlan, competitors_frame, mass_numbers, mass_plan
+from surfacelab.why.occlusion import occlude, premise_units
+from surfacelab.why.rules import decompose, verdict
 
 PREMISE = "The man took a bath in the"
 OPTIONS = [" bathtub", " mat", " dog"]
@@ -335,7 +337,7 @@ def test_figures_are_built_from_the_frames(tiny_why):
 
 
 def test_waterfall_labels_never_print_a_negative_zero(tiny_why):
-    from surfacelab.viz_why import gap_waterfall_spec
+    from surfacelab.viz import gap_waterfall_spec
 
     terms = tiny_why.terms.copy()
     rows = (terms["group"] == "gap") & terms["term"].isin(["length", "prior per token"])

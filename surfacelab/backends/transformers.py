@@ -1,7 +1,7 @@
 """The in-process backend: a transformers causal LM on CPU, CUDA or MPS.
 
-* **Plan, then run.** ``plan.make`` lays the requests out (plain rows, packed shared-prefix rows,
-  kv prefix passes; see ``plan`` and ``arch`` for which the model allows); ``_run`` runs the batches
+* **Plan, then run.** ``packing.make`` lays the requests out (plain rows, packed shared-prefix rows,
+  kv prefix passes; see ``packing`` and ``arch`` for which the model allows); ``_run`` runs the batches
   in order, reports each finished batch to ``on_done`` and halves its token budget on out-of-memory.
 * **Projection only where needed.** The LM head and the float32 log-softmax run only at the
   distinct positions whose next token is scored (a first scored position shared by all options of
@@ -34,7 +34,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from . import arch, plan
+from . import arch, packing
 from .base import (RANK_TOL, EngineStats, NextTokenScores, OnDone, TokenScores, cancelled_when, foreign_hooks,
                    raise_if_cancelled)
 
@@ -121,7 +121,7 @@ class TransformersBackend:
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self.traits = arch.traits(model)
         self.pack, self.kv, self.rule = self.traits.pack, self.traits.kv, self.traits.why
-        caps = [c for c in (plan.ROW_MAX, self.traits.window, self.traits.table) if c]
+        caps = [c for c in (packing.ROW_MAX, self.traits.window, self.traits.table) if c]
         self.row_cap = min(caps)
         self.span = 4 * int(getattr(model.config, "hidden_size", 0) or getattr(model.config, "n_embd", 0) or 512)
         self.features = "hidden"  # or "logits" when the head is not a plain projection (see selfcheck)
@@ -142,7 +142,7 @@ class TransformersBackend:
     def score(self, encodings: Sequence[Any], *, top_k: int, batch_size: int | None, progress: bool,
               stats: EngineStats, on_done: OnDone | None = None) -> list[TokenScores]:
         """Per-token scores of every encoding (see ``base``)."""
-        jobs = [plan.Job(tuple(e.input_ids[:-1]), e.start - 1) for e in encodings]
+        jobs = [packing.Job(tuple(e.input_ids[:-1]), e.start - 1) for e in encodings]
         targets = [tuple(e.scored_ids) for e in encodings]
         head = functools.partial(self._score_head, top_k=top_k)
 
@@ -159,7 +159,7 @@ class TransformersBackend:
                    batch_size: int | None, progress: bool, stats: EngineStats,
                    on_done: OnDone | None = None) -> list[NextTokenScores]:
         """The next-token distribution after every prompt (see ``base``)."""
-        jobs = [plan.Job(tuple(p), len(p) - 1) for p in prompts]
+        jobs = [packing.Job(tuple(p), len(p) - 1) for p in prompts]
         sel = [int(t) for t in token_ids]
         head = functools.partial(self._next_head, select=sel, top_k=top_k)
         convert = functools.partial(_next_scores, selected=len(sel))
@@ -179,7 +179,7 @@ class TransformersBackend:
         flat = self._next_columns(torch.stack(list(hits.values())), chosen, top_k).numpy()
         return {i: _next_scores(flat[k:k + 1], selected=len(chosen)) for k, i in enumerate(hits)}
 
-    def _remember(self, jobs: list[plan.Job], rows: list[int], features: torch.Tensor) -> None:
+    def _remember(self, jobs: list[packing.Job], rows: list[int], features: torch.Tensor) -> None:
         """Keep the next-token distribution after each job's context, from ``features[rows[k]]`` (job k's first
         scored position)."""
         fresh: dict[tuple[str, tuple[int, ...]], int] = {}
@@ -260,7 +260,7 @@ class TransformersBackend:
         out = self.model.base_model(input_ids=ids, attention_mask=mask, **kwargs)
         return (out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]), out
 
-    def _rows(self, jobs: list[plan.Job], batch: plan.Batch) -> tuple[torch.Tensor, list[list[int]]]:
+    def _rows(self, jobs: list[packing.Job], batch: packing.Batch) -> tuple[torch.Tensor, list[list[int]]]:
         """Run a plain or packed batch; returns its features (rows x width flattened) and, per member
         in ``batch.members`` order, the flat feature index of each scored position."""
         width, n = batch.width, len(batch.rows)
@@ -311,7 +311,7 @@ class TransformersBackend:
             for c, a, b in path:
                 seen[r, at:at + w, c:c + b - a] = True
 
-    def _kv(self, jobs: list[plan.Job], batch: plan.Batch, budget: int,
+    def _kv(self, jobs: list[packing.Job], batch: packing.Batch, budget: int,
             done: Callable[[list[int], torch.Tensor, list[list[int]]], None]) -> int:
         """Run a kv batch: the segment's prefix once with a cache, then its members' suffixes in chunks on
         that cache, with continued positions; ``done`` gets each chunk's members, features (the prefix's,
@@ -331,7 +331,7 @@ class TransformersBackend:
         room = self._kv_row_room(jobs, seg)
         packed = self.pack and room > 0
         padded = p
-        for members, widths in plan.kv_chunks(seg, min(budget, room) if packed else budget, packed=packed):
+        for members, widths in packing.kv_chunks(seg, min(budget, room) if packed else budget, packed=packed):
             padded += sum(widths) if packed else len(widths) * max(widths)
             if max(widths) == 0:
                 run = (pre_feats[:0], [])
@@ -347,7 +347,7 @@ class TransformersBackend:
             done(members, torch.cat([pre_feats, feats]), where)
         return padded
 
-    def _kv_row_room(self, jobs: list[plan.Job], seg: plan.Segment) -> int:
+    def _kv_row_room(self, jobs: list[packing.Job], seg: packing.Segment) -> int:
         """Suffix tokens one row on the prefix cache may hold: the window and position table minus the prefix
         (0 if a member is longer than either, or the longest suffix does not fit). A sliding cache keeps
         window - 1 tokens, so a row stays below the window to be cropped back exactly."""
@@ -356,7 +356,7 @@ class TransformersBackend:
         fits = all(len(jobs[m].ids) <= limit for m in seg.members) and max(seg.widths) <= room
         return room if fits else 0
 
-    def _suffix_row(self, jobs: list[plan.Job], members: list[int], widths: list[int], p: int,
+    def _suffix_row(self, jobs: list[packing.Job], members: list[int], widths: list[int], p: int,
                     cache: Any) -> tuple[torch.Tensor, list[int]]:
         """All suffixes of a chunk in one row on the prefix cache: each sees the prefix and itself."""
         ids = np.concatenate([np.asarray(jobs[m].ids[p:], dtype=np.int64) for m in members])
@@ -372,7 +372,7 @@ class TransformersBackend:
                                  **{self.traits.cache_arg: cache})
         return feats[0], list(np.concatenate([[0], np.cumsum(widths)[:-1]]))
 
-    def _suffix_rows(self, jobs: list[plan.Job], members: list[int], widths: list[int], p: int,
+    def _suffix_rows(self, jobs: list[packing.Job], members: list[int], widths: list[int], p: int,
                      cache: Any) -> tuple[torch.Tensor, list[int]]:
         """One row per suffix on copies of the prefix cache, right-padded, under the model's own 2-D mask."""
         n, w_max = len(members), max(widths)
@@ -391,7 +391,7 @@ class TransformersBackend:
 
     # ------------------------------------------------------------------ the loop
 
-    def _execute(self, jobs: list[plan.Job], batch: plan.Batch, budget: int, stats: EngineStats,
+    def _execute(self, jobs: list[packing.Job], batch: packing.Batch, budget: int, stats: EngineStats,
                  finish: Callable[[list[int], torch.Tensor, list[list[int]]], None]) -> None:
         """Run one planned batch, count it in ``stats`` and hand its features to ``finish``."""
         members = batch.members
@@ -415,9 +415,9 @@ class TransformersBackend:
         stats.count_path(batch.kind, len(members))
         stats.batches += 1
 
-    def _run(self, jobs: list[plan.Job], targets: list[tuple[int, ...]], head: Head,
+    def _run(self, jobs: list[packing.Job], targets: list[tuple[int, ...]], head: Head,
              convert: Callable[[np.ndarray], Any], rows: int | None, progress: bool, stats: EngineStats,
-             on_done: OnDone | None, keep: Callable[[list[plan.Job], list[int], torch.Tensor], None] | None = None
+             on_done: OnDone | None, keep: Callable[[list[packing.Job], list[int], torch.Tensor], None] | None = None
              ) -> list[Any]:
         """``convert``ed head rows of every job, in order; each finished batch is reported to ``on_done``.
         An out-of-memory error halves the automatic token budget and re-plans the unfinished jobs. ``keep``: gets
@@ -452,7 +452,7 @@ class TransformersBackend:
             while todo:
                 sub = [jobs[i] for i in todo]
                 t0 = time.perf_counter()
-                batches = plan.make(sub, max_requests=rows, budget=budget, pack=self.pack, kv=self.kv,
+                batches = packing.make(sub, max_requests=rows, budget=budget, pack=self.pack, kv=self.kv,
                                     row_cap=self.row_cap, window=self.traits.window, span=self.span)
                 stats.plan_seconds += time.perf_counter() - t0
                 try:
@@ -483,30 +483,31 @@ class TransformersBackend:
         ids = [t for t in torch.randint(3, max(4, self.vocab_size), (12,), generator=g).tolist() if t != self.pad_id]
         ids = (ids * 2)[:8]
         other = [t for t in ids if t != ids[5]][:1]  # none on a vocabulary of one usable id: then a prefix of the first
-        jobs = [plan.Job(tuple(ids[:6]), 3), plan.Job(tuple(ids[:4] + ids[6:8]), 3), plan.Job(tuple(ids[2:8]), 2),
-                plan.Job(tuple(ids[:5] + other), 4)]  # shares 5 ids with the first, 4 with the second: nested
+        # the last shares 5 ids with the first, 4 with the second: nested
+        jobs = [packing.Job(tuple(ids[:6]), 3), packing.Job(tuple(ids[:4] + ids[6:8]), 3),
+                packing.Job(tuple(ids[2:8]), 2), packing.Job(tuple(ids[:5] + other), 4)]
         ref = []
         for j in jobs:
             out = self.model(input_ids=torch.tensor([j.ids], device=self.device))
             ref.append(torch.log_softmax(out.logits[0, j.first:].float(), -1))
         ref = torch.cat(ref)
         tol = SELFCHECK_TOL.get(self.dtype, SELFCHECK_TOL_HALF)
-        plain_batch = plan.Batch("plain", [[plan.Segment(0, [i], [len(j.ids)])] for i, j in enumerate(jobs)])
+        plain_batch = packing.Batch("plain", [[packing.Segment(0, [i], [len(j.ids)])] for i, j in enumerate(jobs)])
         if self._probe_error(jobs, plain_batch, ref) > tol:
             self.features = "logits"  # the head is more than a projection (logit scaling, ...)
-        shared = plan.Segment(4, [0, 1], [2, 2])
+        shared = packing.Segment(4, [0, 1], [2, 2])
         if self.pack:
-            row = [*plan.nest(jobs, [0, 1, 3], len(ids) * 3), plan.Segment(0, [2], [6])]
-            err = self._probe_error(jobs, plan.Batch("packed", [row]), ref)
+            row = [*packing.nest(jobs, [0, 1, 3], len(ids) * 3), packing.Segment(0, [2], [6])]
+            err = self._probe_error(jobs, packing.Batch("packed", [row]), ref)
             if err > tol:
                 self.pack, self.rule = False, f"no packed rows: they {self._failed}"
         if self.kv:
-            err = self._probe_error(jobs, plan.Batch("kv", [[shared]]), ref[:6])
+            err = self._probe_error(jobs, packing.Batch("kv", [[shared]]), ref[:6])
             if err > tol:
                 self.kv = False
                 self.rule += f"; no kv prefix path: it {self._failed}"
 
-    def _probe_error(self, jobs: list[plan.Job], batch: plan.Batch, ref: torch.Tensor) -> float:
+    def _probe_error(self, jobs: list[packing.Job], batch: packing.Batch, ref: torch.Tensor) -> float:
         """Largest |log-prob difference| of ``batch`` from ``ref`` (inf if the path fails); ``_failed`` says how."""
         got: dict[int, torch.Tensor] = {}
 

@@ -41,7 +41,7 @@ def _interrupted(command: str) -> str:
     """What a Ctrl-C leaves behind, in one line."""
     if command == "pll" or os.environ.get("SURFACELAB_NO_CACHE"):
         return "interrupted; nothing was written and nothing is cached, so a rerun starts over"
-    from ..models import cache_dir
+    from ..paths import cache_dir
 
     return (f"interrupted; no output file was written. Rerun the same command: it reuses every score that the "
             f"score cache ({cache_dir() / 'scores.sqlite'}) holds, batches finished before the interrupt included")

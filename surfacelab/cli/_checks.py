@@ -94,7 +94,7 @@ def cache_dir() -> str | None:
     Returns:
         None, or the note to show.
     """
-    from ..models import cache_dir as configured
+    from ..paths import cache_dir as configured
 
     where = "cache dir ($SURFACELAB_CACHE)" if os.environ.get("SURFACELAB_CACHE") else "cache dir"
     existing = _nearest_existing(configured())

@@ -21,7 +21,7 @@ DEFAULT_SCORERS = "lm,avg,per_char,unc,dcpmi"
 
 def scorer_list(value: str) -> list[str]:
     """``--scorers``: comma-separated registered scorer names."""
-    from ..scoring import check_scorers
+    from ..scorers import check_scorers
 
     try:
         return check_scorers(value)
@@ -38,7 +38,7 @@ def _clip(text: str, most: int = 60) -> str:
 
 def view(result: Any, scorers: list[str]) -> _output.View:
     """The option table of an ``MCResult``: option, tokens, the chosen scorers (best marked), and any truncation."""
-    from ..scoring import get_scorer
+    from ..scorers import get_scorer
 
     table = result.table
     columns, best = ["option", "n_tokens"], {}

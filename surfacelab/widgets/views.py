@@ -26,14 +26,15 @@ import ipywidgets as w
 import pandas as pd
 import plotly.graph_objects as go
 
-from .. import viz, viz_why
+from .. import viz
 from .._format import visible
 from ..alternatives import token_view
 from ..letters import score as letter_scores
 from ..paraphrase import mass
 from ..pll import pll_metrics
+from ..scorers import SCORER_LABELS
 from ..scoring import score_items
-from ..why import premise_units
+from ..why.occlusion import premise_units
 from .exporting import export_row, save_view
 from .heatmap import TokenHeatmap, attribution_rows, heatmap_rows
 from .plot import PlotView, SightProbe
@@ -238,7 +239,7 @@ def register_view(cls: type[View]) -> type[View]:
 def score_table_html(table: pd.DataFrame, gold: int | None) -> str:
     """The scorer table as HTML: the rank-1 option of every scorer highlighted, the gold row starred."""
     cols, cells, won = viz.scorer_cells(table, gold)
-    header = ["option"] + [html.escape(viz.SCORER_COLUMNS[c]) for c in cols]
+    header = ["option"] + [html.escape(SCORER_LABELS[c]) for c in cols]
     rows = [[(GOLD_MARK if i == gold else "") + f"<span class='sl-opt'>{html.escape(visible(o))}</span>"]
             + [c[i] for c in cells] for i, o in enumerate(table["option"])]
     win = [[False] + [bool(wn[i]) for wn in won] for i in range(len(table))]
@@ -552,12 +553,12 @@ class WhyView(View):
             return
         self.frames = {"terms": result.terms, "tokens": result.tokens, "attribution": result.attribution,
                        "competitors": result.competitors}
-        self.spec = viz_why.gap_waterfall_spec(result.terms)
+        self.spec = viz.gap_waterfall_spec(result.terms)
         self.gap.show(self.spec)
         occluded = result.meta.get("occlusion", True)
         self.premise_map.rows = attribution_rows(result) if occluded else []
         if len(result.competitors):
-            self.competitors.show(viz_why.competitors_bar_spec(result.competitors, top=10))
+            self.competitors.show(viz.competitors_bar_spec(result.competitors, top=10))
         else:
             self.competitors.clear()
         sentence = result.terms.loc[result.terms["group"] == "verdict", "sentence"].iloc[0]
@@ -583,14 +584,14 @@ class WhyView(View):
             f"<pre>{html.escape(result.explain())}</pre></details>"
 
     def make_figure(self) -> go.Figure | None:
-        return viz_why.gap_waterfall(self.frames["terms"]) if "terms" in self.frames else None
+        return viz.gap_waterfall(self.frames["terms"]) if "terms" in self.frames else None
 
     def export_parts(self) -> tuple[list[dict], list[tuple[str, str]]]:
         # what the view draws: the waterfall, the premise map (its numbers as bars), where the mass went
         r = self.result
         if not self.frames:
             return [], []
-        words = [viz_why.attribution_bars_spec(r.attribution)] if self.premise_map.rows else []
+        words = [viz.attribution_bars_spec(r.attribution)] if self.premise_map.rows else []
         compared = f"★ {r.gold + 1}: {visible(r.options[r.gold])} with {r.against + 1}: {visible(r.options[r.against])}"
         parts = [f for f in (self.gap.figure, *words, self.competitors.figure) if f]
         return parts, [("compared", compared), ("verdict", r.verdict)]

@@ -36,7 +36,8 @@ def vllm_python() -> str:
 
 def model_dir() -> Path:
     """The plain safetensors copy of the default model (converted on first use)."""
-    from surfacelab.models import PRESETS, cache_dir
+    from surfacelab.models import PRESETS
+    from surfacelab.paths import cache_dir
 
     return PRESETS[SERVED].locate(cache_dir())
 

@@ -20,7 +20,7 @@ import torch
 import surfacelab as sl
 from surfacelab import engine
 from surfacelab.backends.vllm import ServerError
-from surfacelab.cache import ScoreCache
+from surfacelab.engine.cache import ScoreCache
 
 from test_cli import lm_dir, run  # noqa: F401 - the tiny causal model saved to a folder, for the CLI
 from tiny_models import tiny_causal

@@ -17,7 +17,7 @@ from surfacelab import engine, letters, paraphrase, tasks, text
 from surfacelab.alternatives import token_view
 from surfacelab.backends.base import RANK_TOL
 from surfacelab.backends.vllm import ServerError, VLLMBackend
-from surfacelab.cache import ScoreCache
+from surfacelab.engine.cache import ScoreCache
 
 from conftest import SERVED
 from test_engine import PAIRS

@@ -26,9 +26,10 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from . import engine
-from .tasks import Task
-from .why import EVIDENCE_SHARE, LABELS, decompose, is_option_ids, mass_numbers, mass_plan, shares, verdict
+from .. import engine
+from ..tasks import Task
+from .mass import mass_numbers, mass_plan
+from .rules import EVIDENCE_SHARE, LABELS, decompose, is_option_ids, shares, verdict
 
 
 def _gaps(task: Task, scores: pd.DataFrame) -> pd.DataFrame:

@@ -26,11 +26,11 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from ._checks import is_int
-from . import text
-from .backends.base import (RANK_TOL, Cancelled, EngineStats, NextTokenScores, TokenScores, cancelled_when,
+from .._checks import is_int
+from .. import text
+from ..backends.base import (RANK_TOL, Cancelled, EngineStats, NextTokenScores, TokenScores, cancelled_when,
                             foreign_hooks)
-from .backends.plan import unique_prefix_tokens
+from ..backends.packing import unique_prefix_tokens
 from .cache import ScoreCache, default_cache, request_key
 
 __all__ = ["Cancelled", "EngineStats", "NextToken", "RANK_TOL", "Results", "Scored", "cancelled_when",

@@ -38,18 +38,50 @@ import numpy as np
 import pandas as pd
 from scipy.special import logsumexp
 
-from . import engine, text
-from ._checks import is_number
-from ._results import JSONResult, macro_ci, model_meta
-from .cache import ScoreCache
-from .letter_math import (_log_normalise, _permutation_debias_log, calibrate, cyclic_permutations,  # noqa: F401
-                          full_permutations, normalise, permutation_debias, pride_debias, rstd)
-from .letter_prompts import (CONTENT_FREE, PLAIN, PRIDE, TEMPLATES, LetterItem, LetterTemplate,  # noqa: F401
-                             _check_ids, _make_item, _swap, _template, as_items, drop_cross_references,
-                             move_gold, refers_to_other_options, register_letter_template, stratified_sample)
-from .registry import Registry
-from .request_plan import Entry, Plan
-from .tasks.loader import subset_indices
+from .. import engine, text
+from .._checks import is_number
+from .._results import JSONResult, macro_ci, model_meta
+from ..engine.cache import ScoreCache
+from ..engine.requests import Entry, Plan
+from ..registry import Registry
+from ..tasks.loader import subset_indices
+from .math import (calibrate, cyclic_permutations, full_permutations, log_normalise, normalise, permutation_debias,
+                   permutation_debias_log, pride_debias, rstd)
+from .prompts import (CONTENT_FREE, PLAIN, PRIDE, TEMPLATES, LetterItem, LetterTemplate, as_items, check_ids,
+                      drop_cross_references, get_template, make_item, move_gold, refers_to_other_options,
+                      register_letter_template, stratified_sample, swap_order)
+
+__all__ = [
+    "CONTENT_FREE",
+    "METHODS",
+    "PLAIN",
+    "PRIDE",
+    "TEMPLATES",
+    "as_items",
+    "calibrate",
+    "cyclic_permutations",
+    "drop_cross_references",
+    "evaluate",
+    "full_permutations",
+    "id_variants",
+    "LetterEval",
+    "LetterItem",
+    "LetterMethod",
+    "LetterResult",
+    "LetterTemplate",
+    "move_gold",
+    "normalise",
+    "permutation_debias",
+    "Prediction",
+    "pride_debias",
+    "refers_to_other_options",
+    "register_letter_template",
+    "register_method",
+    "rstd",
+    "Run",
+    "score",
+    "stratified_sample",
+]
 
 
 # ----------------------------------------------------------------------------- reading IDs at the cue
@@ -129,7 +161,7 @@ class LetterResult(JSONResult):
 
     def show(self) -> Any:
         """The observed / prior / calibrated / debiased ID distributions (``viz.letter_priors``)."""
-        from . import viz
+        from .. import viz
 
         return viz.letter_priors(self.table, gold=self.gold)
 
@@ -167,19 +199,19 @@ def score(
         >>> t.id.tolist(), round(float(t.observed.sum()), 6), round(float(t.debiased.sum()), 6)
         (['A', 'B', 'C', 'D'], 1.0, 1.0)
     """
-    it = _make_item(question, options, gold, subject, "", "score:", distinct=True)
-    tpl = _template(template)
+    it = make_item(question, options, gold, subject, "", "score:", distinct=True)
+    tpl = get_template(template)
     n = len(it.options)
-    id_set = _check_ids(ids, n)
+    id_set = check_ids(ids, n)
     if permutation not in ("cyclic", "full"):
         raise ValueError(f"permutation: expected 'cyclic' or 'full', got {permutation!r}")
     perms = cyclic_permutations(n) if permutation == "cyclic" else full_permutations(n, max_permutations)
     perm_prompts = [tpl.render(it.question, [it.options[c] for c in pm], id_set, it.subject) for pm in perms]
     cf_prompts = [tpl.render(q, it.options, id_set, it.subject) for q in CONTENT_FREE]
     var = _variant_logprobs(lm, perm_prompts + cf_prompts, id_set, tpl.cue, cache)
-    logp = _log_normalise(logsumexp(var, axis=-1))
+    logp = log_normalise(logsumexp(var, axis=-1))
     perm_lp, cf_lp = logp[:len(perms)], logp[len(perms):]
-    debiased, perm_prior = _permutation_debias_log(perm_lp, np.asarray(perms))
+    debiased, perm_prior = permutation_debias_log(perm_lp, np.asarray(perms))
     observed = np.exp(perm_lp[0])
     p_cf = np.exp(cf_lp).mean(0)
     table = pd.DataFrame({
@@ -237,7 +269,7 @@ class LetterEval(JSONResult):
 
     def show(self) -> Any:
         """Accuracy per method with a 95% CI (normal approximation) and the chance line (``viz.accuracy_ci``)."""
-        from . import viz
+        from .. import viz
 
         ci = [macro_ci([acc / 100], [n]) for acc, n in zip(self.summary["accuracy"], self.summary["n_items"])]
         frame = pd.DataFrame(ci, columns=["accuracy", "ci_low", "ci_high"]).assign(
@@ -316,7 +348,7 @@ class Run:
 
     def dist(self, stage: str, i: int) -> np.ndarray:
         """Log-normalised ID distributions of the prompts of ``stage`` for item ``i``: (prompts, n_options)."""
-        return _log_normalise(logsumexp(self.logp[self.need[(stage, i)], :len(self.items[i].options)], axis=-1))
+        return log_normalise(logsumexp(self.logp[self.need[(stage, i)], :len(self.items[i].options)], axis=-1))
 
     def once(self, key: Any, compute: Callable[[], Any]) -> Any:
         """``compute()`` the first time ``key`` is asked for in this run, the stored value afterwards."""
@@ -375,7 +407,7 @@ def _ask_cyclic(run: Run, i: int) -> None:
 
 def _cyclic(run: Run, i: int) -> tuple[np.ndarray, np.ndarray]:
     """Item ``i``'s cyclic-permutation debiased log-probs and its log ID prior (once per run)."""
-    return run.once(("cyclic", i), lambda: _permutation_debias_log(
+    return run.once(("cyclic", i), lambda: permutation_debias_log(
         run.dist("cyclic", i), np.asarray(cyclic_permutations(_n(run, i)))))
 
 
@@ -385,7 +417,7 @@ def _ask_full(run: Run, i: int) -> None:
 
 def _full(run: Run, i: int) -> Prediction:
     perms = full_permutations(_n(run, i), run.max_permutations)
-    lp, prior = _permutation_debias_log(run.dist("full", i), np.asarray(perms))
+    lp, prior = permutation_debias_log(run.dist("full", i), np.asarray(perms))
     return Prediction(lp, len(perms), np.exp(prior))
 
 
@@ -424,7 +456,7 @@ def _pride(run: Run, i: int) -> Prediction:
     if i in run.memo["pride_estimate"]:
         return Prediction(_cyclic(run, i)[0], _n(run, i), role="estimate")
     prior = _pride_priors(run)[_n(run, i)]
-    return Prediction(_log_normalise(_observed(run, i) - np.log(prior)), 1, role="debias")
+    return Prediction(log_normalise(_observed(run, i) - np.log(prior)), 1, role="debias")
 
 
 def _pride_summary(run: Run) -> Any:
@@ -454,7 +486,7 @@ def _gold_at(id_: str) -> LetterMethod:
 
     def prompts(run: Run, i: int) -> None:
         it = run.items[i]
-        run.ask(name, i, [(it.question, _swap(len(it.options), it.gold, run.ids.index(id_)))])
+        run.ask(name, i, [(it.question, swap_order(len(it.options), it.gold, run.ids.index(id_)))])
 
     return LetterMethod(name, prompts, lambda run, i: Prediction(run.dist(name, i)[0], 1, gold=run.ids.index(id_)),
                         f"the gold option moved to ID {id_}")
@@ -538,8 +570,8 @@ def evaluate(
     for i, it in enumerate(items):
         if it.gold is None:
             raise ValueError(f"task[{i}]: item {it.id!r} has no gold answer")
-    tpl = _template(template)
-    all_ids = _check_ids(ids, max(len(it.options) for it in items))
+    tpl = get_template(template)
+    all_ids = check_ids(ids, max(len(it.options) for it in items))
     chosen = _check_methods(methods, all_ids)
     run = Run(items, all_ids, tpl, seed, _alpha(alpha), _check_prior(prior), max_permutations)
     for m in chosen:  # plan

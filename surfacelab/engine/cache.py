@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .models import cache_dir
+from ..paths import cache_dir
 
 _SCHEMA = "CREATE TABLE IF NOT EXISTS blobs (key TEXT PRIMARY KEY, data BLOB, digest BLOB)"
 #: sqlite's result codes for a damaged file (SQLITE_CORRUPT, SQLITE_NOTADB); every other error leaves the file be

@@ -18,8 +18,8 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from ._format import signed
-from .viz import _check_frame, _grid, _layout, _plain, esc, figure, show
+from .._format import signed
+from .base import check_frame, esc, figure, grid, base_layout, option_label, plain
 
 #: Colour of each competitor group (gold warm, other options cool, shared and elsewhere grey).
 GROUP_COLORS = {"gold": "#e8a317", "gold form": "#f6cf6b", "against": "#4c78a8", "against form": "#9ecae9",
@@ -34,7 +34,7 @@ _ZERO = {"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 0, "y1": 0, "l
 
 def gap_waterfall_spec(terms: pd.DataFrame, *, title: str = "Where the LM gap comes from") -> dict:
     """Plotly JSON of ``gap_waterfall`` (see there)."""
-    terms = _check_frame(terms, "terms", ["group", "term", "value", "sentence"])
+    terms = check_frame(terms, "terms", ["group", "term", "value", "sentence"])
     gap = terms[terms["group"] == "gap"].set_index("term")
     missing = [t for t in (*GAP_TERMS, "LM gap") if t not in gap.index]
     if missing:
@@ -47,7 +47,7 @@ def gap_waterfall_spec(terms: pd.DataFrame, *, title: str = "Where the LM gap co
              "hovertemplate": "%{customdata}<extra></extra>",
              "increasing": {"marker": {"color": "#54a24b"}}, "decreasing": {"marker": {"color": "#e45756"}},
              "totals": {"marker": {"color": "#4c78a8"}}, "connector": {"line": {"color": "#999", "width": 1}}}]
-    layout = _layout(esc(title), 330, shapes=[_ZERO], showlegend=False,
+    layout = base_layout(esc(title), 330, shapes=[_ZERO], showlegend=False,
                      yaxis={"title": {"text": "nats (gold − other; > 0 helps the gold)"}})
     return {"data": data, "layout": layout}
 
@@ -63,25 +63,26 @@ def gap_waterfall(terms: pd.DataFrame, *, title: str = "Where the LM gap comes f
 
 def token_bars_spec(tokens: pd.DataFrame, *, title: str = "Tokens of the two options") -> dict:
     """Plotly JSON of ``token_bars`` (see there)."""
-    tokens = _check_frame(tokens, "tokens", ["side", "option", "position", "token", "logprob", "prior_logprob",
+    tokens = check_frame(tokens, "tokens", ["side", "option", "position", "token", "logprob", "prior_logprob",
                                              "evidence"])
     sides = [s for s in ("gold", "against") if (tokens["side"] == s).any()]
-    domains = _grid(len(sides), len(sides), hgap=0.06, top=0.9)
-    data, layout = [], _layout(esc(title), 360, barmode="group", annotations=[])
+    domains = grid(len(sides), len(sides), hgap=0.06, top=0.9)
+    data, layout = [], base_layout(esc(title), 360, barmode="group", annotations=[])
     for k, side in enumerate(sides):
         sub = tokens[tokens["side"] == side]
         ax = "" if k == 0 else str(k + 1)
-        x = [f"{p}:{show(t)}" for p, t in zip(sub["position"], sub["token"])]
+        x = [f"{p}:{option_label(t)}" for p, t in zip(sub["position"], sub["token"])]
         for col, name, color in (("logprob", "premise", "#4c78a8"), ("prior_logprob", "prior context", "#bab0ac")):
-            data.append({"type": "bar", "x": x, "y": _plain(sub[col]), "name": name, "marker": {"color": color},
+            data.append({"type": "bar", "x": x, "y": plain(sub[col]), "name": name, "marker": {"color": color},
                          "showlegend": k == 0, "legendgroup": name, "xaxis": f"x{ax}", "yaxis": f"y{ax}",
-                         "customdata": _plain(sub["evidence"]),
+                         "customdata": plain(sub["evidence"]),
                          "hovertemplate": "%{x}<br>log-prob %{y:.3f}<br>evidence %{customdata:+.3f}<extra>"
                                           + name + "</extra>"})
         layout[f"xaxis{ax}"] = {"domain": domains[k]["x"], "anchor": f"y{ax}"}
         layout[f"yaxis{ax}"] = {"domain": domains[k]["y"], "anchor": f"x{ax}",
                                 **({"title": {"text": "log-prob (nats)"}} if k == 0 else {"matches": "y"})}
-        layout["annotations"].append({"text": f"{side}: {show(sub['option'].iloc[0], limit=30)}", "showarrow": False,
+        label = option_label(sub["option"].iloc[0], limit=30)
+        layout["annotations"].append({"text": f"{side}: {label}", "showarrow": False,
                                       "xref": "paper", "yref": "paper", "x": sum(domains[k]["x"]) / 2, "y": 0.97,
                                       "xanchor": "center"})
     return {"data": data, "layout": layout}
@@ -99,7 +100,7 @@ def token_bars(tokens: pd.DataFrame, *, title: str = "Tokens of the two options"
 def attribution_bars_spec(attribution: pd.DataFrame, *, unit: str = "word",
                           title: str = "Premise words: support for the gold") -> dict:
     """Plotly JSON of ``attribution_bars`` (see there)."""
-    attribution = _check_frame(attribution, "attribution", ["unit", "index", "text", "method", "delta_lm",
+    attribution = check_frame(attribution, "attribution", ["unit", "index", "text", "method", "delta_lm",
                                                             "lm_margin", "dcpmi_margin", "gold_wins_lm",
                                                             "gold_wins_dcpmi"])
     sub = attribution[attribution["unit"] == unit]
@@ -111,10 +112,10 @@ def attribution_bars_spec(attribution: pd.DataFrame, *, unit: str = "word",
                   f"<br>after: LM margin {lm:+.2f}, DC-PMI margin {pm:+.2f}<br>gold wins: LM {wl}, DC-PMI {wp}")
                  for lm, pm, wl, wp in zip(rows["lm_margin"], rows["dcpmi_margin"], rows["gold_wins_lm"],
                                            rows["gold_wins_dcpmi"])]
-        data.append({"type": "bar", "x": x, "y": _plain(-rows["delta_lm"]), "name": METHOD_NAMES[method],
+        data.append({"type": "bar", "x": x, "y": plain(-rows["delta_lm"]), "name": METHOD_NAMES[method],
                      "marker": {"color": METHOD_COLORS[method]}, "customdata": hover,
                      "hovertemplate": "%{x}: %{y:+.3f} nats%{customdata}<extra>" + METHOD_NAMES[method] + "</extra>"})
-    layout = _layout(esc(title), 380, shapes=[_ZERO], barmode="group", legend={"orientation": "h", "y": -0.25},
+    layout = base_layout(esc(title), 380, shapes=[_ZERO], barmode="group", legend={"orientation": "h", "y": -0.25},
                      yaxis={"title": {"text": "margin lost without it (nats)"}})
     return {"data": data, "layout": layout}
 
@@ -133,18 +134,19 @@ def attribution_bars(attribution: pd.DataFrame, *, unit: str = "word",
 def competitors_bar_spec(competitors: pd.DataFrame, *, top: int = 20,
                          title: str = "Where the gold's mass went (next-token probability)") -> dict:
     """Plotly JSON of ``competitors_bar`` (see there)."""
-    competitors = _check_frame(competitors, "competitors", ["token", "prob", "group", "forms"])
+    competitors = check_frame(competitors, "competitors", ["token", "prob", "group", "forms"])
     rows = competitors.head(top).iloc[::-1]
-    labels = [f"{k}. {show(t)}" for k, t in zip(range(len(rows), 0, -1), rows["token"])]  # unique, most likely on top
+    # unique, most likely on top
+    labels = [f"{k}. {option_label(t)}" for k, t in zip(range(len(rows), 0, -1), rows["token"])]
     data = []
     for group in [g for g in GROUP_COLORS if (rows["group"] == g).any()]:
         pick = (rows["group"] == group).to_numpy()
         sub = rows[pick]
-        data.append({"type": "bar", "orientation": "h", "x": _plain(sub["prob"]),
+        data.append({"type": "bar", "orientation": "h", "x": plain(sub["prob"]),
                      "y": [lab for lab, p in zip(labels, pick) if p], "name": group,
                      "marker": {"color": GROUP_COLORS[group]}, "customdata": [esc(f[:300]) for f in sub["forms"]],
                      "hovertemplate": "%{y}: P = %{x:.2%}<br>%{customdata}<extra>" + group + "</extra>"})
-    layout = _layout(esc(title), 120 + 22 * len(rows), barmode="overlay",
+    layout = base_layout(esc(title), 120 + 22 * len(rows), barmode="overlay",
                      xaxis={"title": {"text": "P(next token)"}, "tickformat": ".0%"},
                      yaxis={"categoryorder": "array", "categoryarray": labels, "automargin": True},
                      legend={"orientation": "h", "y": -0.2})

@@ -20,17 +20,12 @@ that :func:`surfacelab.scoring.option_table` completes. No reader counts positio
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 import pandas as pd
 
-from . import engine
-
-CONDITIONS = ("premise", "domain", "null")
-#: Truncation columns of ``Plan.frame``: context tokens cut from the left, per condition that has them.
-CUT_COLUMNS = {"premise": "truncated", "domain": "domain_truncated"}
-
+from .. import engine
 
 class Key(NamedTuple):
     """Where a request belongs: ``task`` (position in the plan; 0 for a plain ``score``), ``item``
@@ -67,11 +62,36 @@ class Entry:
 
     def pairs(self, condition: str) -> list[tuple[str, str]]:
         """The (context, continuation) pair of every option under ``condition`` ([] when not scored)."""
-        if condition == "premise":
-            return list(zip(self.contexts, self.options))
-        if condition == "domain":
-            return [] if self.domain is None else [(self.domain, o) for o in self.options]
-        return [("", o) for o in self.options]
+        contexts = CONDITIONS[condition].contexts(self)
+        return [] if contexts is None else list(zip(contexts, self.options))
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A context every option of an item is scored under: the one place a condition is declared.
+
+    ``contexts`` gives each option's context for an ``Entry`` (None: the item is not scored under it),
+    ``column`` names the raw log-prob column it fills in ``Plan.frame``, ``cut`` its truncation column
+    (None: its context is never cut), ``under`` how an error names it.
+    """
+
+    name: str
+    contexts: Callable[[Entry], Sequence[str] | None]
+    column: str
+    cut: str | None
+    under: str
+
+
+#: Every condition, in column order: ``premise`` (each option's own context: the premise, or the option's context
+#: on a flipped task), ``domain`` (the domain premise, for Unc / DC-PMI) and ``null`` (the empty context).
+CONDITIONS: dict[str, Condition] = {c.name: c for c in [
+    Condition("premise", lambda e: e.contexts, "logprob", "truncated", "the premise"),
+    Condition("domain", lambda e: None if e.domain is None else [e.domain] * len(e.options), "domain_logprob",
+              "domain_truncated", "the domain premise"),
+    Condition("null", lambda e: [""] * len(e.options), "null_logprob", None, "the null (empty) context"),
+]}
+#: Truncation columns of ``Plan.frame``: context tokens cut from the left, per condition that has them.
+CUT_COLUMNS = {c.name: c.cut for c in CONDITIONS.values() if c.cut}
 
 
 class Scores(dict):
@@ -80,10 +100,6 @@ class Scores(dict):
     def __init__(self, scored: dict[Key, engine.Scored], stats: engine.EngineStats) -> None:
         super().__init__(scored)
         self.stats = stats
-
-
-#: How an error names the context of each condition.
-_UNDER = {"premise": "the premise", "domain": "the domain premise", "null": "the null (empty) context"}
 
 
 def _check_finite(requests: Sequence[Request], results: Sequence[engine.Scored]) -> None:
@@ -102,7 +118,7 @@ def _check_finite(requests: Sequence[Request], results: Sequence[engine.Scored])
            if total == -np.inf else "The model computes NaN or infinite values: check its weights for NaN/inf, or load "
            "it in float32 (dtype=torch.float32) if float16 overflows")
     raise ValueError(f"lm: the model's log-probability of option {r.key.option} {r.continuation!r} (item {r.key.item}) "
-                     f"under {_UNDER[r.key.condition]}{context} is {total}{more}. {why}.")
+                     f"under {CONDITIONS[r.key.condition].under}{context} is {total}{more}. {why}.")
 
 
 class Plan:
@@ -116,10 +132,10 @@ class Plan:
     batches them (it deduplicates and plans by token ids anyway).
     """
 
-    def __init__(self, tasks: Sequence[Sequence[Entry]], conditions: Sequence[str] = CONDITIONS) -> None:
+    def __init__(self, tasks: Sequence[Sequence[Entry]], conditions: Sequence[str] = tuple(CONDITIONS)) -> None:
         bad = set(conditions) - set(CONDITIONS)
         if bad or "premise" not in conditions:
-            raise ValueError(f"conditions: expected 'premise' and any of {CONDITIONS}, got {list(conditions)}")
+            raise ValueError(f"conditions: expected 'premise' and any of {tuple(CONDITIONS)}, got {list(conditions)}")
         self.tasks = [list(t) for t in tasks]
         self.conditions = [c for c in CONDITIONS if c in conditions]
         self.requests = [r for j, entries in enumerate(self.tasks) for i in range(len(entries)) for r in self.of(j, i)]
@@ -174,8 +190,7 @@ class Plan:
             "n_tokens": read("premise", lambda s: s.n_tokens, 0),
             "n_chars": [len(o) - len(delimiter) for o in options],
             "n_bytes": [len(o.encode("utf-8")) - len(delimiter.encode("utf-8")) for o in options],
-            "domain_logprob": read("domain", lambda s: s.total, np.nan),
-            "null_logprob": read("null", lambda s: s.total, np.nan),
+            **{c.column: read(c.name, lambda s: s.total, np.nan) for c in CONDITIONS.values() if c.name != "premise"},
         })
         for condition, column in CUT_COLUMNS.items():
             frame[column] = read(condition, lambda s: s.encoding.truncated, 0)

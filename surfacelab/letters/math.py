@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp
 
-from ._checks import check_int
+from .._checks import check_int
 
 
-def _log_normalise(x: np.ndarray) -> np.ndarray:
+def log_normalise(x: np.ndarray) -> np.ndarray:
     return x - logsumexp(x, axis=-1)[..., None]
 
 
@@ -94,16 +94,16 @@ def permutation_debias(observed: Any, perms: Sequence[Sequence[int]]) -> tuple[n
         raise ValueError(f"perms: {pm.shape[0]} permutations for {obs.shape[0]} observed rows")
     with np.errstate(divide="ignore"):
         logp = np.log(normalise(obs))
-    debiased, prior = _permutation_debias_log(logp, pm)
+    debiased, prior = permutation_debias_log(logp, pm)
     return np.exp(debiased), np.exp(prior)
 
 
-def _permutation_debias_log(logp: np.ndarray, perms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def permutation_debias_log(logp: np.ndarray, perms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Log-space core of :func:`permutation_debias` (rows of ``logp`` are log-normalised)."""
     by_content = np.empty_like(logp)
     rows = np.arange(len(perms))[:, None]
     by_content[rows, perms] = logp  # by_content[k, c] = log p_k(position of c)
-    return _log_normalise(by_content.mean(0)), _log_normalise(logp.mean(0))
+    return log_normalise(by_content.mean(0)), log_normalise(logp.mean(0))
 
 
 def pride_debias(observed: Any, prior: Any) -> np.ndarray:

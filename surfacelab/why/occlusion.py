@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import engine, text
-from .request_plan import Entry, Plan
-from .scoring import MCResult
+from .. import engine, text
+from ..engine.requests import Entry, Plan
+from ..scoring import MCResult
 
 #: What one occluded unit is: a word (letters/digits, inner apostrophes, hyphens and points kept).
 WORD = re.compile(r"[^\W_]+(?:['’\-.][^\W_]+)*")
@@ -80,7 +80,7 @@ def _grad_x_input(lm: Any, premise: str, gold: str, against: str, units: pd.Data
     return -out
 
 
-def _attribution(lm: Any, result: MCResult, gold: int, against: int, prior: np.ndarray, *, neutral: str,
+def premise_attribution(lm: Any, result: MCResult, gold: int, against: int, prior: np.ndarray, *, neutral: str,
                  sentences: bool, all_options: bool, gradient: bool, batch_size: int | str, cache: bool,
                  cost: dict, occlusion: bool = True) -> pd.DataFrame:
     premise, options = result.premise, result.options
@@ -98,7 +98,7 @@ def _attribution(lm: Any, result: MCResult, gold: int, against: int, prior: np.n
     if len(plan):
         t0 = time.perf_counter()
         scores = plan.run(lm, batch_size=batch_size, progress=False, cache=cache)
-        cost["occlusion"] = _stats(t0, scores.stats)
+        cost["occlusion"] = engine_cost(t0, scores.stats)
     base = result.table["logprob"].to_numpy(dtype=float)
     lm_margin0 = base[gold] - base[against]
     cols = ["unit", "index", "text", "start", "end", "method", "occluded", "lm_margin", "dcpmi_margin", "delta_lm",
@@ -129,7 +129,7 @@ def _attribution(lm: Any, result: MCResult, gold: int, against: int, prior: np.n
     return pd.DataFrame(rows, columns=cols)
 
 
-def _stats(t0: float, s: engine.EngineStats) -> dict[str, float]:
+def engine_cost(t0: float, s: engine.EngineStats) -> dict[str, float]:
     """Counters of an engine call (its ``Results.stats``) and the seconds since ``t0``."""
     return {"seconds": time.perf_counter() - t0, "requests": s.requests, "unique": s.unique, "cached": s.cached,
             "tokens_forwarded": s.tokens_forwarded, "tokens_needed": s.tokens_needed,

@@ -16,9 +16,9 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from . import engine, text
-from ._format import gap, percent, signed
-from .variants import variants as _variants
+from .. import engine, text
+from .._format import gap, percent, signed
+from ..variants import variants as _variants
 
 _FIRST_WORD = re.compile(r"\s*\S*")
 

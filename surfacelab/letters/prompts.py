@@ -12,10 +12,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from . import text
-from ._checks import is_int
-from .registry import Registry
-from .tasks.core import LETTERS
+from .. import text
+from .._checks import is_int
+from ..registry import Registry
+from ..tasks.core import LETTERS
 
 #: Questions that replace the real one for the content-free prior (Zhao et al. 2021).
 CONTENT_FREE = ("N/A", "", "[MASK]")
@@ -92,7 +92,7 @@ for _t in (PRIDE, PLAIN):
     register_letter_template(_t)
 
 
-def _template(template: LetterTemplate | str) -> LetterTemplate:
+def get_template(template: LetterTemplate | str) -> LetterTemplate:
     if isinstance(template, LetterTemplate):
         return template
     if isinstance(template, str):
@@ -120,7 +120,7 @@ def _check_gold(gold: Any, n: int, name: str = "gold") -> int | None:
     return int(gold)
 
 
-def _make_item(question: Any, options: Any, gold: Any, subject: Any, id_: str, name: str,
+def make_item(question: Any, options: Any, gold: Any, subject: Any, id_: str, name: str,
                distinct: bool = False) -> LetterItem:
     text.check_text(question, f"{name} question")
     opts = tuple(text.check_options(options, f"{name} options", min_count=2, distinct=distinct))
@@ -143,22 +143,22 @@ def as_items(task: Any) -> list[LetterItem]:
     for i, it in enumerate(items):
         name = f"task[{i}]"
         if isinstance(it, LetterItem):
-            out.append(_make_item(it.question, it.options, it.gold, it.subject, it.id, name))
+            out.append(make_item(it.question, it.options, it.gold, it.subject, it.id, name))
         elif hasattr(it, "meta") and hasattr(it, "options"):
             fields = it.meta.get("fields", {})
             if "stem" not in fields or "choices" not in fields:
                 raise ValueError(f"{name}: item {getattr(it, 'id', '')!r} has no raw question/choices in "
                                  "meta['fields'] (need 'stem' and 'choices'); pass (question, options, gold) instead")
-            out.append(_make_item(fields["stem"], list(fields["choices"]), fields.get("label", it.gold),
+            out.append(make_item(fields["stem"], list(fields["choices"]), fields.get("label", it.gold),
                                   str(it.meta.get("subject", fields.get("subject", ""))), str(it.id), name))
         elif isinstance(it, Mapping):
             missing = {"question", "options"} - set(it)
             if missing:
                 raise ValueError(f"{name}: missing keys {sorted(missing)}")
-            out.append(_make_item(it["question"], it["options"], it.get("gold"), it.get("subject", ""),
+            out.append(make_item(it["question"], it["options"], it.get("gold"), it.get("subject", ""),
                                   str(it.get("id", i)), name))
         elif isinstance(it, tuple) and len(it) in (3, 4):
-            out.append(_make_item(it[0], it[1], it[2], it[3] if len(it) == 4 else "", str(i), name))
+            out.append(make_item(it[0], it[1], it[2], it[3] if len(it) == 4 else "", str(i), name))
         else:
             raise TypeError(f"{name}: expected an Item, LetterItem, dict or (question, options, gold) tuple, "
                             f"got {type(it).__name__}")
@@ -219,7 +219,7 @@ def stratified_sample(task: Any, n: int, *, seed: int = 0) -> Any:
 
 
 # ----------------------------------------------------------------------------- ids
-def _check_ids(ids: str | Sequence[str] | None, n: int) -> tuple[str, ...]:
+def check_ids(ids: str | Sequence[str] | None, n: int) -> tuple[str, ...]:
     """The first ``n`` IDs; letters A, B, ... by default."""
     if ids is None:
         if n > len(LETTERS):
@@ -240,7 +240,7 @@ def _check_ids(ids: str | Sequence[str] | None, n: int) -> tuple[str, ...]:
     return tuple(ids[:n])
 
 
-def _swap(n: int, gold: int, position: int) -> list[int]:
+def swap_order(n: int, gold: int, position: int) -> list[int]:
     """The option order that swaps ``gold`` with the option at ``position``."""
     order = list(range(n))
     order[gold], order[position] = order[position], order[gold]
@@ -259,4 +259,4 @@ def move_gold(options: Sequence[str], gold: int, position: int) -> tuple[list[st
         raise ValueError("gold: the probe needs a gold index")
     if not is_int(position) or not 0 <= position < len(opts):
         raise ValueError(f"position: expected an index in [0, {len(opts)}), got {position!r}")
-    return [opts[c] for c in _swap(len(opts), g, position)], position
+    return [opts[c] for c in swap_order(len(opts), g, position)], position

@@ -42,21 +42,7 @@ winner under ``scorer``, or the runner-up when the gold wins) and returns a :cla
   listed token); counting each option's unlisted forms scales it by (1 + ratio), a first-token
   approximation of concept mass, so ``mass_gain`` = log(1 + ratio_g) − log(1 + ratio_a).
 
-Verdict labels (``verdict()``; the first rule that holds). Let Δ < 0 (gold loses under LM) and take
-the negative parts of the three gap terms; each term's *share* is its negative part over their sum:
-
-1. ``"right"``: the gold is the LM winner (the first option on a tie); ``"ahead"``: it is not, but it
-   leads the option it is compared with (an ``against`` other than the LM winner); ``"tie"``: it ties
-   the other option exactly and loses the tie-break.
-2. ``"premise evidence"``: the evidence term holds ≥ ``EVIDENCE_SHARE`` (0.5) of the loss: the
-   premise itself raises the other option more (DC-PMI does not rescue the gold against it).
-3. ``"split mass"``: ``ratio_g`` ≥ ``MASS_RATIO`` (0.5: unlisted forms of the gold hold at least
-   half its listed token's probability) and Δ + mass_gain ≥ 0 (counting every option's forms
-   would flip the pair).
-4. ``"length"``: the length term holds ≥ ``LENGTH_SHARE`` (0.5) of the loss.
-5. ``"prior"``: the prior-per-token term holds ≥ ``PRIOR_SHARE`` (0.5) of the loss; ``"letter
-   bias"`` instead when every option is an option ID (" A", "(B)", "3").
-6. ``"mixed"``: no term holds half; ``"lost"``: no prior context was scored (evaluate only).
+The verdict label of an item follows the rules of :mod:`surfacelab.why.rules`.
 
 >>> r = why(lm, " The man took a bath in the", [" bathtub", " sink"], gold=0,
 ...         domain_premise=" in the")
@@ -68,7 +54,6 @@ the negative parts of the three gap terms; each term's *share* is its negative p
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -76,92 +61,20 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from ._checks import check_int, is_int
-from ._results import JSONResult
-from ._format import change, gap, percent, signed
-from . import engine, text
-from .scoring import MCResult, get_scorer, score
-from .why_mass import (COMPETITOR_COLUMNS, GROUP_KIND, MASS_KEYS, MassPlan, competitors_frame,  # noqa: F401
-                       mass_numbers, mass_plan, mass_terms)
-from .why_occlusion import SENTENCE, WORD, _attribution, _stats, occlude, premise_units  # noqa: F401
+from .. import engine, text
+from .._checks import check_int, is_int
+from .._format import change, gap, percent, signed
+from .._results import JSONResult
+from ..scorers import get_scorer
+from ..scoring import MCResult, score
+from .mass import COMPETITOR_COLUMNS, MASS_KEYS, MassPlan, competitors_frame, mass_numbers, mass_plan, mass_terms
+from .occlusion import engine_cost, premise_attribution
+from .rules import LABELS, decompose, is_option_ids, shares, verdict
 
-#: Verdict labels, in the order of the rules (see the module docstring).
-LABELS = ("right", "ahead", "tie", "premise evidence", "split mass", "length", "prior", "letter bias", "mixed", "lost")
-#: Share of the loss the evidence term must hold for "premise evidence".
-EVIDENCE_SHARE = 0.5
-#: Share of the loss the length term must hold for "length".
-LENGTH_SHARE = 0.5
-#: Share of the loss the prior-per-token term must hold for "prior" / "letter bias".
-PRIOR_SHARE = 0.5
-#: Smallest P(unlisted gold forms) / P(listed gold token) at the first distinguishing token for "split mass".
-MASS_RATIO = 0.5
+__all__ = ["LABELS", "NEUTRAL", "WhyResult", "from_result", "why"]
+
 #: Default neutral word for occlusion by replacement.
 NEUTRAL = "something"
-_OPTION_ID = re.compile(r"\(?[A-Za-z0-9]\)?[.:]?")
-
-
-# ----------------------------------------------------------------------------- numbers
-def decompose(lp_gold: float, lp_against: float, prior_gold: float, prior_against: float,
-              n_gold: int, n_against: int) -> dict[str, float]:
-    """The exact decomposition of the LM gap (see the module docstring).
-
-    Args:
-        lp_gold, lp_against: Σ log P(y|x) of the two options.
-        prior_gold, prior_against: Σ log P(y|x_p) under the prior context (NaN if none).
-        n_gold, n_against: token counts of the options.
-
-    Returns:
-        ``lm``, ``prior``, ``evidence`` (= lm − prior), ``length`` and ``prior_per_token``
-        (length + prior_per_token = prior), ``rate`` (the mean prior per token).
-    """
-    lm = lp_gold - lp_against
-    prior = prior_gold - prior_against
-    ug, ua = prior_gold / n_gold, prior_against / n_against
-    return {"lm": lm, "prior": prior, "evidence": lm - prior, "length": (n_gold - n_against) * (ug + ua) / 2,
-            "prior_per_token": (n_gold + n_against) / 2 * (ug - ua), "rate": (ug + ua) / 2}
-
-
-def is_option_ids(options: Sequence[str]) -> bool:
-    """True when every option is an option ID such as " A", "(B)" or "3." (letter bias replaces prior)."""
-    return all(_OPTION_ID.fullmatch(o.strip()) for o in options)
-
-
-def shares(length: float, prior_per_token: float, evidence: float) -> dict[str, float]:
-    """Each term's share of the loss: its negative part over the sum of the negative parts (0 if none)."""
-    terms = {"premise evidence": evidence, "length": length, "prior": prior_per_token}
-    neg = sum(min(v, 0.0) for v in terms.values())
-    return {k: min(v, 0.0) / neg if neg < 0 else 0.0 for k, v in terms.items()}
-
-
-def verdict(lm_gap: float, length: float, prior_per_token: float, evidence: float, *, gold_wins: bool,
-            mass_ratio: float = float("nan"), mass_gain: float = float("nan"), letters: bool = False) -> str:
-    """The verdict label of one item from its numbers (rules and thresholds: module docstring).
-
-    Args:
-        lm_gap: Δ, gold − against under LM.
-        length, prior_per_token, evidence: the three terms (they sum to ``lm_gap``; NaN: no prior).
-        gold_wins: the gold is the LM winner (otherwise ``lm_gap`` > 0 means it leads only the compared option).
-        mass_ratio, mass_gain: the gold's ``ratio`` and ``mass_gain`` (NaN: not measured).
-        letters: the options are option IDs.
-    """
-    if gold_wins:
-        return "right"
-    if lm_gap > 0:
-        return "ahead"
-    if lm_gap == 0:
-        return "tie"
-    if not all(np.isfinite([length, prior_per_token, evidence])):
-        return "lost"
-    share = shares(length, prior_per_token, evidence)
-    if share["premise evidence"] >= EVIDENCE_SHARE:
-        return "premise evidence"
-    if mass_ratio >= MASS_RATIO and lm_gap + mass_gain >= 0:
-        return "split mass"
-    if share["length"] >= LENGTH_SHARE:
-        return "length"
-    if share["prior"] >= PRIOR_SHARE:
-        return "letter bias" if letters else "prior"
-    return "mixed"
 
 
 # ----------------------------------------------------------------------------- frames
@@ -393,11 +306,11 @@ class WhyResult(JSONResult):
         return "\n".join(lines)
 
     def show(self, view: str | None = None) -> Any:
-        """The figures of this result (``surfacelab.viz_why``): all four as a dict, or one by name
+        """The figures of this result (``surfacelab.viz.why``): all four as a dict, or one by name
         ("gap", "tokens", "attribution", "competitors")."""
-        from . import viz_why
+        from .. import viz
 
-        figs = viz_why.why_figures(self)
+        figs = viz.why_figures(self)
         if view is None:
             return figs
         if view not in figs:
@@ -432,7 +345,7 @@ def _where_mass_went(lm: Any, plan: MassPlan, options: list[str], gold: int, aga
     # reuses it
     nts = engine.next_token_logprobs(lm, [plan.prompt], token_ids=plan.token_ids, top_k=top_k, batch_size=batch_size,
                                      cache=cache)
-    cost["next_token"] = _stats(t0, nts.stats)
+    cost["next_token"] = engine_cost(t0, nts.stats)
     selected = dict(zip(plan.token_ids, nts[0].selected.astype(np.float64).tolist()))
     return competitors_frame(lm, plan, nts[0], options, gold, against), mass_numbers(plan, selected, gold, against)
 
@@ -484,7 +397,7 @@ def from_result(
     cost: dict[str, Any] = {}
     plan = mass_plan(lm, result.premise, options)
     competitors, mass = _where_mass_went(lm, plan, options, gold, against, top_k, batch_size, cache, cost)
-    attribution = _attribution(lm, result, gold, against, prior, neutral=neutral, sentences=sentences,
+    attribution = premise_attribution(lm, result, gold, against, prior, neutral=neutral, sentences=sentences,
                                all_options=all_options, gradient=gradient, batch_size=batch_size, cache=cache,
                                cost=cost, occlusion=occlusion)
     t = result.table
@@ -566,7 +479,7 @@ def why(
     opts = list(options) if not isinstance(options, str) else options
     t0 = time.perf_counter()
     result = score(lm, premise, opts, domain_premise=domain_premise, batch_size=batch_size, cache=cache)
-    cost = _stats(t0, result.meta["engine"])
+    cost = engine_cost(t0, result.meta["engine"])
     out = from_result(lm, result, gold=_index(gold, result.options, "gold"), against=against, scorer=scorer,
                       neutral=neutral, sentences=sentences, all_options=all_options, gradient=gradient, top_k=top_k,
                       batch_size=batch_size, cache=cache, occlusion=occlusion)

@@ -1,0 +1,116 @@
+"""The scorer registry: how one option's raw log-probs become a score (higher is better).
+
+A scorer reads the raw columns of the conditions it ``needs`` (:data:`surfacelab.engine.requests.CONDITIONS`);
+``register_scorer`` adds one to every option table, run and scorer view. The built-in scorers and their formulas
+are listed in :mod:`surfacelab.scoring`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import pandas as pd
+
+from .engine.requests import CONDITIONS
+from .registry import Registry, View
+
+
+@dataclass(frozen=True)
+class Scorer:
+    """A way to turn an option table into one number per option (higher is better).
+
+    ``compute`` gets the whole option table (raw columns: ``logprob``, ``n_tokens``, ``n_chars``,
+    ``n_bytes``, ``domain_logprob``, ``null_logprob``) and must work row by row; ``label`` is the
+    header views show (default: the name).
+    """
+
+    name: str
+    column: str
+    needs: tuple[str, ...]
+    formula: str
+    description: str
+    compute: Callable[[pd.DataFrame], pd.Series]
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.label:
+            object.__setattr__(self, "label", self.name)
+
+
+#: Top scores closer than this are a tie in ``explain`` (float noise of separately batched requests, not a preference).
+TIE_TOL = 1e-6
+#: Every scorer, in column order (``register_scorer`` adds to it).
+SCORERS: Registry[Scorer] = Registry("scorer")
+#: The raw columns of each condition in an option table (premise: its log-prob and the option's lengths).
+RAW_COLUMNS = {name: [c.column, *(("n_tokens", "n_chars", "n_bytes") if name == "premise" else ())]
+               for name, c in CONDITIONS.items()}
+
+
+def register_scorer(scorer: Scorer, *, overwrite: bool = False) -> Scorer:
+    """Add a scorer: its column (and ``rank_<name>``) joins every ``MCResult.table`` and the scorer views.
+
+    Args:
+        scorer: the ``Scorer``; its name must be new and its column unused unless ``overwrite``.
+        overwrite: replace the scorer registered under the same name.
+    """
+    if not isinstance(scorer, Scorer):
+        raise TypeError(f"scorer: expected a Scorer, got {type(scorer).__name__}")
+    bad = set(scorer.needs) - set(CONDITIONS)
+    if bad:
+        raise ValueError(f"scorer: unknown condition(s) {sorted(bad)}; known: {tuple(CONDITIONS)}")
+    clash = [s.name for s in SCORERS.values() if s.column == scorer.column and s.name != scorer.name]
+    if clash or scorer.column in (*RAW_COLUMNS["domain"], *RAW_COLUMNS["null"], *RAW_COLUMNS["premise"][1:]):
+        raise ValueError(f"scorer: column {scorer.column!r} is already used by "
+                         f"{clash[0] if clash else 'the raw table'}")
+    return SCORERS.register(scorer.name, scorer, overwrite=overwrite)
+
+
+for _s in [
+    Scorer("lm", "logprob", ("premise",), "Σ log P(y|x)", "summed log-prob of the option", lambda t: t["logprob"],
+           "LM"),
+    Scorer("avg", "avg_token", ("premise",), "lm / #tokens(y)", "per-token average (the paper's Avg)",
+           lambda t: t["logprob"] / t["n_tokens"], "Avg"),
+    Scorer("per_char", "per_char", ("premise",), "lm / len(y)", "per character (lm-eval acc_norm)",
+           lambda t: t["logprob"] / t["n_chars"], "per char"),
+    Scorer("per_byte", "per_byte", ("premise",), "lm / bytes(y)", "per UTF-8 byte (lm-eval acc_bytes)",
+           lambda t: t["logprob"] / t["n_bytes"], "per byte"),
+    Scorer("unc", "unc", ("domain",), "Σ log P(y|x_dom)", "option prior in the domain, premise ignored",
+           lambda t: t["domain_logprob"], "Unc"),
+    Scorer("dcpmi", "dcpmi", ("premise", "domain"), "lm − unc", "domain-conditional PMI (Holtzman et al. 2021)",
+           lambda t: t["logprob"] - t["domain_logprob"], "DC-PMI"),
+    Scorer("pmi_null", "pmi_null", ("premise", "null"), "lm − Σ log P(y|BOS)",
+           "PMI against an empty context (lm-eval acc_mutual_info)", lambda t: t["logprob"] - t["null_logprob"],
+           "PMI-null"),
+]:
+    register_scorer(_s)
+
+#: Live views for figures: scorer column -> display label, scorer column -> its rank column.
+SCORER_LABELS = View(SCORERS, lambda s: s.column, lambda s: s.label)
+SCORER_RANKS = View(SCORERS, lambda s: s.column, lambda s: f"rank_{s.name}")
+
+
+def list_scorers() -> pd.DataFrame:
+    """The registered scorers with their labels, columns, formulas and the conditions they need."""
+    return pd.DataFrame([{"scorer": s.name, "label": s.label, "column": s.column, "formula": s.formula,
+                          "needs": ",".join(s.needs), "description": s.description} for s in SCORERS.values()])
+
+
+def get_scorer(name: str) -> Scorer:
+    """Look up a scorer by name (``ValueError`` naming ``scorer``, with close matches, if unknown)."""
+    return SCORERS[name]
+
+
+def check_scorers(scorers: str | Sequence[str] | None) -> list[str]:
+    """Scorer names from a list or a comma-separated string (None: every registered scorer), each checked, once each."""
+    if scorers is None:
+        return list(SCORERS)
+    if isinstance(scorers, str):
+        scorers = [s.strip() for s in scorers.split(",") if s.strip()]
+    if not isinstance(scorers, Sequence) or not all(isinstance(s, str) for s in scorers):
+        raise TypeError("scorers: expected a list of scorer names or a comma-separated string")
+    if not scorers:
+        raise ValueError("scorers: must name at least one scorer")
+    for s in scorers:
+        get_scorer(s)
+    return list(dict.fromkeys(scorers))

@@ -1,0 +1,100 @@
+"""The verdict rules: which term of an item's LM gap explains why the gold lost.
+
+Verdict labels (``verdict()``; the first rule that holds). Let Δ < 0 (gold loses under LM) and take
+the negative parts of the three gap terms; each term's *share* is its negative part over their sum:
+
+1. ``"right"``: the gold is the LM winner (the first option on a tie); ``"ahead"``: it is not, but it
+   leads the option it is compared with (an ``against`` other than the LM winner); ``"tie"``: it ties
+   the other option exactly and loses the tie-break.
+2. ``"premise evidence"``: the evidence term holds ≥ ``EVIDENCE_SHARE`` (0.5) of the loss: the
+   premise itself raises the other option more (DC-PMI does not rescue the gold against it).
+3. ``"split mass"``: ``ratio_g`` ≥ ``MASS_RATIO`` (0.5: unlisted forms of the gold hold at least
+   half its listed token's probability) and Δ + mass_gain ≥ 0 (counting every option's forms
+   would flip the pair).
+4. ``"length"``: the length term holds ≥ ``LENGTH_SHARE`` (0.5) of the loss.
+5. ``"prior"``: the prior-per-token term holds ≥ ``PRIOR_SHARE`` (0.5) of the loss; ``"letter
+   bias"`` instead when every option is an option ID (" A", "(B)", "3").
+6. ``"mixed"``: no term holds half; ``"lost"``: no prior context was scored (evaluate only).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+import numpy as np
+
+#: Verdict labels, in the order of the rules (see the module docstring).
+LABELS = ("right", "ahead", "tie", "premise evidence", "split mass", "length", "prior", "letter bias", "mixed", "lost")
+#: Share of the loss the evidence term must hold for "premise evidence".
+EVIDENCE_SHARE = 0.5
+#: Share of the loss the length term must hold for "length".
+LENGTH_SHARE = 0.5
+#: Share of the loss the prior-per-token term must hold for "prior" / "letter bias".
+PRIOR_SHARE = 0.5
+#: Smallest P(unlisted gold forms) / P(listed gold token) at the first distinguishing token for "split mass".
+MASS_RATIO = 0.5
+_OPTION_ID = re.compile(r"\(?[A-Za-z0-9]\)?[.:]?")
+
+
+def decompose(lp_gold: float, lp_against: float, prior_gold: float, prior_against: float,
+              n_gold: int, n_against: int) -> dict[str, float]:
+    """The exact decomposition of the LM gap (see :mod:`surfacelab.why`).
+
+    Args:
+        lp_gold, lp_against: Σ log P(y|x) of the two options.
+        prior_gold, prior_against: Σ log P(y|x_p) under the prior context (NaN if none).
+        n_gold, n_against: token counts of the options.
+
+    Returns:
+        ``lm``, ``prior``, ``evidence`` (= lm − prior), ``length`` and ``prior_per_token``
+        (length + prior_per_token = prior), ``rate`` (the mean prior per token).
+    """
+    lm = lp_gold - lp_against
+    prior = prior_gold - prior_against
+    ug, ua = prior_gold / n_gold, prior_against / n_against
+    return {"lm": lm, "prior": prior, "evidence": lm - prior, "length": (n_gold - n_against) * (ug + ua) / 2,
+            "prior_per_token": (n_gold + n_against) / 2 * (ug - ua), "rate": (ug + ua) / 2}
+
+
+def is_option_ids(options: Sequence[str]) -> bool:
+    """True when every option is an option ID such as " A", "(B)" or "3." (letter bias replaces prior)."""
+    return all(_OPTION_ID.fullmatch(o.strip()) for o in options)
+
+
+def shares(length: float, prior_per_token: float, evidence: float) -> dict[str, float]:
+    """Each term's share of the loss: its negative part over the sum of the negative parts (0 if none)."""
+    terms = {"premise evidence": evidence, "length": length, "prior": prior_per_token}
+    neg = sum(min(v, 0.0) for v in terms.values())
+    return {k: min(v, 0.0) / neg if neg < 0 else 0.0 for k, v in terms.items()}
+
+
+def verdict(lm_gap: float, length: float, prior_per_token: float, evidence: float, *, gold_wins: bool,
+            mass_ratio: float = float("nan"), mass_gain: float = float("nan"), letters: bool = False) -> str:
+    """The verdict label of one item from its numbers (the rules and thresholds above).
+
+    Args:
+        lm_gap: Δ, gold − against under LM.
+        length, prior_per_token, evidence: the three terms (they sum to ``lm_gap``; NaN: no prior).
+        gold_wins: the gold is the LM winner (otherwise ``lm_gap`` > 0 means it leads only the compared option).
+        mass_ratio, mass_gain: the gold's ``ratio`` and ``mass_gain`` (NaN: not measured).
+        letters: the options are option IDs.
+    """
+    if gold_wins:
+        return "right"
+    if lm_gap > 0:
+        return "ahead"
+    if lm_gap == 0:
+        return "tie"
+    if not all(np.isfinite([length, prior_per_token, evidence])):
+        return "lost"
+    share = shares(length, prior_per_token, evidence)
+    if share["premise evidence"] >= EVIDENCE_SHARE:
+        return "premise evidence"
+    if mass_ratio >= MASS_RATIO and lm_gap + mass_gain >= 0:
+        return "split mass"
+    if share["length"] >= LENGTH_SHARE:
+        return "length"
+    if share["prior"] >= PRIOR_SHARE:
+        return "letter bias" if letters else "prior"
+    return "mixed"
