@@ -11,10 +11,13 @@ import dataclasses
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from .models import LM, MLM
 
 
 def _cell(v: Any) -> Any:
@@ -62,7 +65,7 @@ def read_json(path: Path, what: str) -> Any:
         raise ValueError(f"path: {path.name} is not valid JSON ({err})") from None
 
 
-def model_meta(lm: Any, **more: Any) -> dict[str, Any]:
+def model_meta(lm: LM | MLM, **more: Any) -> dict[str, Any]:
     """What a result records of its model: ``fingerprint`` (model + tokenizer + dtype) and ``backend``
     ("transformers", "vllm"; a masked LM always runs in-process: "transformers"), then ``more``."""
     return {"fingerprint": getattr(lm, "fingerprint", ""),

@@ -13,7 +13,7 @@ the premise is edited, or requests the scorer view just ran with ``top_k``) pays
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -21,10 +21,13 @@ import pandas as pd
 from ._checks import check_int
 from . import engine
 
+if TYPE_CHECKING:
+    from .models import LM
+
 COLUMNS = ["request", "position", "alt_rank", "alt_id", "alt_token", "alt_logprob"]
 
 
-def alternatives(lm: Any, requests: Sequence[tuple[str, str]], *, top_k: int = 5,
+def alternatives(lm: LM, requests: Sequence[tuple[str, str]], *, top_k: int = 5,
                  batch_size: int | str = "auto") -> pd.DataFrame:
     """The ``top_k`` most likely tokens at every scored position of every request.
 
@@ -58,7 +61,7 @@ def alternatives(lm: Any, requests: Sequence[tuple[str, str]], *, top_k: int = 5
     return pd.concat(frames, ignore_index=True)[COLUMNS]
 
 
-def token_view(lm: Any, result: Any, *, top_k: int = 5) -> pd.DataFrame:
+def token_view(lm: LM, result: Any, *, top_k: int = 5) -> pd.DataFrame:
     """Per-token rows of an ``MCResult`` under the premise and the domain premise, with alternatives.
 
     The per-token DC-PMI contribution of an option token is log P(t | premise, t<) − log P(t | domain, t<);

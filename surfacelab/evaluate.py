@@ -54,7 +54,7 @@ import itertools
 import json
 import warnings
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -68,6 +68,9 @@ from .scoring import MCResult, item_table, plan_table, result_meta
 from .tasks import LMEvalTemplate, Task, Template
 from .tasks.harness import lm_eval_metric
 from .why.verdicts import label_counts, split_mass, verdict_columns
+
+if TYPE_CHECKING:
+    from .models import LM
 
 
 @dataclasses.dataclass
@@ -215,7 +218,7 @@ def _conditions(scorers: list[str]) -> list[str]:
     return [c for c in CONDITIONS if c in needs]
 
 
-def _misfits(lm: Any, plan: Plan, task: int) -> dict[int, str]:
+def _misfits(lm: LM, plan: Plan, task: int) -> dict[int, str]:
     """Item -> why one of its requests cannot be scored within the model's window (``text.encode``'s
     message, the first in request order). Only options long enough to come near the window are
     encoded: a token covers at least one UTF-8 byte (plus, at most, one prefix token)."""
@@ -232,7 +235,7 @@ def _misfits(lm: Any, plan: Plan, task: int) -> dict[int, str]:
     return out
 
 
-def _fit_to_window(lm: Any, task: Task, conditions: list[str], too_long: str) -> tuple[Task, list[str]]:
+def _fit_to_window(lm: LM, task: Task, conditions: list[str], too_long: str) -> tuple[Task, list[str]]:
     """The task without the items that cannot be scored (``too_long="skip"``) and their ids, or a ValueError
     naming the first such item (``"error"``)."""
     misfits = _misfits(lm, Plan([[Entry.of(it) for it in task.items]], conditions), 0)
@@ -383,7 +386,7 @@ def _warn_truncation(results: list[EvalResult], window: int) -> None:
                   f".scores, 'truncated' and 'truncation_differs' of .items).", stacklevel=4)
 
 
-def _evaluate_many(lm: Any, task_list: list[Task], scorers: list[str], *, batch_size: int | str, progress: bool,
+def _evaluate_many(lm: LM, task_list: list[Task], scorers: list[str], *, batch_size: int | str, progress: bool,
                    n_boot: int, seed: int, too_long: str, labels: bool = False) -> list[EvalResult]:
     """Evaluate several tasks with ONE engine call (and, with ``labels``, one next-token call for split mass)."""
     check_int("n_boot", n_boot, 0)
@@ -421,7 +424,7 @@ def _evaluate_many(lm: Any, task_list: list[Task], scorers: list[str], *, batch_
 
 # ----------------------------------------------------------------------------- public API
 def evaluate(
-    lm: Any,
+    lm: LM,
     task: Task | str,
     scorers: str | Sequence[str] | None = None,
     limit: int | None = None,
@@ -466,7 +469,7 @@ def evaluate(
 
 
 def evaluate_fewshot(
-    lm: Any,
+    lm: LM,
     task: Task | str,
     n_shot: int,
     seeds: Sequence[int] = (0, 1, 2, 3, 4),
@@ -526,7 +529,7 @@ def _dp_label(domain_premise: Any) -> str:
 
 
 def ablate(
-    lm: Any,
+    lm: LM,
     task: Task | str,
     templates: Sequence[Template | str] | None = None,
     domain_premises: Sequence[Any] | None = None,

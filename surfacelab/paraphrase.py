@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -47,6 +47,9 @@ from ._results import JSONResult, read_json
 from . import engine, text
 from .engine.requests import Entry, Plan
 from .mass_rules import WINNER_RULES, winner_sentences
+
+if TYPE_CHECKING:
+    from .models import LM
 
 #: Default location of the teaching set (beside the package in a source checkout).
 TEACHING_SET = Path(__file__).resolve().parent.parent / "data" / "teaching_set.json"
@@ -279,7 +282,7 @@ def _winners_frame(concepts: pd.DataFrame, has_domain: bool, answer: str | None)
     return pd.DataFrame(rows)
 
 
-def _topk_frame(lm: Any, top_ids: np.ndarray, top_logprobs: np.ndarray, forms: pd.DataFrame) -> pd.DataFrame:
+def _topk_frame(lm: LM, top_ids: np.ndarray, top_logprobs: np.ndarray, forms: pd.DataFrame) -> pd.DataFrame:
     starts = forms.groupby("first_token_id", sort=False)["concept"].agg(lambda s: ", ".join(dict.fromkeys(s)))
     lp = top_logprobs.astype(np.float64)
     return pd.DataFrame({
@@ -291,7 +294,7 @@ def _topk_frame(lm: Any, top_ids: np.ndarray, top_logprobs: np.ndarray, forms: p
 
 
 def mass_items(
-    lm: Any,
+    lm: LM,
     items: Sequence[Any],
     *,
     top_k: int = 10,
@@ -361,7 +364,7 @@ def mass_items(
 
 
 def mass(
-    lm: Any,
+    lm: LM,
     premise: str,
     concepts: Any,
     *,

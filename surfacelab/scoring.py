@@ -21,7 +21,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -32,6 +32,9 @@ from ._results import JSONResult, model_meta
 from .engine.requests import CUT_COLUMNS, Entry, Plan, Scores
 from .scorers import RAW_COLUMNS, SCORERS, TIE_TOL, Scorer, get_scorer
 from .text import check_options, check_text, glued
+
+if TYPE_CHECKING:
+    from .models import LM
 
 
 @dataclass
@@ -103,7 +106,7 @@ class MCResult(JSONResult):
         """Plain words on why the LM winner differs from the DC-PMI winner (length, prior, costly tokens)."""
         return explain(self)
 
-    def why(self, lm: Any, **kwargs: Any) -> Any:
+    def why(self, lm: LM, **kwargs: Any) -> Any:
         """Why the gold lost (or won), reusing these scores: ``surfacelab.why.from_result(lm, self, **kwargs)``
         (``gold`` defaults to ``self.gold``; ``against``, ``scorer``, ... as in ``surfacelab.why.why``)."""
         from .why import from_result
@@ -322,7 +325,7 @@ def _tokens(plan: Plan, scores: Scores, item: int) -> pd.DataFrame:
 
 
 def score_items(
-    lm: Any,
+    lm: LM,
     items: Sequence[Any],
     *,
     batch_size: int | str = "auto",
@@ -355,7 +358,7 @@ def score_items(
     return out
 
 
-def result_meta(lm: Any, **more: Any) -> dict[str, Any]:
+def result_meta(lm: LM, **more: Any) -> dict[str, Any]:
     """What a result records of its model and run: ``fingerprint`` (model + tokenizer + dtype), ``backend``
     ("transformers", "vllm"), ``scorers`` (the registered scorers behind its columns) and ``more``
     (``engine``: the counters of the engine call; a template, a seed)."""
@@ -379,7 +382,7 @@ def _warn_truncation(results: list[MCResult], window: int) -> None:
 
 
 def score(
-    lm: Any,
+    lm: LM,
     premise: str,
     options: Sequence[str],
     *,

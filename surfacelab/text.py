@@ -25,7 +25,10 @@ import unicodedata
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .models import LM
 
 
 @dataclass(frozen=True)
@@ -169,7 +172,7 @@ def duplicates(options: Sequence[str]) -> list[tuple[int, int]]:
     return out
 
 
-def encode(lm: Any, context: str, continuation: str) -> Encoding:
+def encode(lm: LM, context: str, continuation: str) -> Encoding:
     """Encode one request for ``lm`` (an ``LM``) by the rules in this module's docstring."""
     check_text(context, "context")
     check_text(continuation, "continuation", allow_empty=False)
@@ -202,7 +205,7 @@ def encode(lm: Any, context: str, continuation: str) -> Encoding:
     return Encoding(ctx, cont, input_ids, len(head) + len(context_ids), spans, merged, truncated)
 
 
-def encode_prompt(lm: Any, context: str) -> tuple[int, ...]:
+def encode_prompt(lm: LM, context: str) -> tuple[int, ...]:
     """Token ids of a prompt whose next-token distribution is wanted (BOS/EOS rule as above).
 
     A prompt longer than the model's window keeps its last tokens, with a warning that says so.

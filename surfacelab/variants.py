@@ -11,11 +11,14 @@ from __future__ import annotations
 import functools
 import re
 from itertools import product
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import pandas as pd
 
 from . import text
+
+if TYPE_CHECKING:
+    from .models import LM
 
 _ARTICLES = ("a", "an", "the")
 
@@ -117,7 +120,7 @@ def _own_case(word: str, mid_sentence: bool) -> bool:
     return any(c.isupper() for c in word[1:]) or (mid_sentence and word[:1].isupper())
 
 
-def variants(option: str, *, lm: Any = None) -> pd.DataFrame:
+def variants(option: str, *, lm: LM | None = None) -> pd.DataFrame:
     """Propose surface forms of one option: articles, number, capitalisation, period, leading space.
 
     The option is parsed as [whitespace][article ]phrase[.]; the phrase is taken as a noun phrase

@@ -96,7 +96,7 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``eval`` sub-command to an ``argparse`` sub-parser set (``surfacelab eval ...``)."""
     p = subparsers.add_parser("eval", help="evaluate a model on a dataset split with several scorers",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--task", required=True, help="task name (see surfacelab.tasks.list())")
+    p.add_argument("--task", required=True, help="task name (see surfacelab.tasks.list_tasks())")
     p.add_argument("--split", default=None, help="split (default: the task's default split)")
     p.add_argument("--model", default=None, help="preset, hub id or folder (default: smollm2-135m)")
     p.add_argument("--data-dir", default=None,

@@ -10,12 +10,15 @@ Examples::
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from ..pll import METRICS
 from . import _checks, _output
+
+if TYPE_CHECKING:
+    from ..models import MLM
 
 
 def add_cli(subparsers: Any) -> argparse.ArgumentParser:
@@ -49,7 +52,7 @@ def _metrics(chosen: list[str] | None, default: tuple[str, ...]) -> tuple[str, .
     return METRICS if "all" in chosen else tuple(dict.fromkeys(chosen))
 
 
-def _blimp(args: argparse.Namespace, mlm: Any, batch: int | str, printer: _output.Printer) -> pd.DataFrame:
+def _blimp(args: argparse.Namespace, mlm: MLM, batch: int | str, printer: _output.Printer) -> pd.DataFrame:
     """Run BLiMP; print the summary (and the per-paradigm table); return the per-paradigm table for --csv."""
     from ..pll import pll_blimp
 
@@ -70,7 +73,7 @@ def _blimp(args: argparse.Namespace, mlm: Any, batch: int | str, printer: _outpu
     return wide
 
 
-def _sentences(args: argparse.Namespace, mlm: Any, batch: int | str, printer: _output.Printer) -> pd.DataFrame:
+def _sentences(args: argparse.Namespace, mlm: MLM, batch: int | str, printer: _output.Printer) -> pd.DataFrame:
     """Score the sentences; print their table (and the subword breakdown); return the table for --csv."""
     from ..pll import pll_metrics
 

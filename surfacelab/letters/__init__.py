@@ -32,7 +32,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -50,6 +50,9 @@ from .math import (calibrate, cyclic_permutations, full_permutations, log_normal
 from .prompts import (CONTENT_FREE, PLAIN, PRIDE, TEMPLATES, LetterItem, LetterTemplate, as_items, check_ids,
                       drop_cross_references, get_template, make_item, move_gold, refers_to_other_options,
                       register_letter_template, stratified_sample, swap_order)
+
+if TYPE_CHECKING:
+    from ..models import LM
 
 __all__ = [
     "CONTENT_FREE",
@@ -85,7 +88,7 @@ __all__ = [
 
 
 # ----------------------------------------------------------------------------- reading IDs at the cue
-def id_variants(lm: Any, ids: Sequence[str], cue: str = "Answer:") -> pd.DataFrame:
+def id_variants(lm: LM, ids: Sequence[str], cue: str = "Answer:") -> pd.DataFrame:
     """How each ID is read after the cue: one row per (ID, variant) with its tokens.
 
     Columns: id, variant (" A" or "A"), token_ids, single (one token: read from the next-token
@@ -103,7 +106,7 @@ def id_variants(lm: Any, ids: Sequence[str], cue: str = "Answer:") -> pd.DataFra
     return pd.DataFrame(rows)
 
 
-def _variant_logprobs(lm: Any, prompts: list[str], ids: tuple[str, ...], cue: str,
+def _variant_logprobs(lm: LM, prompts: list[str], ids: tuple[str, ...], cue: str,
                       cache: bool | ScoreCache) -> np.ndarray:
     """Full-vocabulary log-probs of each ID's variants after each prompt: (prompts, ids, 2) float64.
 
@@ -167,7 +170,7 @@ class LetterResult(JSONResult):
 
 
 def score(
-    lm: Any,
+    lm: LM,
     question: str,
     options: Sequence[str],
     *,
@@ -529,7 +532,7 @@ def _summarise(run: Run, method: LetterMethod, preds: list[Prediction]) -> tuple
 
 
 def evaluate(
-    lm: Any,
+    lm: LM,
     task: Any,
     methods: Sequence[str] = ("default", "calibrated", "cyclic", "pride"),
     *,

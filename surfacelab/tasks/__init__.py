@@ -1,7 +1,7 @@
 """Dataset registry: loaders for the evaluation data plus the paper's templates.
 
 >>> import surfacelab.tasks as tasks
->>> tasks.list()                                     # doctest: +SKIP
+>>> tasks.list_tasks()                               # doctest: +SKIP
 >>> copa = tasks.load("copa", "val", limit=20)   # doctest: +SKIP
 >>> copa[0].premise, copa[0].options, copa[0].domain_premise            # doctest: +SKIP
 (' The man turned on the faucet so', [' the toilet filled with water.', ' water flowed from the spout.'], ' so')
@@ -27,8 +27,6 @@ from .registry import SPECS, TaskSpec, register_task
 from .templates import available as available_templates
 from .templates import templates
 
-list = list_tasks  # noqa: A001 - the public name is surfacelab.tasks.list()
-
 __all__ = [
     "Item",
     "Task",
@@ -40,7 +38,6 @@ __all__ = [
     "TaskSpec",
     "SPECS",
     "register_task",
-    "list",
     "list_tasks",
     "load",
     "fewshot",

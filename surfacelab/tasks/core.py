@@ -306,7 +306,7 @@ def resolve_template(task: str, template: Template | str) -> tuple[Template, str
     """A Template from a Template, a template family (variant) name or a template-set name.
 
     Args:
-        task: the task name (see ``surfacelab.tasks.list()``).
+        task: the task name (see ``surfacelab.tasks.list_tasks()``).
         template: a Template (returned as is), a family such as ``"code"``, ``"paper_table"`` or
             ``"lm-eval"``, or the name of a template in ``surfacelab.tasks.templates(task)``.
 

@@ -137,7 +137,7 @@ def read_jsonl(path: str | os.PathLike, limit: int | None = None) -> list[tuple[
 
 def _read_hub(spec: TaskSpec, hub_id: str, split: str) -> list[tuple[int | None, dict[str, Any]]]:
     try:
-        import datasets  # noqa: PLC0415 - optional dependency, imported lazily
+        import datasets  # optional dependency, imported only for a hub task
     except ImportError:
         raise ImportError(
             f"source={hub_id!r} is a hub dataset id, which needs the 'datasets' package: pip install datasets "

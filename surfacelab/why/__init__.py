@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -70,6 +70,9 @@ from ..scoring import MCResult, score
 from .mass import COMPETITOR_COLUMNS, MASS_KEYS, MassPlan, competitors_frame, mass_numbers, mass_plan, mass_terms
 from .occlusion import engine_cost, premise_attribution
 from .rules import LABELS, decompose, is_option_ids, shares, verdict
+
+if TYPE_CHECKING:
+    from ..models import LM
 
 __all__ = ["LABELS", "NEUTRAL", "WhyResult", "from_result", "why"]
 
@@ -333,7 +336,7 @@ def _index(value: Any, options: list[str], name: str) -> int:
     return int(value)
 
 
-def _where_mass_went(lm: Any, plan: MassPlan, options: list[str], gold: int, against: int, top_k: int,
+def _where_mass_went(lm: LM, plan: MassPlan, options: list[str], gold: int, against: int, top_k: int,
                      batch_size: int | str, cache: bool, cost: dict[str, Any]) -> tuple[pd.DataFrame, dict[str, float]]:
     """The competitors frame and the mass numbers from one prompt's next-token distribution (top-k and every
     form's first token); empty / NaN when ``plan`` says why it could not be measured. Adds ``cost["next_token"]``."""
@@ -351,7 +354,7 @@ def _where_mass_went(lm: Any, plan: MassPlan, options: list[str], gold: int, aga
 
 
 def from_result(
-    lm: Any,
+    lm: LM,
     result: MCResult,
     *,
     gold: int | str | None = None,
@@ -426,7 +429,7 @@ def from_result(
 
 
 def why(
-    lm: Any,
+    lm: LM,
     premise: str,
     options: Sequence[str],
     *,

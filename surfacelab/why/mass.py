@@ -11,7 +11,7 @@ import functools
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 import pandas as pd
@@ -19,6 +19,9 @@ import pandas as pd
 from .. import engine, text
 from .._format import gap, percent, signed
 from ..variants import variants as _variants
+
+if TYPE_CHECKING:
+    from ..models import LM
 
 _FIRST_WORD = re.compile(r"\s*\S*")
 
@@ -78,7 +81,7 @@ def _common_suffix(strings: Sequence[str]) -> str:
     return out
 
 
-def mass_plan(lm: Any, context: str, options: Sequence[str]) -> MassPlan:
+def mass_plan(lm: LM, context: str, options: Sequence[str]) -> MassPlan:
     """Plan the "where did the gold's mass go" look-up for one item (tokenizer only, no forward).
 
     The position is the first token at which the options' tokens (after ``context``) differ; the
@@ -175,7 +178,7 @@ COMPETITOR_COLUMNS = ["token", "token_id", "logprob", "prob", "rank", "in_top_k"
                       "forms"]
 
 
-def competitors_frame(lm: Any, plan: MassPlan, nt: engine.NextToken, options: Sequence[str], gold: int,
+def competitors_frame(lm: LM, plan: MassPlan, nt: engine.NextToken, options: Sequence[str], gold: int,
                       against: int) -> pd.DataFrame:
     """One row per token that is in the top-k or starts some option's form, most likely first.
 

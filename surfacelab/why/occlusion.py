@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -15,6 +15,9 @@ import pandas as pd
 from .. import engine, text
 from ..engine.requests import Entry, Plan
 from ..scoring import MCResult
+
+if TYPE_CHECKING:
+    from ..models import LM
 
 #: What one occluded unit is: a word (letters/digits, inner apostrophes, hyphens and points kept).
 WORD = re.compile(r"[^\W_]+(?:['’\-.][^\W_]+)*")
@@ -47,7 +50,7 @@ def occlude(premise: str, start: int, end: int, replacement: str | None = None) 
     return premise[:start - before] + premise[end + after:]
 
 
-def _grad_x_input(lm: Any, premise: str, gold: str, against: str, units: pd.DataFrame) -> np.ndarray:
+def _grad_x_input(lm: LM, premise: str, gold: str, against: str, units: pd.DataFrame) -> np.ndarray:
     """Per unit: −Σ (∂margin/∂embedding · embedding) over the premise tokens inside the unit."""
     import torch
 
@@ -80,7 +83,7 @@ def _grad_x_input(lm: Any, premise: str, gold: str, against: str, units: pd.Data
     return -out
 
 
-def premise_attribution(lm: Any, result: MCResult, gold: int, against: int, prior: np.ndarray, *, neutral: str,
+def premise_attribution(lm: LM, result: MCResult, gold: int, against: int, prior: np.ndarray, *, neutral: str,
                  sentences: bool, all_options: bool, gradient: bool, batch_size: int | str, cache: bool,
                  cost: dict, occlusion: bool = True) -> pd.DataFrame:
     premise, options = result.premise, result.options

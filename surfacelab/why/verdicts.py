@@ -21,7 +21,7 @@ several runs (datasets).
 from __future__ import annotations
 
 import time
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 import pandas as pd
@@ -30,6 +30,9 @@ from .. import engine
 from ..tasks import Task
 from .mass import mass_numbers, mass_plan
 from .rules import EVIDENCE_SHARE, LABELS, decompose, is_option_ids, shares, verdict
+
+if TYPE_CHECKING:
+    from ..models import LM
 
 
 def _gaps(task: Task, scores: pd.DataFrame) -> pd.DataFrame:
@@ -72,7 +75,7 @@ def verdict_columns(task: Task, scores: pd.DataFrame, mass: dict[int, dict[str, 
     return cols.drop(columns="pick")
 
 
-def split_mass(lm: Any, jobs: list[tuple[int, Task, pd.DataFrame]], batch_size: int | str) -> tuple[dict, dict]:
+def split_mass(lm: LM, jobs: list[tuple[int, Task, pd.DataFrame]], batch_size: int | str) -> tuple[dict, dict]:
     """The split-mass numbers of the items whose label they can decide, with ONE next-token call over all.
 
     Those are the items LM gets wrong, not on an exact tie, whose evidence term holds less than

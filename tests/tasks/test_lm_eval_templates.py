@@ -149,7 +149,7 @@ def test_race_article_history_and_cloze(tmp_path):
 
 # --------------------------------------------------------------------------- families, errors
 def test_every_family_task_is_listed_and_selectable(tmp_path):
-    listed = tasks.list()
+    listed = tasks.list_tasks()
     with_harness = set(listed.loc[listed.lm_eval, "task"])
     assert with_harness == set(tasks.harness_table()["task"])
     assert {"arc-challenge", "arc-easy", "openbookqa", "copa", "boolq", "rte", "cb", "sst-2", "commonsenseqa", "mmlu",

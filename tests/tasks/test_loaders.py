@@ -294,7 +294,7 @@ def test_frame_columns(data_root):
 
 
 def test_list_tasks():
-    df = tasks.list()
+    df = tasks.list_tasks()
     names = set(df["task"])
     assert {"copa", "copa-flipped", "storycloze", "arc-challenge", "arc-easy", "openbookqa", "commonsenseqa",
             "boolq", "rte", "cb", "sst-2", "sst-5", "ag_news", "trec", "mmlu", "hellaswag", "race-m",
