@@ -11,6 +11,7 @@
 from . import alternatives, letters, paraphrase, tasks
 from .engine import logprobs, next_token_logprobs
 from .evaluate import EvalResult, ablate, evaluate, evaluate_fewshot
+from .lm_eval_log import from_lm_eval
 from .models import DEFAULT_LM, DEFAULT_MLM, LM, MLM, list_presets, load_lm, load_mlm
 from .pll import BlimpResult, PLLResult, pll, pll_blimp, pll_metrics
 from .tasks.blimp import load_blimp
@@ -37,6 +38,7 @@ __all__ = [
     "alternatives",
     "evaluate",
     "evaluate_fewshot",
+    "from_lm_eval",
     "letters",
     "list_presets",
     "list_scorers",

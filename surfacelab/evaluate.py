@@ -324,7 +324,7 @@ def _harness_names(scorers: Sequence[str], template: Template) -> tuple[list[str
     return names, [bool(m) and m in template.metrics for m in names]
 
 
-def _accuracy(items: pd.DataFrame, scorers: list[str], n_boot: int, seed: int) -> pd.DataFrame:
+def accuracy_table(items: pd.DataFrame, scorers: list[str], n_boot: int, seed: int) -> pd.DataFrame:
     """Accuracy per scorer with a seeded 95% percentile bootstrap CI (items resampled with replacement)."""
     correct = items[[f"correct_{s}" for s in scorers]].to_numpy(dtype=bool)
     n = len(correct)
@@ -362,7 +362,8 @@ def mcnemar(a: Sequence[bool], b: Sequence[bool]) -> tuple[int, int, float]:
     return only_a, only_b, float(p)
 
 
-def _paired(items: pd.DataFrame, scorers: list[str]) -> pd.DataFrame:
+def paired_table(items: pd.DataFrame, scorers: list[str]) -> pd.DataFrame:
+    """Exact McNemar test (``mcnemar``) for every pair of scorers, in ``EvalResult.paired``'s columns."""
     rows = []
     for a, b in itertools.combinations(scorers, 2):
         ca, cb = items[f"correct_{a}"].to_numpy(), items[f"correct_{b}"].to_numpy()
@@ -406,7 +407,7 @@ def _evaluate_many(lm: LM, task_list: list[Task], scorers: list[str], *, batch_s
         cut = scores.groupby("item", sort=False)["truncated"]
         items["truncated"] = cut.max().to_numpy()
         items["truncation_differs"] = (cut.max() != cut.min()).to_numpy()
-        accuracy = _accuracy(items, scorers, n_boot, seed)
+        accuracy = accuracy_table(items, scorers, n_boot, seed)
         accuracy["lm_eval_metric"], accuracy["lm_eval_reports"] = _harness_names(scorers, task.template)
         meta = {"source": task.source, "variant": task.variant, "n_shot": task.n_shot, "n_boot": n_boot,
                 "seed": seed, "flipped": task.template.per_option_premise is not None, "skipped_too_long": skipped,
@@ -415,7 +416,7 @@ def _evaluate_many(lm: LM, task_list: list[Task], scorers: list[str], *, batch_s
             meta.update(lm_eval_task=task.template.lm_eval_task, lm_eval_yaml=task.template.yaml)
         out.append(EvalResult(
             task=task.name, split=task.split, model=lm.name, template=task.template.name, scorers=scorers,
-            scores=scores, items=items, accuracy=accuracy, paired=_paired(items, scorers), meta=meta,
+            scores=scores, items=items, accuracy=accuracy, paired=paired_table(items, scorers), meta=meta,
             labels=label_counts(items, scorers),
         ))
     _warn_truncation(out, lm.max_length)

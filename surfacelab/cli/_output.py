@@ -206,3 +206,13 @@ def write_atomic(path: Path, write: Callable[[Path], Any]) -> Path:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return path
+
+
+def finish(printer: Printer, res: Any, notes: list[str], out: Path, save_dir: Path | None) -> None:
+    """The end of an ``eval`` run: its notes, the per-item CSV at ``out`` and, if asked, every frame in
+    ``save_dir`` (each path printed as written)."""
+    for line in notes:
+        printer.note(line)
+    printer.note(f"wrote {write_atomic(out, lambda p: res.items.to_csv(p, index=False))}")
+    if save_dir is not None:
+        printer.note(f"wrote {res.save(save_dir)}")

@@ -3,6 +3,7 @@
 Example::
 
     surfacelab eval --task copa --split val --scorers lm,avg,per_char,unc,dcpmi
+    surfacelab eval --from-lm-eval out/my-model/ --domain " the answer is:" --model my-model
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import argparse
 import warnings
 from typing import Any
 
-from . import _checks, _output
+from . import _checks, _output, from_lm_eval
 from ..tasks.loader import VARIANTS
 from .score import DEFAULT_SCORERS, scorer_list
 
@@ -57,6 +58,12 @@ def run(args: argparse.Namespace) -> int:
     from ..evaluate import evaluate
     from ..models import DEFAULT_LM, load_lm
 
+    if args.from_lm_eval is not None:
+        return from_lm_eval.run(args)
+    if args.task is None:
+        raise ValueError("--task: required (or read an lm-evaluation-harness log with --from-lm-eval PATH)")
+    if args.domain is not None:
+        raise ValueError("--domain: only with --from-lm-eval (a task's domain premise comes from its template)")
     scorers = scorer_list(args.scorers)
     batch = _checks.batch_size(args.batch_size)
     _checks.machine(args.device)
@@ -84,11 +91,7 @@ def run(args: argparse.Namespace) -> int:
     printer.show(views if args.wide or args.format == "json" else views[:2],
                  extra={"meta": {"task": res.task, "split": res.split, "model": res.model, "template": res.template,
                                  **res.meta}})
-    for line in _notes(res):
-        printer.note(line)
-    printer.note(f"wrote {_output.write_atomic(out, lambda p: res.items.to_csv(p, index=False))}")
-    if save_dir is not None:
-        printer.note(f"wrote {res.save(save_dir)}")
+    _output.finish(printer, res, _notes(res), out, save_dir)
     return 0
 
 
@@ -96,9 +99,15 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``eval`` sub-command to an ``argparse`` sub-parser set (``surfacelab eval ...``)."""
     p = subparsers.add_parser("eval", help="evaluate a model on a dataset split with several scorers",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--task", required=True, help="task name (see surfacelab.tasks.list_tasks())")
+    p.add_argument("--task", default=None, help="task name (see surfacelab.tasks.list_tasks()); or --from-lm-eval")
+    p.add_argument("--from-lm-eval", default=None, metavar="PATH",
+                   help="read an lm-evaluation-harness --log_samples file or folder (multiple_choice) instead of "
+                        "--task; with --model, LM is checked against the log and --domain adds Unc and DC-PMI")
+    p.add_argument("--domain", default=None,
+                   help="with --from-lm-eval: the domain premise for Unc / DC-PMI, e.g. ' the answer is:'")
     p.add_argument("--split", default=None, help="split (default: the task's default split)")
-    p.add_argument("--model", default=None, help="preset, hub id or folder (default: smollm2-135m)")
+    p.add_argument("--model", default=None,
+                   help="preset, hub id or folder (default: smollm2-135m; with --from-lm-eval: none unless given)")
     p.add_argument("--data-dir", default=None,
                    help="data root laid out like data/eval (default: $SURFACELAB_DATA or data/eval), a dataset folder "
                         "or a .jsonl")

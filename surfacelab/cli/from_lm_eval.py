@@ -1,0 +1,92 @@
+"""``surfacelab eval --from-lm-eval PATH``: an lm-evaluation-harness samples log, beside DC-PMI.
+
+Example::
+
+    surfacelab eval --from-lm-eval out/my-model/ --domain " the answer is:" --model my-model
+
+Without ``--model`` the log is read as it is (``acc`` and ``acc_norm`` from the logged log-likelihoods); with it,
+the same strings are scored again (the log's model, so LM equals the logged values: the check is printed) and
+``--domain`` adds Unc and DC-PMI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+from pathlib import Path
+from typing import Any
+
+from . import _checks, _output
+from .score import DEFAULT_SCORERS
+
+
+def _views(res: Any) -> list[_output.View]:
+    """The accuracy table (each scorer's harness metric and the harness's own aggregate beside it), then the
+    paired tests."""
+    acc = res.accuracy
+    accuracy = _output.View("accuracy", acc, ["scorer", "lm_eval_metric", "n", "correct", "accuracy", "ci_low",
+                                              "ci_high", "lm_eval_value"],
+                            headers={"lm_eval_metric": "lm-eval", "ci_low": "95% CI low", "ci_high": "high",
+                                     "lm_eval_value": "lm-eval's"},
+                            best={"accuracy": acc["accuracy"] == acc["accuracy"].max()},
+                            caption="* the best scorer; CI: percentile bootstrap over documents; lm-eval's: the "
+                                    "aggregate in the run's results file")
+    return [accuracy, _output.View("paired", res.paired, [str(c) for c in res.paired.columns],
+                                   title="paired tests (exact McNemar)")]
+
+
+def _notes(res: Any) -> list[str]:
+    """What the table does not show: a recomputed metric that disagrees with the log, the model's log-prob check,
+    a task hash that does not match, truncated contexts."""
+    out = []
+    for metric, ids in res.meta.get("lm_eval_disagreements", {}).items():
+        shown = ", ".join(map(str, ids[:5])) + (", ..." if len(ids) > 5 else "")
+        out.append(f"note: the logged {metric} differs from the recomputed one for {len(ids)} documents ({shown})")
+    check = res.meta.get("logprob_check")
+    if check:
+        verdict = "equal to" if check["agrees"] else "NOT equal to (another model or dtype?)"
+        out.append(f"LM is {verdict} lm-eval's logged log-likelihoods: largest difference {check['max_abs_diff']:.2g} "
+                   f"nats (tolerance {check['tolerance']:g})")
+    if res.meta.get("task_hash_matches") is False:
+        out.append("note: the log's document hashes do not match the task hash of its results file")
+    cut = res.items[res.items["truncated"] > 0]
+    if len(cut):
+        out.append(f"note: the context of {len(cut)} documents was cut from the left to fit the model's window")
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    """Read ``args.from_lm_eval`` (a samples file or folder), score it with ``--model`` if given, print the
+    accuracies and write the per-document CSV; returns the exit code."""
+    from ..models import load_lm
+    from ..lm_eval_log import from_lm_eval
+
+    if args.domain is not None and args.model is None:
+        raise ValueError("--domain: scoring the domain premise needs --model (the model the log was run on)")
+    batch = _checks.batch_size(args.batch_size)
+    out = _checks.output_file(args.out, "--out", ".csv")
+    save_dir = _checks.output_dir(args.save_dir, "--save-dir")
+    lm = None
+    if args.model is not None:
+        _checks.machine(args.device)
+        lm = load_lm(args.model, device=args.device, server=args.server, served_model=args.served_model)
+    # eval's default scorer list names model scorers; a log's run takes every scorer the log (and model) can give
+    scorers = None if args.scorers == DEFAULT_SCORERS else args.scorers
+    with warnings.catch_warnings():  # disagreements, the log-prob check and truncation are printed as notes
+        warnings.simplefilter("ignore", UserWarning)
+        try:
+            res = from_lm_eval(args.from_lm_eval, lm=lm, domain_premise=args.domain, scorers=scorers,
+                               batch_size=batch, progress=not args.no_progress)
+        except ValueError as err:  # name the flags, not from_lm_eval's arguments
+            arg, sep, rest = str(err).partition(": ")
+            flags = {"path": "--from-lm-eval", "domain_premise": "--domain", "scorers": "--scorers"}
+            raise ValueError(f"{flags[arg]}: {rest}" if sep and arg in flags else str(err)) from None
+    if out is None:
+        out = _checks.output_file(f"eval-{res.task}-lm-eval-log.csv", "--out", ".csv")
+    printer = _output.Printer(args.format, args.wide)
+    printer.note(f"{res.task} (lm-eval log) · {res.model or 'model not named'} · {len(res.items)} documents · "
+                 f"{Path(res.meta['files'][0]).name}")
+    printer.show(_views(res) if args.wide or args.format == "json" else _views(res)[:1],
+                 extra={"meta": {"task": res.task, "split": res.split, "model": res.model, **res.meta}})
+    _output.finish(printer, res, _notes(res), out, save_dir)
+    return 0
