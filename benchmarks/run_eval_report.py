@@ -91,7 +91,7 @@ def _render(rows: list[dict], args: argparse.Namespace, command: str) -> str:
         "```",
         "",
         "Setup: templates and domain premises of the paper's public code (`variant=\"code\"`), zero-shot, "
-        f"scorers {', '.join(f'`{s}`' for s in SCORERS)} (definitions in `surfacelab.scoring`). "
+        f"scorers {', '.join(f'`{s}`' for s in SCORERS)} (definitions in `surfacelab.scorers`). "
         "Accuracy in %, with a 95% percentile bootstrap CI over items (1000 resamples, seed 0). "
         "A scorer predicts the option with the highest score (first option on an exact tie). "
         "Items per split: a seeded sample (`tasks.load(sample=cap, seed=0)`) of at most the cap below; "

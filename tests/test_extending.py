@@ -1,4 +1,4 @@
-"""The README's "Extending" examples run as written: a scorer, a task, a letter method and a PLL metric."""
+"""The "Extending" examples of docs/extending.md run as written: a scorer, a task, a letter method and a PLL metric."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ import surfacelab as sl
 from surfacelab import letters, scorers, tasks
 from surfacelab.pll import METRICS as PLL_METRICS
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+EXTENDING = Path(__file__).resolve().parents[1] / "docs" / "extending.md"
 
 
 def _blocks() -> list[str]:
-    text = README.read_text()
+    text = EXTENDING.read_text()
     section = text[text.index("## Extending"):]
     section = section[:section.index("\n## ", 1)]
     return re.findall(r"```python\n(.*?)```", section, re.S)
