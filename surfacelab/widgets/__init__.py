@@ -1,13 +1,17 @@
-"""Widgets: the ``Workbench`` (ipywidgets layout), its views, and two anywidgets (``TokenHeatmap``, ``PlotView``).
+"""Widgets: the ``Workbench`` (ipywidgets layout), its views (``VIEWS``), two anywidgets (``TokenHeatmap``,
+``PlotView``), and the background runs they share (``Runner``: cancellable, with progress; no ipywidgets).
 
 >>> from surfacelab.widgets import Workbench   # doctest: +SKIP
 >>> Workbench()                                 # doctest: +SKIP
 """
 
 from .heatmap import TokenHeatmap, heatmap_rows
+from .inputs import Inputs, Problem, problems
 from .plot import PlotView
-from .views import VIEWS, View, register_view
-from .workbench import Inputs, Problem, Workbench, problems, read_state
+from .scheduler import Run, Runner, ViewState
+from .state import read_state
+from .view import VIEWS, View, register_view
+from .workbench import Workbench
 
-__all__ = ["Inputs", "PlotView", "Problem", "TokenHeatmap", "VIEWS", "View", "Workbench", "heatmap_rows",
-           "problems", "read_state", "register_view"]
+__all__ = ["Inputs", "PlotView", "Problem", "Run", "Runner", "TokenHeatmap", "VIEWS", "View", "ViewState",
+           "Workbench", "heatmap_rows", "problems", "read_state", "register_view"]

@@ -32,7 +32,7 @@ from .loading import server_url
 
 if TYPE_CHECKING:
     from .inputs import Inputs
-    from .views import View
+    from .view import View
 
 #: Where exports and saved states go unless ``export_dir`` says otherwise (outside any checkout).
 DEFAULT_EXPORT_DIR = Path.home() / "surfacelab-exports"
@@ -270,7 +270,9 @@ class Exports:
         return (f"<span class='sl-info' title='{html.escape(str(path))}'>saved <code>{html.escape(path.name)}</code> "
                 f"in {html.escape(str(path.parent))}</span>{link}")
 
-    def _export_clicked(self, name: str, kind: str) -> None:
+    def export_clicked(self, name: str, kind: str) -> None:
+        """A view's export button: write view ``name`` as ``kind`` into the export folder under a unique name; the
+        note beside the buttons says where (with a download link), or why it failed."""
         view = self.views[name]
         view.export_note.value = f"<span class='sl-hint'>exporting {kind.upper()}…</span>"
         for b in view.export_buttons:  # one export at a time: a second click would only queue behind it
@@ -295,5 +297,5 @@ class Exports:
         (its main frame), chosen by the suffix of ``path``."""
         if view not in self.views:
             raise ValueError(f"view: unknown view {view!r}; known: {', '.join(self.views)}")
-        self._catch_up()
+        self.catch_up()
         return self.views[view].save(Path(path).expanduser())

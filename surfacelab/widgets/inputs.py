@@ -13,7 +13,7 @@ from .._format import visible
 from ..text import bad_character, blank, duplicates, glued
 
 if TYPE_CHECKING:
-    from .workbench import Workbench
+    from .bench import Bench
 
 
 @dataclass(frozen=True)
@@ -172,7 +172,7 @@ class OptionRow(w.HBox):
     """One option: number, gold toggle, text, paraphrases, move up/down, remove, and how it joins the premise
     (the ␣ marker, with an "add ␣" button when the option is glued to the premise's last word)."""
 
-    def __init__(self, bench: "Workbench", text: str = "", paraphrases: str = "") -> None:
+    def __init__(self, bench: "Bench", text: str = "", paraphrases: str = "") -> None:
         self.number = w.HTML("")
         self.number.add_class("sl-option-number")
         self.gold = w.ToggleButton(value=False, description="★", tooltip="gold answer")
@@ -199,11 +199,11 @@ class OptionRow(w.HBox):
         self.remove.on_click(lambda _: bench.remove_option(bench.rows.index(self)))
         self.fix.on_click(lambda _: setattr(self.text, "value", boxed(" " + self.option.lstrip())))
         self.gold.observe(lambda ch: setattr(self.gold, "button_style", "warning" if ch["new"] else ""), "value")
-        self.gold.observe(lambda ch: bench._gold_toggled(self, ch["new"]), "value")
+        self.gold.observe(lambda ch: bench.gold_toggled(self, ch["new"]), "value")
         self.new = False  # added by "add option" and not typed in yet (see ``problems``)
         self.text.observe(self._typed, "value")
-        self.text.observe(lambda _: bench._edited(), "value")
-        self.paraphrases.observe(lambda _: bench._edited(), "value")
+        self.text.observe(lambda _: bench.edited(), "value")
+        self.paraphrases.observe(lambda _: bench.edited(), "value")
 
     def _typed(self, _change: object) -> None:
         self.new = False

@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterator
 from ..backends.vllm import normalize_url
 from ..models import DEFAULT_LM, DEFAULT_MLM, load_lm, load_mlm
 from .inputs import Problem
+from .scheduler import ViewState
 
 
 def server_url(lm: Any) -> str:
@@ -88,7 +89,7 @@ class ModelSlots:
             except ValueError:
                 pass  # the load says what is wrong with the URL
         self._show_trust()
-        self._edited(0)
+        self.edited(0)
 
     def _show_trust(self) -> None:
         """The "send my API key" button: shown while the server in the box came from a file and a key is held."""
@@ -147,8 +148,8 @@ class ModelSlots:
                 try:
                     with self._loading(key[1] + (f" on {key[2]}" if key[2] else "")) as report:
                         for v in self.views.values():  # the views that read this model
-                            if v.state != "empty" and attr in v.needs:
-                                v.set_state("stale", "loading model…")
+                            if v.state != ViewState.EMPTY and attr in v.needs:
+                                v.set_state(ViewState.STALE, "loading model…")
                         self._resolve(key[1], kind, key[2], report)
                     loaded.append(key[1])
                 except Exception as err:  # a model that fails to load must not kill the UI
@@ -165,5 +166,4 @@ class ModelSlots:
     def _retry(self) -> None:
         """Score: try models that failed to load again, then update."""
         self._failed.clear()
-        self._asked_at = time.monotonic()
-        self._kick()
+        self.updates.request()

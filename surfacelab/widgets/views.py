@@ -1,26 +1,12 @@
-"""The Workbench's views: one class per view, registered in ``VIEWS`` (display order).
-
-A view owns its widgets, created once and updated in place (no widget is created per update, so
-nothing leaks and nothing in the browser is rebuilt from scratch). Adding a view is local: subclass
-``View``, set ``name``, ``title``, ``needs`` and ``cost``, implement ``build`` (widgets), ``compute``
-(library calls only: nothing here computes a score) and ``show`` (frames and widgets from the
-result), then ``register_view(MyView)``. Every ``Workbench`` created afterwards shows it.
-
->>> class Echo(View):                                              # doctest: +SKIP
-...     name, title, needs, cost = "echo", "6 · Echo", ("premise",), 9
-...     def build(self): self.out = w.HTML(); return [self.out]
-...     def compute(self, inp): return inp.premise
-...     def show(self, inp, result): self.frames = {}; self.out.value = html.escape(result)
->>> register_view(Echo)                                            # doctest: +SKIP
-"""
+"""The Workbench's six views (``View`` subclasses, registered in ``view.VIEWS`` in display order): scorers, tokens,
+paraphrase mass, letter priors, PLL subwords, why. Each calls the library and draws its result; see ``view``
+for what a view implements."""
 
 from __future__ import annotations
 
 import html
-import threading
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 import pandas as pd
@@ -35,204 +21,15 @@ from ..pll import pll_metrics
 from ..scorers import SCORER_LABELS
 from ..scoring import score_items
 from ..why.occlusion import premise_units
-from .exporting import export_row, save_view
 from .heatmap import TokenHeatmap, attribution_rows, heatmap_rows
-from .plot import PlotView, SightProbe
+from .plot import PlotView
+from .scheduler import ViewState
+from .view import GOLD_MARK, INFO_MARK, View, html_table, register_view
 
 if TYPE_CHECKING:
-    from .workbench import Inputs, Workbench
+    from .inputs import Inputs
 
 PLL_METRICS = ("original", "word_l2r", "whole_word")
-#: CSS classes a view's box carries for its state (exactly one state at a time).
-STATES = {"empty": (), "ready": ("sl-view-ready",), "stale": ("sl-stale",), "busy": ("sl-stale", "sl-busy"),
-          "blocked": ("sl-stale", "sl-blocked"), "deferred": ("sl-stale", "sl-deferred"),
-          "error": ("sl-view-error",)}
-_STATE_CLASSES = {c for cs in STATES.values() for c in cs}
-#: The gold row's mark in the views' tables (a no-break space: the mark never ends a line without its option).
-GOLD_MARK = "★\u00a0"
-#: The mark of a note (a notice, not an error): drawn by CSS, since fonts such as Debian's have no "ⓘ".
-INFO_MARK = "<span class='sl-info-mark' aria-label='note'>i</span>"
-
-
-def html_table(header: list[str], rows: list[list[str]], *, win: list[list[bool]] | None = None,
-               gold: int | None = None, cls: str = "sl-table") -> str:
-    """An HTML table (cells already escaped): ``win[r][c]`` highlights a cell, row ``gold`` is starred."""
-    head = "".join(f"<th>{h}</th>" for h in header)
-    body = []
-    for r, row in enumerate(rows):
-        cells = "".join(f"<td class='{'sl-win' if win and win[r][c] else ''}'>{v}</td>" for c, v in enumerate(row))
-        body.append(f"<tr class='{'sl-gold-row' if r == gold else ''}'>{cells}</tr>")
-    return f"<table class='{cls}'><tr>{head}</tr>{''.join(body)}</table>"
-
-
-class View:
-    """One view of the Workbench: a box with a title, a state cue, content widgets, a reading and exports.
-
-    Attributes:
-        frames: the view's DataFrames from the last update (by name); ``main`` names the one exported as CSV.
-        message: the error of the last update, or "".
-        result: the library result of the last update (e.g. an ``MCResult``), or None.
-        spec: the plotly JSON of the figure shown, or None (``figure`` builds a ``go.Figure`` from it).
-        shown_for: the ``Inputs`` and the model (None: the view reads none) of the result shown, which exports name.
-    """
-
-    name: ClassVar[str] = ""
-    title: ClassVar[str] = ""
-    #: ``Inputs`` fields (and "lm" / "mlm") the view depends on: the view recomputes when one changes.
-    needs: ClassVar[tuple[str, ...]] = ("premise", "domain_premise", "options", "gold", "lm")
-    main: ClassVar[str | None] = None
-    #: compute order (lower first; a view may read the result of one computed before it).
-    cost: ClassVar[int] = 0
-    #: a slow view is computed after the others are drawn, beside the next edits (off the keystroke path);
-    #: its ``preview`` (if any) is shown at its place in the compute order meanwhile
-    slow: ClassVar[bool] = False
-
-    def __init__(self, bench: "Workbench") -> None:
-        self.bench = bench
-        self.frames: dict[str, pd.DataFrame] = {}
-        self.message = ""
-        self.result: Any = None
-        self.spec: dict | None = None
-        self.shown_for: tuple[Inputs, Any] | None = None
-        self.shown_key: tuple | None = None
-        self.preview_key: tuple | None = None  # the key of the preview shown (a slow view's first, partial result)
-        self.state = "empty"
-        self._figure: go.Figure | None = None
-        self._state_lock = threading.Lock()
-        self.cue = w.HTML("<span class='sl-cue'>not computed yet</span>")
-        self.cue.add_class("sl-view-cue")
-        # a live update computes a view out of sight after those in sight: in the background once the typing
-        # pauses, or at once when it comes into sight (see Workbench._update)
-        self.probe = SightProbe()
-        head = w.HBox([w.HTML(f"<span class='sl-view-title'>{html.escape(self.title)}</span>"), self.cue,
-                       self.probe])
-        head.add_class("sl-view-head")
-        self.error = w.HTML("")
-        self.error.add_class("sl-view-message")
-        self.error.layout.display = "none"
-        self.content = w.VBox(self.build())
-        self.content.add_class("sl-view-content")
-        self.text = w.HTML("")
-        self.text.add_class("sl-view-text")
-        self.export_buttons, self.export_note, row = export_row(lambda kind: bench._export_clicked(self.name, kind))
-        self.box = w.VBox([head, self.error, self.content, self.text, row])
-        self.box.add_class("sl-view")
-        self.box.add_class(f"sl-view-{self.name}")
-
-    # --- what a subclass implements ---------------------------------------------------------
-
-    def build(self) -> list[w.Widget]:
-        """Create the view's content widgets (once)."""
-        raise NotImplementedError
-
-    def compute(self, inp: "Inputs") -> Any:
-        """Call the library for ``inp`` (runs on the update thread; no widget changes here)."""
-        raise NotImplementedError
-
-    def show(self, inp: "Inputs", result: Any) -> None:
-        """Set ``frames`` (and ``spec``) from ``result`` and update the content widgets in place."""
-        raise NotImplementedError
-
-    def preview(self, inp: "Inputs") -> Any:
-        """A slow view's quick first result for ``inp`` (library calls only; ``show`` draws it), shown while the
-        full one computes; None: no preview (the default)."""
-        return None
-
-    # --- shared machinery -------------------------------------------------------------------
-
-    def key(self, inp: "Inputs") -> tuple:
-        """What the view's output depends on; the view is recomputed only when this changes."""
-        models = {"lm": self.bench.lm, "mlm": self.bench.mlm}
-        return tuple((n, models[n].fingerprint) if n in models else (n, getattr(inp, n)) for n in self.needs)
-
-    @property
-    def data(self) -> pd.DataFrame | None:
-        """The view's main DataFrame (None before the first update or when unavailable)."""
-        return self.frames.get(self.main) if self.main else None
-
-    @property
-    def figure(self) -> go.Figure | None:
-        """The view's plotly figure (None when unavailable)."""
-        if self._figure is None and self.frames:
-            self._figure = self.make_figure()
-        return self._figure
-
-    def make_figure(self) -> go.Figure | None:
-        """A ``go.Figure`` of what the view shows (default: from ``spec``)."""
-        return viz.figure(self.spec) if self.spec is not None else None
-
-    def publish(self, inp: "Inputs", result: Any) -> None:
-        """Show ``result``: frames, widgets, no error."""
-        self._figure = None
-        self.result = result
-        self.shown_for = (inp, next((getattr(self.bench, m) for m in ("mlm", "lm") if m in self.needs), None))
-        self.show(inp, result)
-        self.message = ""
-        self.error.value = ""
-        self.error.layout.display = "none"
-        self.content.layout.display = None
-
-    def fail(self, message: str) -> None:
-        """Show ``message`` instead of the content (the frames are dropped)."""
-        self.frames, self.result, self.spec, self._figure, self.message = {}, None, None, None, message
-        self.shown_key = None
-        self.error.value = f"<div class='sl-error'>⚠ {html.escape(message)}</div>"
-        self.error.layout.display = None
-        self.content.layout.display = "none"
-        self.text.value = ""
-        self.set_state("error")
-
-    def set_state(self, state: str, note: str | None = None) -> None:
-        """Mark the view ready / stale / busy / blocked / deferred / error (CSS classes and the visible cue)."""
-        cues = {"ready": "", "stale": "updating…" if self.bench.live else "inputs changed: press Score",
-                "busy": "computing…", "blocked": "waiting for valid inputs", "error": "", "empty": "",
-                "deferred": "updates after the views in sight"}
-        with self._state_lock:
-            self.state = state
-            classes = [c for c in self.box._dom_classes if c not in _STATE_CLASSES]
-            self.box._dom_classes = classes + list(STATES[state])
-            cue = cues[state] if note is None else note
-            self.cue.value = f"<span class='sl-cue'>{html.escape(cue)}</span>" if cue else ""
-
-    def export_parts(self) -> tuple[list[dict], list[tuple[str, str]]]:
-        """What a PNG / HTML export draws: the view's figures as plotly JSON (one under the other) and the header
-        fields, as (label, plain text), beyond its inputs and model. Default: its figure alone, no more fields."""
-        return ([] if self.figure is None else [self.figure.to_plotly_json()]), []
-
-    def save(self, path: str | Path) -> Path:
-        """Export the figures under the header of what they show (``.png``/``.html``) or the main frame (``.csv``)."""
-        return save_view(self, Path(path))
-
-    def forget(self) -> None:
-        """Drop what belongs to the previous example (a new one was loaded): the export message, and in views
-        that have one, the choice made for it."""
-        self.export_note.value = ""
-
-    def close(self) -> None:
-        """Close every widget of the view."""
-        close_tree(self.box)
-
-
-def close_tree(widget: w.Widget) -> None:
-    """Close ``widget``, every widget below it and their layout and style widgets."""
-    for child in getattr(widget, "children", ()):
-        close_tree(child)
-    for part in (getattr(widget, "layout", None), getattr(widget, "style", None)):
-        if isinstance(part, w.Widget):
-            part.close()
-    widget.close()
-
-
-VIEWS: dict[str, type[View]] = {}
-
-
-def register_view(cls: type[View]) -> type[View]:
-    """Add a view class to ``VIEWS`` (shown by every Workbench created afterwards, in registration order)."""
-    if not (isinstance(cls, type) and issubclass(cls, View)) or not cls.name:
-        raise TypeError("cls: expected a View subclass with a name")
-    VIEWS[cls.name] = cls
-    return cls
-
 
 # --- 1 · scorers ------------------------------------------------------------------------------------
 
@@ -250,7 +47,7 @@ def score_table_html(table: pd.DataFrame, gold: int | None) -> str:
 class ScoresView(View):
     """LM, Avg, per-char, per-byte, Unc, DC-PMI, PMI-null per option, and ``MCResult.explain()``."""
 
-    name, title, cost, main = "scores", "1 · Scorers", 1, "table"
+    name, title, order, main = "scores", "1 · Scorers", 1, "table"
 
     def build(self) -> list[w.Widget]:
         self.table = w.HTML("")
@@ -269,8 +66,8 @@ class ScoresView(View):
         """The scores of ``inp`` for the views built on them: the result shown when it is for ``inp``, otherwise
         computed (another thread may be drawing it; the engine's cache makes the second pass cheap), never an
         older input's."""
-        with self.bench._publishing:  # the result and its key together
-            current = self.result if self.shown_key == self.key(inp) and self.state != "error" else None
+        with self.bench.publishing:  # the result and its key together
+            current = self.result if self.shown_key == self.key(inp) and self.state != ViewState.ERROR else None
         return current if current is not None else self.compute(inp)
 
     def show(self, inp: "Inputs", result: Any) -> None:
@@ -289,7 +86,7 @@ class ScoresView(View):
 class TokensView(View):
     """Per-token log-probs under the premise and the domain premise, their difference, alternatives on hover."""
 
-    name, title, cost, main = "tokens", "2 · Tokens", 2, "tokens"
+    name, title, order, main = "tokens", "2 · Tokens", 2, "tokens"
     needs = ("premise", "domain_premise", "options", "lm")
 
     def build(self) -> list[w.Widget]:
@@ -351,7 +148,7 @@ class ParaphraseView(View):
 
     # computed first: its requests (every option and paraphrase under the premise and the domain premise,
     # with the scorer view's top_k) include the scorer view's, so both views cost one forward pass
-    name, title, cost, main = "paraphrase", "3 · Paraphrase mass", 0, "concepts"
+    name, title, order, main = "paraphrase", "3 · Paraphrase mass", 0, "concepts"
     needs = ("premise", "domain_premise", "options", "paraphrases", "gold", "lm")
 
     def build(self) -> list[w.Widget]:
@@ -381,7 +178,7 @@ class ParaphraseView(View):
 class LettersView(View):
     """The options as A/B/C/D: observed ID distribution, content-free prior, calibrated, permutation-debiased."""
 
-    name, title, cost, main = "letters", "4 · Letter priors", 5, "table"
+    name, title, order, main = "letters", "4 · Letter priors", 5, "table"
     needs = ("premise", "options", "gold", "lm")
 
     def build(self) -> list[w.Widget]:
@@ -421,7 +218,7 @@ class LettersView(View):
 class PLLView(View):
     """Masked-LM PLL of premise+option per subword under original / word_l2r / whole_word."""
 
-    name, title, cost, main = "pll", "5 · PLL subwords", 3, "tokens"
+    name, title, order, main = "pll", "5 · PLL subwords", 3, "tokens"
     needs = ("premise", "options", "gold", "mlm")
 
     def build(self) -> list[w.Widget]:
@@ -480,7 +277,7 @@ class WhyView(View):
     # its first part reads the scorer view's numbers (no forward of its own): it goes before letters, the longest
     # forward of the views in sight, and after the two quick ones (its two figures would delay their drawing in
     # the browser); the premise map follows every view in sight
-    name, title, cost, main, slow = "why", "6 · Why", 4, "terms", True
+    name, title, order, main, slow = "why", "6 · Why", 4, "terms", True
     needs = ("premise", "domain_premise", "options", "gold", "lm")
 
     def build(self) -> list[w.Widget]:
@@ -490,7 +287,7 @@ class WhyView(View):
                                   style={"description_width": "initial"})
         self.against.add_class("sl-why-against")
         self._choosing = False
-        self.against.observe(lambda _: None if self._choosing else self.bench._edited(0), "value")
+        self.against.observe(lambda _: None if self._choosing else self.bench.edited(0), "value")
         self.gap = PlotView()
         self.gap.add_class("sl-why-gap")
         self.premise_map = TokenHeatmap()

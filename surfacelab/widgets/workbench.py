@@ -1,6 +1,6 @@
 """The Workbench: edit a premise, a domain premise and the options; see every view side by side.
 
-Views (``surfacelab.widgets.views.VIEWS``; each has ``.frames``, ``.data``, ``.figure`` and exports to
+Views (``surfacelab.widgets.VIEWS``; each has ``.frames``, ``.data``, ``.figure`` and exports to
 PNG / HTML / CSV):
 
 1. ``scores``     the scorer table (winner per scorer highlighted, gold marked) + ``MCResult.explain()``;
@@ -23,8 +23,9 @@ Nothing here computes a score: every number comes from the library (``score``, `
 it affects as stale at once; the update (debounced, in a background thread) redraws each view in
 sight in place as soon as its numbers are ready, cheapest first, and starts over if a newer edit arrives (a
 forward pass whose view the edit outdates stops at the model's next layer: ``engine.cancelled_when``);
-the views out of sight follow once the typing pauses (``BACKGROUND_IDLE_S``), so they are drawn by the
-time a person scrolls to them. The update threads leave one core to the browser that draws the views.
+the views out of sight follow once the typing pauses (``scheduler.BACKGROUND_IDLE_S``), so they are drawn by
+the time a person scrolls to them. The update threads leave one core to the browser that draws the views. The
+lanes, debounce and cancellation are ``scheduler.Updates``; this module lays out and wires the widgets.
 
 >>> wb = Workbench()                     # doctest: +SKIP
 >>> wb                                   # displays the UI  # doctest: +SKIP
@@ -36,64 +37,36 @@ time a person scrolls to them. The update threads leave one core to the browser 
 from __future__ import annotations
 
 import html
-import json
-import threading
-import time
 from contextlib import contextmanager
 from pathlib import Path
-from textwrap import shorten
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import ipywidgets as w
 import pandas as pd
 import plotly.graph_objects as go
-import torch
 
 from .._checks import check_int, is_int, is_number
 from ..backends.vllm import normalize_url
-from ..engine import Cancelled, cancelled_when
 from ..text import glued
 from ..viz import check_gold
 from ..models import list_presets
-from ..paraphrase import load_teaching_set
-from ..tasks import load as load_task
+from .examples import CUSTOM, DATASETS, SAVED, TEACHING, Examples
 from .exporting import DEFAULT_EXPORT_DIR, Exports
 from .inputs import Inputs, OptionRow, Problem, boxed, problems
 from .loading import ModelSlots, server_url
-from .state import STATE_FORMAT, read_state
-from .views import INFO_MARK, VIEWS, View, close_tree
+from .scheduler import Updates, ViewState
+from .view import INFO_MARK, VIEWS, View, close_tree
+from . import views  # noqa: F401  (registers the six views in VIEWS)
 
 HERE = Path(__file__).parent
-DATASETS = ("copa", "arc-challenge", "openbookqa", "commonsenseqa", "sst-2", "mmlu")
-CUSTOM = "(custom)"
-TEACHING = "teaching set"
-SAVED = "saved states"
 DEFAULT_EXAMPLE = {"premise": "The man took a bath in the", "domain_premise": " the",
                    "options": [" bathtub", " sink", " pool", " xylophone"],
                    "paraphrases": ["tub, bath tub", "basin, washbasin", "swimming pool", ""], "gold": 0}
-#: Seconds without an edit before the views out of sight are computed in the background (so that a person who
-#: scrolls down after typing finds them drawn, and one who keeps typing is not slowed by them).
-BACKGROUND_IDLE_S = 1.0
 #: The status line while a problem with the inputs blocks every view.
 BLOCKED_STATUS = "<i>fix the inputs above to update the views</i>"
-#: The cue of a slow view whose preview (first part) is shown while the rest computes.
-PREVIEW_CUE = "first part shown · computing the rest…"
 RULE = ("Each option is read exactly as typed, straight after the premise: start it with a space (<code>␣</code>) "
         "to begin a new word. Paraphrases (comma-separated) take their option's leading space. ★ marks the gold "
         "answer.")
-
-
-@contextmanager
-def _threads(n: int, after: int) -> Iterator[None]:
-    """Run the block (an update thread's work) on ``n`` torch threads, then set ``after`` (the process default read
-    on the main thread). torch keeps the setting per running thread, but also records it as the default of
-    threads started later: setting ``after`` keeps that default from drifting."""
-    torch.get_num_threads()  # a new thread first takes the default (lazily, at its first call): before ours
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(after)
 
 
 def _check_arguments(debounce: Any, top_k: Any, export_dir: Any, server: Any) -> None:
@@ -107,7 +80,7 @@ def _check_arguments(debounce: Any, top_k: Any, export_dir: Any, server: Any) ->
         raise TypeError(f"server: expected a URL string or None, got {type(server).__name__}")
 
 
-class Workbench(ModelSlots, Exports, w.VBox):
+class Workbench(ModelSlots, Examples, Exports, w.VBox):
     """Side-by-side views of one multiple-choice item; edit anything and every view follows.
 
     Args:
@@ -138,32 +111,14 @@ class Workbench(ModelSlots, Exports, w.VBox):
         self._trusted = {normalize_url(server)} if server and server.strip() and key_for_server else set()
         self._models: dict[tuple[str, str, str], Any] = {}  # (kind, name, server URL or "") -> model
         self._failed: dict[tuple[str, str, str], Problem] = {}  # models that failed to load, until retried
-        self._lock = threading.RLock()
-        self._computing = threading.Lock()  # one update at a time, whichever thread asks
-        self._timer: threading.Timer | None = None
-        self._worker: threading.Thread | None = None
-        self._slow_job: tuple | None = None  # (generation, inputs, slow views, views out of sight) for the slow lane
-        self._inflight: set[tuple[str, tuple]] = set()  # (view, key) being computed, by whichever thread
-        self._changed = threading.Condition(self._lock)  # notified when a computation ends
-        self._publishing = threading.Lock()
-        self._shown_gen: dict[str, int] = {}  # per view: the edit its content is for (an older result is dropped)
-        # the update threads leave a core to the browser that draws the views and to the Jupyter server
-        self._torch_threads = (max(1, torch.get_num_threads() - 1), torch.get_num_threads())
-        self._last_edit = 0.0
-        # when the person asked for what the next pass shows (an edit, a view scrolled into sight, Score): the
-        # status line's time runs from here, as the person waits, less any model load (said on its own)
-        self._asked_at = time.monotonic()
+        self.updates = Updates(self)  # the update lanes: debounce, background runs, cancellation
+        self.publishing = self.updates.publishing
         # (the models loaded, "" when none could be; seconds spent loading) of the last pass that tried a load
         self.last_load: tuple[str, float] | None = None
-        self._hurry = False  # data asked for (frames, figures): the background stops waiting for a pause
-        self._slow_worker: threading.Thread | None = None
-        self._pending = False
         self._hold = 0
-        self._generation = 0
         self._examples: dict[str, dict] = {}
         self._problems: list[Problem] = []
         self._held_status = BLOCKED_STATUS  # the status line while a problem holds the views
-        self.last_update_s: float | None = None
         self.lm = self._resolve(lm, "causal", (server or "").strip())
         self.mlm = self._resolve(mlm, "masked")
         self.rows: list[OptionRow] = []
@@ -177,7 +132,7 @@ class Workbench(ModelSlots, Exports, w.VBox):
         style.layout.display = "none"
         super().__init__([style, w.HTML("<h3>surfacelab workbench</h3>"), controls, grid])
         self.add_class("sl-workbench")
-        with self._holding():
+        with self.holding():
             self.set_options(DEFAULT_EXAMPLE["options"], DEFAULT_EXAMPLE["paraphrases"], gold=DEFAULT_EXAMPLE["gold"])
         self._wire()
         self.status.value = "<i>not computed yet: press Score</i>" if not live else ""
@@ -251,17 +206,17 @@ class Workbench(ModelSlots, Exports, w.VBox):
     def _wire(self) -> None:
         """Connect the widgets' events to edits, updates, examples and files."""
         for view in self.views.values():
-            view.probe.observe(lambda ch, view=view: self._sighted(view, ch["new"]), "in_sight")
-        self.premise_box.observe(lambda _: self._edited(), "value")
-        self.domain_box.observe(lambda _: self._edited(), "value")
+            view.probe.observe(lambda ch, view=view: self.updates.sighted(view, ch["new"]), "in_sight")
+        self.premise_box.observe(lambda _: self.edited(), "value")
+        self.domain_box.observe(lambda _: self.edited(), "value")
         self.add_button.on_click(lambda _: self._add_clicked())
         self.score_button.on_click(lambda _: self._retry())
         self.fix_spaces.on_click(lambda _: self.fix_leading_spaces())
         self.save_button.on_click(lambda _: self._save_clicked())
-        self.lm_picker.observe(lambda _: self._edited(0), "value")
+        self.lm_picker.observe(lambda _: self.edited(0), "value")
         self.server_box.observe(self._server_changed, "value")
         self.trust_button.on_click(lambda _: self.trust_server())
-        self.mlm_picker.observe(lambda _: self._edited(0), "value")
+        self.mlm_picker.observe(lambda _: self.edited(0), "value")
         self.source_picker.observe(lambda ch: self._source_changed(ch["new"]), "value")
         self.example_picker.observe(lambda ch: self._example_chosen(ch["new"]), "value")
 
@@ -292,23 +247,23 @@ class Workbench(ModelSlots, Exports, w.VBox):
             raise TypeError('paraphrases: expected one "form, form" string per option')
         gold = check_gold(gold, len(options))
         old = self.rows
-        with self._holding():
+        with self.holding():
             self.rows = [OptionRow(self, o, p) for o, p in zip(options, paraphrases)]
             if gold is not None:
                 self.rows[gold].gold.value = True
             self.options_box.children = tuple(self.rows)
         for r in old:
             close_tree(r)
-        self._edited()
+        self.edited()
 
     def add_option(self, text: str = "", paraphrases: str = "") -> None:
         """Append an option row."""
-        with self._holding():
+        with self.holding():
             row = OptionRow(self, text, paraphrases)
             row.new = not text
             self.rows.append(row)
             self.options_box.children = tuple(self.rows)
-        self._edited()
+        self.edited()
 
     def _add_clicked(self) -> None:
         """The "add option" button: a new row, with the cursor in its text box (ready for typing)."""
@@ -322,7 +277,7 @@ class Workbench(ModelSlots, Exports, w.VBox):
         row = self.rows.pop(index)
         self.options_box.children = tuple(self.rows)
         close_tree(row)
-        self._edited()
+        self.edited()
 
     def move_option(self, index: int, delta: int) -> None:
         """Move the option at ``index`` by ``delta`` places (clamped to the list)."""
@@ -331,30 +286,31 @@ class Workbench(ModelSlots, Exports, w.VBox):
         j = min(max(index + delta, 0), len(self.rows) - 1)
         self.rows.insert(j, self.rows.pop(index))
         self.options_box.children = tuple(self.rows)
-        self._edited()
+        self.edited()
 
     def fix_leading_spaces(self) -> int:
         """Start every option that is glued to the premise with a space; returns how many were changed."""
         premise = self.premise_box.value
         bad = [r for r in self.rows if glued(premise, r.option)]
-        with self._holding():
+        with self.holding():
             for r in bad:
                 r.text.value = boxed(" " + r.option)
         if bad:
-            self._edited()
+            self.edited()
         return len(bad)
 
-    def _gold_toggled(self, row: OptionRow, on: bool) -> None:
+    def gold_toggled(self, row: OptionRow, on: bool) -> None:
+        """A row's gold marker changed: turning one on turns the others off."""
         if on:
-            with self._holding():
+            with self.holding():
                 for r in self.rows:
                     if r is not row:
                         r.gold.value = False
-        self._edited()
+        self.edited()
 
     @contextmanager
-    def _holding(self) -> Iterator[None]:
-        """Suppress live updates while several fields change together."""
+    def holding(self) -> Iterator[None]:
+        """Suppress live updates while several fields change together (one update follows the last edit)."""
         self._hold += 1
         try:
             yield
@@ -369,107 +325,6 @@ class Workbench(ModelSlots, Exports, w.VBox):
         self.fix_spaces.description = f"add ␣ to the {n} glued option{'s' if n != 1 else ''}"
         self.fix_spaces.layout.display = None if n else "none"
 
-    # --- examples and saved states ----------------------------------------------------------
-
-    def _source_changed(self, source: str) -> None:
-        self.message.value = ""
-        try:
-            self._examples = self._load_examples(source)
-        except (ValueError, TypeError, OSError) as err:
-            self._examples = {}
-            self._show_messages([Problem(f"examples: {err}")])
-        with self._holding():
-            self.example_picker.options = list(self._examples)
-            self.example_picker.value = None
-        if self._examples:
-            self.example_picker.value = next(iter(self._examples))
-        elif source == SAVED:
-            self._show_messages([Problem(f"No saved states in {self.export_dir}: use “save state” first.",
-                                         blocking=False)])
-
-    def _load_examples(self, source: str) -> dict[str, dict]:
-        if source == CUSTOM:
-            return {}
-        if source == SAVED:
-            out = {}
-            for path in sorted(self.export_dir.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True):
-                try:
-                    out[path.name] = read_state(path)
-                except ValueError:
-                    continue  # some other JSON file in the folder
-            return out
-        if source == TEACHING:
-            out = {}
-            for it in load_teaching_set():
-                forms = list(it["concepts"].values())
-                names = list(it["concepts"])
-                out[f"{it['id']}: {shorten(it['premise'], 50, placeholder=' …')}"] = {
-                    "premise": it["premise"], "domain_premise": it["domain_premise"],
-                    "options": [f[0] for f in forms],
-                    "paraphrases": [", ".join(x.strip() for x in f[1:]) for f in forms],
-                    "gold": names.index(it["answer"])}
-            return out
-        task = load_task(source, limit=20)
-        return {f"{it.id}: {shorten(it.premise, 50, placeholder=' …')}": {
-            "premise": it.premise, "domain_premise": it.domain_premise, "options": list(it.options),
-            "paraphrases": [""] * len(it.options), "gold": it.gold} for it in task if it.premise_per_option is None}
-
-    def load_example(self, example: dict) -> None:
-        """Fill every field from ``example`` (premise, domain_premise, options, paraphrases, gold; and lm, server,
-        mlm when given, as in a saved state)."""
-        with self._holding():
-            if "server" in example:
-                self.server_box.value = example["server"] or ""
-            for key, picker in (("lm", self.lm_picker), ("mlm", self.mlm_picker)):
-                if example.get(key):
-                    if example[key] not in picker.options:
-                        picker.options = [*picker.options, example[key]]
-                    picker.value = example[key]
-            self.premise_box.value = example["premise"]
-            self.domain_box.value = example.get("domain_premise") or ""
-            for view in self.views.values():  # choices and messages about the previous example
-                view.forget()
-            self.set_options(example["options"], example.get("paraphrases"), gold=example.get("gold"))
-        self._edited(0)
-
-    def _example_chosen(self, key: str | None) -> None:
-        if key is not None and key in self._examples:
-            self.load_example(self._examples[key])
-
-    def state(self) -> dict:
-        """The workbench's state: premise, domain premise, options, paraphrases (as typed), gold, model names
-        and the causal LM's server URL (never its API key)."""
-        return {"format": STATE_FORMAT, "version": 1, "premise": self.premise_box.value,
-                "domain_premise": self.domain_box.value or None, "options": self.options,
-                "paraphrases": [r.paraphrases.value for r in self.rows], "gold": self.gold,
-                "lm": self.lm_picker.value, "server": self.server_box.value.strip() or None,
-                "mlm": self.mlm_picker.value}
-
-    def save_state(self, path: str | Path) -> Path:
-        """Write ``state()`` as JSON to ``path`` (a ``.json`` file); ``Workbench.from_state`` reads it back."""
-        path = Path(path).expanduser()
-        if path.suffix != ".json":
-            raise ValueError(f"path: expected a .json file name, got {path.name!r}")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.state(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        return path
-
-    def load_state(self, source: str | Path | dict) -> None:
-        """Load a saved state (a path written by ``save_state`` or its dict) into this workbench."""
-        self.load_example(read_state(source))
-
-    @classmethod
-    def from_state(cls, source: str | Path | dict, **kwargs: Any) -> "Workbench":
-        """A new Workbench with the models and inputs of a saved state (``lm=``/``mlm=`` and other keyword
-        arguments of ``Workbench`` override)."""
-        state = read_state(source)
-        kwargs.setdefault("key_for_server", "server" in kwargs)  # a server only the file names gets no key
-        for key in ("lm", "mlm", "server"):
-            kwargs.setdefault(key, state.get(key))
-        bench = cls(**kwargs)
-        bench.load_example({k: v for k, v in state.items() if k not in ("lm", "mlm", "server")})
-        return bench
-
     # --- updating ---------------------------------------------------------------------------
 
     def inputs(self) -> Inputs:
@@ -482,6 +337,12 @@ class Workbench(ModelSlots, Exports, w.VBox):
         """The notices of the last update that concern ``view``."""
         return [p for p in self._problems if p.scope == view]
 
+    @property
+    def last_update_s(self) -> float | None:
+        """Seconds from the last request (an edit, Score) until the views in sight were drawn, less any model load
+        (None before the first update)."""
+        return self.updates.last_update_s
+
     def _stale_views(self) -> list[View]:
         """Views whose inputs are newer than what they show."""
         inp = self.inputs()
@@ -489,153 +350,47 @@ class Workbench(ModelSlots, Exports, w.VBox):
                    "mlm": self.mlm_picker.value != self.mlm.name}
         out = []
         for v in self.views.values():
-            if v.state == "empty":
+            if v.state == ViewState.EMPTY:
                 continue
             changed = any(pickers.get(n, False) for n in v.needs)
-            if changed or v.state in ("error", "blocked") or v.key(inp) != v.shown_key:
+            if changed or v.state in (ViewState.ERROR, ViewState.BLOCKED) or v.key(inp) != v.shown_key:
                 out.append(v)
         return out
 
-    def _edited(self, delay: float | None = None) -> None:
+    def edited(self, delay: float | None = None) -> None:
+        """An input changed: mark the views it outdates (stale, or blocked by a problem) and, when live, update
+        them after the debounce (``delay``: after that many seconds instead)."""
         self._refresh_rows()
         if self._hold:
             return
-        self._generation += 1
-        self._last_edit = self._asked_at = time.monotonic()
+        self.updates.edit()
         if not self.live:
             for v in self._stale_views():
-                if v.state != "busy":
-                    v.set_state("stale")
+                if v.state != ViewState.BUSY:
+                    v.set_state(ViewState.STALE)
             return
         self._check_inputs(self.inputs(), keep_model_errors=True)
         if self._waiting_for_new():
             return
         for v in self._stale_views():
-            if v.state != "busy":
-                v.set_state("blocked" if self._blocking(v.name) else "stale")
-        with self._lock:
-            if self._timer is not None:
-                self._timer.cancel()
-            self._timer = threading.Timer(self.debounce if delay is None else delay, self._kick)
-            self._timer.daemon = True
-            self._timer.start()
-
-    def _kick(self) -> None:
-        """Run an update in the background; edits made meanwhile trigger one more run."""
-        with self._lock:
-            self._pending = True
-            if self._worker is not None:
-                return
-            self._worker = threading.Thread(target=self._work, daemon=True, name="surfacelab-workbench")
-            self._worker.start()
-
-    def _work(self) -> None:
-        while True:
-            with self._lock:
-                if not self._pending:
-                    self._worker = None
-                    return
-                self._pending = False
-            with self._computing, _threads(*self._torch_threads):
-                self._update(everything=False)
-
-    def _sighted(self, view: View, seen: bool) -> None:
-        """A view left for later by a live update came into sight: update it now."""
-        if seen and view.state in ("deferred", "stale") and self.live:
-            self._asked_at = time.monotonic()
-            self._kick()
+            if v.state != ViewState.BUSY:
+                v.set_state(ViewState.BLOCKED if self._blocking(v.name) else ViewState.STALE)
+        self.updates.schedule(self.debounce if delay is None else delay)
 
     def wait(self, timeout: float = 120.0) -> None:
         """Block until pending live updates have finished (for scripts and tests)."""
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            with self._lock:
-                idle = ((self._timer is None or not self._timer.is_alive()) and self._worker is None
-                        and self._slow_worker is None)
-            if idle:
-                return
-            time.sleep(0.02)
-        raise TimeoutError(f"timeout: updates still running after {timeout} s")
+        self.updates.wait(timeout)
 
     def update(self) -> None:
         """Recompute and redraw every view now (synchronously); problems become messages in the widget."""
         self._failed.clear()
-        self._asked_at = time.monotonic()
-        with self._computing:
-            self._update(everything=True)
+        self.updates.update()
 
-    def _catch_up(self) -> None:
-        """Bring views that a live update left for later (out of sight, or in the slow lane) up to date before
-        handing out data."""
-        worker = self._slow_worker
-        if worker is not None and worker is not threading.current_thread():
-            self._hurry = True
-            try:
-                worker.join()
-            finally:
-                self._hurry = False
-        # deferred (out of sight), or a slow view left at its preview by a newer edit
-        if any(v.state in ("deferred", "busy", "stale") for v in self.views.values()):
+    def catch_up(self) -> None:
+        """Bring the views a live update left for later (out of sight, in the slow lane, or at a preview when a
+        newer edit came) up to date: what ``frames``, ``figures``, ``results`` and ``export`` do first."""
+        if self.updates.behind():
             self.update()
-
-    def _update(self, everything: bool) -> None:
-        """One update pass. ``everything``: every view; otherwise (live edits) views out of sight in the browser
-        are left stale ("deferred") and computed after the others, in the background once the edits pause
-        (``BACKGROUND_IDLE_S``), or at once when they come into sight or their data is asked for."""
-        asked = self._asked_at
-        gen = self._generation
-        inp = self.inputs()
-        if self._check_inputs(inp):
-            if not self._waiting_for_new():
-                for v in self.views.values():
-                    v.set_state("blocked")
-            self.progress.value = 0
-            return
-        failed = self._load_models()
-        start = asked + (self.last_load[1] if self.last_load else 0.0)  # the wait, less the load
-        if failed:
-            self._problems += failed
-            self._show_messages(self._problems)
-        order = sorted(self.views.values(), key=lambda v: v.cost)
-        self.progress.value = 0
-        slow, later = [], []
-        worked = False
-        for k, view in enumerate(order):
-            if self.live and self._generation != gen:
-                self.status.value = "<i>newer edit: starting over…</i>"
-                return
-            blocked = self._blocking(view.name)  # every view's own (none block them all here)
-            key = view.key(inp)
-            outdated = key != view.shown_key or view.state in ("error", "empty")
-            if (view.name, key) in self._inflight and not everything:
-                pass  # being computed in the background: it shows the result when done
-            elif blocked:
-                view.set_state("blocked")
-            elif outdated and not everything and not view.probe.in_sight and view.state != "empty":
-                view.set_state("deferred")
-                later.append(view)
-            elif outdated and view.slow and not everything:
-                if view.preview_key != key:
-                    self.status.value = f"<i>computing {html.escape(view.title)} (first part)…</i>"
-                    self._preview(view, inp, key, gen)
-                    worked = True
-                view.set_state("busy", PREVIEW_CUE if view.preview_key == key else "computing… (after the other views)")
-                slow.append(view)
-            elif outdated:
-                self.status.value = f"<i>computing {html.escape(view.title)}…</i>"
-                self._compute(view, inp, key, gen, wait=everything)
-                worked = True
-            elif self._generation == gen:
-                view.set_state("ready")
-            self.progress.value = (k + 1) / len(order)
-        if worked or self.last_update_s is None:  # a pass that only marked views keeps the last time shown
-            self.last_update_s = time.monotonic() - start
-        if slow or later:
-            # out of sight, the slow ones last (their first part is cheap, the rest not)
-            later.sort(key=lambda v: v.slow)
-            self._start_slow(gen, inp, slow, later, start)
-        else:
-            self._status_done(rest=False)
 
     def _check_inputs(self, inp: Inputs, *, keep_model_errors: bool = False) -> bool:
         """Find and show the problems of ``inp`` (on each edit too, so that a message goes as soon as its problem
@@ -663,132 +418,55 @@ class Workbench(ModelSlots, Exports, w.VBox):
         every view)."""
         return [p for p in self._problems if p.blocking and p.scope in (None, scope)]
 
-    def _status_done(self, rest: bool) -> None:
-        """The status line after an update: its time, and whether views are still being finished in the
-        background (slow views, views out of sight)."""
+    # --- what the update lanes ask of the workbench (``scheduler.Host``) --------------------
+
+    def held(self, inp: Inputs) -> bool:
+        """Show the problems of ``inp``; True when one holds every view (they are marked blocked, unless only an
+        option row just added waits for its text: the views keep their numbers meanwhile)."""
+        if not self._check_inputs(inp):
+            return False
+        if not self._waiting_for_new():
+            for v in self.views.values():
+                v.set_state(ViewState.BLOCKED)
+        return True
+
+    def prepare(self) -> float:
+        """Load the models the pickers ask for (a failure is a message; the views keep their model); the seconds
+        spent loading, which the update time leaves out (the status line names the load)."""
+        failed = self._load_models()
+        if failed:
+            self._problems += failed
+            self._show_messages(self._problems)
+        return self.last_load[1] if self.last_load else 0.0
+
+    def blocks(self, view: str) -> bool:
+        """A problem with the inputs holds ``view``."""
+        return bool(self._blocking(view))
+
+    def report(self, fraction: float | None, note: str | None) -> None:
+        """An update's progress: the bar (``fraction``) and the status line (``note``)."""
+        if fraction is not None:
+            self.progress.value = fraction
+        if note is not None:
+            self.status.value = f"<i>{html.escape(note)}</i>"
+
+    def report_done(self, rest: bool) -> None:
+        """The status line after an update: its time, the model loaded, and whether views are still being
+        finished in the background (``rest``: slow views, views out of sight)."""
         load = self.last_load
         loaded = f" · loaded {load[0]} in {load[1]:.1f} s" if load and load[0] else ""
         self.status.value = f"updated in {self.last_update_s:.2f} s{html.escape(loaded)}" + (
             " · finishing the other views in the background…" if rest else "")
 
-    def _compute(self, view: View, inp: Inputs, key: tuple, gen: int, *, wait: bool = False) -> None:
-        """Compute and draw one view for ``inp`` (its key ``key``, for edit ``gen``): ready, or stale when the inputs
-        changed meanwhile (a newer update draws it). Another thread computing the same: nothing, or (``wait``) wait
-        for it. A result for an older edit than the one shown is dropped."""
-        with self._changed:
-            while (view.name, key) in self._inflight:
-                if not wait:
-                    return
-                self._changed.wait()
-            if view.shown_key == key and view.state != "error":  # drawn meanwhile, by another thread
-                return
-            self._inflight.add((view.name, key))
-        view.set_state("busy", PREVIEW_CUE if view.preview_key == key else None)
-        try:
-            with cancelled_when(None if wait else self._outdated(view, key, gen)):
-                result = view.compute(inp)
-            self._show(view, inp, result, key, gen)
-        except Cancelled:  # a newer edit changed its inputs: the update for that edit draws it (or has drawn it)
-            with self._changed:
-                drawing = any(n == view.name and k != key for n, k in self._inflight)
-            if not drawing and view.shown_key != view.key(self.inputs()):
-                view.set_state("stale")
-        except Exception as err:  # every failure becomes a message inside its view
-            view.fail(str(err) if isinstance(err, (ValueError, TypeError, ModuleNotFoundError))
-                      else f"{type(err).__name__}: {err}")
-        finally:
-            with self._changed:
-                self._inflight.discard((view.name, key))
-                self._changed.notify_all()
+    def report_background_done(self) -> None:
+        """The background has finished: the status line drops its "finishing" note (unless it says more now)."""
+        if self.status.value.startswith("updated in"):
+            self.report_done(rest=False)
 
-    def _outdated(self, view: View, key: tuple, gen: int) -> Callable[[], bool]:
-        """A check that turns true once an edit newer than ``gen`` has changed what ``view`` depends on (its key is no
-        longer ``key``): the forward passes computing it then stop (``engine.cancelled_when``)."""
-        seen = {"gen": gen, "outdated": False}
-
-        def check() -> bool:
-            if self._generation != seen["gen"]:
-                seen["gen"] = self._generation
-                seen["outdated"] = view.key(self.inputs()) != key
-            return seen["outdated"]
-        return check
-
-    def _show(self, view: View, inp: Inputs, result: Any, key: tuple, gen: int, *, preview: bool = False) -> None:
-        """Draw ``result`` (for ``inp``, its key ``key``, edit ``gen``) unless the view shows a newer edit's; a full
-        result leaves the view ready, or stale when the inputs changed meanwhile."""
-        with self._publishing:
-            if gen < self._shown_gen.get(view.name, -1):
-                return
-            if key != view.shown_key:  # an export's note and link were for the numbers this replaces
-                view.export_note.value = ""
-            view.publish(inp, result)
-            self._shown_gen[view.name] = gen
-            if preview:
-                view.preview_key = key
-            else:
-                view.shown_key = key
-                now = self.inputs()
-                view.set_state("ready" if key == view.key(now) else
-                               "blocked" if self.live and self._blocking(view.name) else "stale")
-
-    def _preview(self, view: View, inp: Inputs, key: tuple, gen: int) -> None:
-        """Show a slow view's preview for ``inp`` (its key ``key``), if it has one; a failure shows nothing
-        (the full computation that follows reports it)."""
-        try:
-            with cancelled_when(self._outdated(view, key, gen)):
-                result = view.preview(inp)
-            if result is not None:
-                self._show(view, inp, result, key, gen, preview=True)
-        except Exception:  # the full computation reports every failure inside its view
-            view.preview_key = None
-
-    def _start_slow(self, gen: int, inp: Inputs, views: list[View], later: list[View], start: float) -> None:
-        """Compute slow views (``View.slow``), then the views out of sight (``later``) once the edits pause, in
-        their own thread, so the next edit's update need not wait. ``start``: when the wait for this update began
-        (the status line's time then runs until the slow views in sight are done too)."""
-        with self._lock:
-            self._status_done(rest=True)
-            self._slow_job = (gen, inp, views, later, start)
-            if self._slow_worker is None:
-                self._slow_worker = threading.Thread(target=self._slow_work, daemon=True, name="surfacelab-slow")
-                self._slow_worker.start()
-
-    def _slow_work(self) -> None:
-        with _threads(*self._torch_threads):
-            self._slow_jobs()
-
-    def _slow_jobs(self) -> None:
-        while True:
-            with self._lock:
-                job, self._slow_job = self._slow_job, None
-                if job is None:
-                    self._slow_worker = None
-                    if self.status.value.startswith("updated in"):
-                        self._status_done(rest=False)
-                    return
-            gen, inp, views, later, start = job
-            for view in views:
-                if self.live and self._generation != gen:  # a newer edit: its update schedules the view again
-                    break
-                self._compute(view, inp, view.key(inp), gen)
-            else:
-                if views and self._generation == gen:  # the views in sight are all done: that is the wait
-                    self.last_update_s = time.monotonic() - start
-                    self._status_done(rest=bool(later))
-            for view in later:  # each unless drawn meanwhile (scrolled into sight)
-                if not self._paused(gen):
-                    break
-                self._compute(view, inp, view.key(inp), gen)
-
-    def _paused(self, gen: int) -> bool:
-        """Wait until the edits have paused for ``BACKGROUND_IDLE_S`` and no update runs; False when a newer edit
-        came (its update schedules the background work again)."""
-        while self._generation == gen:
-            left = BACKGROUND_IDLE_S - (time.monotonic() - self._last_edit)
-            if self._hurry or (left <= 0 and self._worker is None):
-                return True
-            time.sleep(min(max(left, 0.0), 0.05) or 0.02)
-        return False
+    def report_error(self, err: BaseException) -> None:
+        """An update failed outside any view: the status line says why (the next edit tries again)."""
+        self.status.value = (f"<span class='sl-error'>⚠ update failed: "
+                             f"{html.escape(f'{type(err).__name__}: {err}')}</span>")
 
     def _show_messages(self, found: list[Problem]) -> None:
         """One line per problem; notices (non-blocking) in the warning colour."""
@@ -806,29 +484,26 @@ class Workbench(ModelSlots, Exports, w.VBox):
 
     def frames(self) -> dict[str, pd.DataFrame]:
         """The main DataFrame of every view that has one, by view name."""
-        self._catch_up()
+        self.catch_up()
         return {name: v.data for name, v in self.views.items() if v.data is not None}
 
     def figures(self) -> dict[str, go.Figure]:
         """The figure of every view that has one, by view name."""
-        self._catch_up()
+        self.catch_up()
         return {name: v.figure for name, v in self.views.items() if v.figure is not None}
 
     @property
     def results(self) -> dict[str, Any]:
         """The library result of every view that has one (``MCResult``, ``MassResult``, ...), by view name."""
-        self._catch_up()
+        self.catch_up()
         return {name: v.result for name, v in self.views.items() if v.result is not None}
 
     def close(self) -> None:
         """Close the workbench and every widget in it."""
-        if not hasattr(self, "_lock"):  # the constructor refused its arguments (ipywidgets closes it when collected)
+        if not hasattr(self, "updates"):  # the constructor refused its arguments (ipywidgets closes it when collected)
             super().close()
             return
-        with self._lock:
-            self._generation += 1  # the update threads stop at their next check
-            if self._timer is not None:
-                self._timer.cancel()
+        self.updates.close()  # the update threads stop at their next check
         for child in self.children:
             close_tree(child)
         self.layout.close()

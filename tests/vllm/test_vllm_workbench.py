@@ -11,6 +11,7 @@ from ipywidgets.widgets import widget as ipy_widget
 
 import surfacelab as sl
 from surfacelab.widgets import VIEWS, Workbench
+from surfacelab.widgets.scheduler import ViewState
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
@@ -49,6 +50,6 @@ def test_workbench_on_a_vllm_server(vllm_server, api_key, real_lm, tmp_path):
         bench.server_box.value = "http://127.0.0.1:9/v1"
         bench.update()
         assert "could not be loaded" in bench.message.value and "127.0.0.1:9" in bench.message.value
-        assert bench.lm is server_lm and all(v.state == "ready" for v in bench.views.values())
+        assert bench.lm is server_lm and all(v.state == ViewState.READY for v in bench.views.values())
     finally:
         bench.close()

@@ -15,11 +15,13 @@ from ipywidgets.widgets import widget as ipy_widget
 import surfacelab as sl
 from surfacelab import paraphrase
 from surfacelab.alternatives import token_view
-from surfacelab.widgets import TokenHeatmap, Workbench, heatmap_rows, problems, read_state
+from surfacelab.widgets import (VIEWS, Inputs, TokenHeatmap, ViewState, Workbench, heatmap_rows, problems, read_state,
+                                register_view)
 from surfacelab.widgets import loading
+from surfacelab.widgets import scheduler
+from surfacelab.widgets import view as view_mod
 from surfacelab.widgets import views as vmod
 from surfacelab.widgets import workbench as wbmod
-from surfacelab.widgets.workbench import Inputs
 
 PREMISE = "The man took a bath in the"
 OPTIONS = [" bathtub", " soap", " milk", " mat"]
@@ -79,7 +81,7 @@ def test_update_fills_every_view_from_the_library(wb, tiny_lm, tiny_mlm):
     ref_pll = sl.pll(tiny_mlm, [PREMISE + o for o in OPTIONS], metric="original", progress=False).scores
     np.testing.assert_allclose(totals["original"].to_numpy(), ref_pll, atol=1e-5)
     assert totals["winner_original"].tolist() == list(ref_pll == ref_pll.max())
-    for name in wbmod.VIEWS:
+    for name in VIEWS:
         assert "sl-view-ready" in _classes(wb.views[name].box)
         assert not _classes(wb.views[name].box) & {"sl-stale", "sl-busy", "sl-view-error"}
 
@@ -177,12 +179,12 @@ def test_messages_and_the_status_line_follow_each_keystroke_before_the_update(ti
     bench.update()
     bench.rows[1].text.value = ""
     assert "Option 2 is empty" in bench.message.value and bench.status.value == wbmod.BLOCKED_STATUS
-    assert all(v.state == "blocked" for v in bench.views.values())
+    assert all(v.state == ViewState.BLOCKED for v in bench.views.values())
     bench.rows[1].text.value = " s"  # refilled: the message and the blocked status go at once
     assert bench.message.value == "" and bench.status.value != wbmod.BLOCKED_STATUS
-    assert all(v.state == "stale" for v in bench.views.values())
+    assert all(v.state == ViewState.STALE for v in bench.views.values())
     bench.rows[2].paraphrases.value = "s"  # a form of option 2 as a paraphrase of 3: the paraphrase view waits
-    assert bench.views["paraphrase"].state == "blocked" and bench.views["scores"].state == "stale"
+    assert bench.views["paraphrase"].state == ViewState.BLOCKED and bench.views["scores"].state == ViewState.STALE
     bench.close()
 
 
@@ -297,13 +299,14 @@ def test_problems_are_pure_and_repeated_paraphrases_counted_once():
 
 def test_live_edits_are_debounced_into_one_update(tiny_lm, tiny_mlm, monkeypatch):
     bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=True, debounce=0.2)
-    calls = []
-    original = bench._update
-    monkeypatch.setattr(bench, "_update", lambda everything: (calls.append(time.monotonic()), original(everything))[1])
+    passes = []
+    prepare = bench.prepare  # the update lanes ask for the models once per pass
+    monkeypatch.setattr(bench, "prepare", lambda: (passes.append(time.monotonic()), prepare())[1])
+    log = _log_computes(bench)
     for text in ["The cat", "The cat sat", "The cat sat on the"]:
         bench.premise_box.value = text
     bench.wait(60)
-    assert len(calls) == 1
+    assert len(passes) == 1 and sorted(name for name, _, _ in log) == sorted(bench.views)
     assert set(bench.frames()["pll"]["sentence"]) == {"The cat sat on the" + o for o in bench.options}
     bench.close()
 
@@ -360,7 +363,8 @@ def test_an_edit_stops_the_forward_pass_of_a_view_it_outdates_and_spares_the_oth
     bench.premise_box.value = "The dog sat on the"
     bench.wait(60)
     assert log == [("The dog sat on the", "cancelled"), ("The cat slept on the", "done")]
-    assert letters.state == "ready" and letters.message == "" and letters.result.question == "The cat slept on the"
+    assert letters.state == ViewState.READY and letters.message == ""
+    assert letters.result.question == "The cat slept on the"
     bench.close()
 
 
@@ -396,11 +400,12 @@ def test_views_out_of_sight_are_computed_after_the_others_once_the_edits_pause(t
     edited = time.monotonic()
     bench.premise_box.value = "The woman went to the store because she needed"  # still typing
     bench.wait(60)
-    assert letters.state == "ready" and letters.result.question == "The woman went to the store because she needed"
+    assert letters.state == ViewState.READY
+    assert letters.result.question == "The woman went to the store because she needed"
     when = {name: (start, end) for name, start, end in log}
     assert when["letters"][0] >= max(when[n][1] for n in ("scores", "tokens", "paraphrase", "pll"))
-    assert when["letters"][0] - edited >= wbmod.BACKGROUND_IDLE_S  # not while the person types
-    assert bench.views["scores"].state == "ready"
+    assert when["letters"][0] - edited >= scheduler.BACKGROUND_IDLE_S  # not while the person types
+    assert bench.views["scores"].state == ViewState.READY
     bench.close()
 
 
@@ -412,8 +417,8 @@ def test_the_status_line_keeps_the_update_time_and_says_when_the_background_is_d
     _wait_for(lambda: "background" in bench.status.value)  # the views in sight are drawn, letters follows
     bench.wait(60)
     took = bench.last_update_s
-    assert bench.status.value == f"updated in {took:.2f} s" and bench.views["letters"].state == "ready"
-    bench._kick()  # a pass with nothing to compute (as a view coming into sight already drawn)
+    assert bench.status.value == f"updated in {took:.2f} s" and bench.views["letters"].state == ViewState.READY
+    bench.updates.request()  # a pass with nothing to compute (as a view coming into sight already drawn)
     bench.wait(60)
     assert bench.last_update_s == took and bench.status.value == f"updated in {took:.2f} s"
     bench.close()
@@ -424,10 +429,10 @@ def test_a_new_option_row_waits_for_its_text_without_a_warning(tiny_lm, tiny_mlm
     bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=True, debounce=0.05)
     bench.update()
     shown = bench.views["scores"].data.copy()
-    bench._add_clicked()
+    bench.add_button.click()
     bench.wait(30)
     assert _messages(bench) == [] and "type option 5" in bench.status.value
-    assert all(v.state == "ready" for v in bench.views.values())
+    assert all(v.state == ViewState.READY for v in bench.views.values())
     pd.testing.assert_frame_equal(bench.views["scores"].data, shown)  # still the four options' numbers
     bench.rows[-1].text.value = " tub"  # typed: the views follow
     bench.wait(60)
@@ -435,7 +440,7 @@ def test_a_new_option_row_waits_for_its_text_without_a_warning(tiny_lm, tiny_mlm
     bench.rows[-1].text.value = ""  # typed, then erased: now it is a mistake, said as one
     bench.wait(30)
     assert any("Option 5 is empty" in m for m in _messages(bench))
-    assert bench.views["scores"].state == "blocked"
+    assert bench.views["scores"].state == ViewState.BLOCKED
     bench.close()
 
 
@@ -492,7 +497,7 @@ def test_the_status_time_runs_from_the_edit_until_the_slow_views_in_sight_are_do
     monkeypatch.setattr(why, "compute", slow)
     asked = time.monotonic()
     bench.premise_box.value = "The woman went to the store because she needed"
-    _wait_for(lambda: why.state == "ready" and why.shown_key == why.key(bench.inputs()))
+    _wait_for(lambda: why.state == ViewState.READY and why.shown_key == why.key(bench.inputs()))
     ready = time.monotonic() - asked
     bench.wait(60)
     assert 0.6 <= bench.last_update_s <= ready + 0.05
@@ -502,25 +507,26 @@ def test_the_status_time_runs_from_the_edit_until_the_slow_views_in_sight_are_do
 
 @pytest.mark.timeout(120)  # a background that does not hurry when data is asked for would hang
 def test_views_out_of_sight_wait_until_seen_or_asked_for(tiny_lm, tiny_mlm, monkeypatch):
-    monkeypatch.setattr(wbmod, "BACKGROUND_IDLE_S", 3600.0)  # a person who keeps typing
+    monkeypatch.setattr(scheduler, "BACKGROUND_IDLE_S", 3600.0)  # a person who keeps typing
     bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=True, debounce=0.05)
     bench.update()
     letters = bench.views["letters"]
     letters.probe.in_sight = False
     bench.premise_box.value = "The woman went to the store because she needed"
-    _wait_for(lambda: bench.views["scores"].state == "ready" and bench._worker is None)
+    _wait_for(lambda: bench.views["scores"].state == ViewState.READY and bench.updates.main.idle)
     time.sleep(0.2)
-    assert letters.state == "deferred" and "sl-deferred" in _classes(letters.box)
+    assert letters.state == ViewState.DEFERRED and "sl-deferred" in _classes(letters.box)
     assert "in sight" in letters.cue.value
     letters.probe.in_sight = True  # scrolled into sight: computed now
-    _wait_for(lambda: letters.state == "ready")
+    _wait_for(lambda: letters.state == ViewState.READY)
     assert letters.result.question == "The woman went to the store because she needed"
     letters.probe.in_sight = False
     bench.premise_box.value = "The cat sat on the"
-    _wait_for(lambda: bench.views["scores"].state == "ready" and bench._worker is None)
-    assert letters.state == "deferred"
+    _wait_for(lambda: bench.views["scores"].state == ViewState.READY and bench.updates.main.idle)
+    assert letters.state == ViewState.DEFERRED
     frames = bench.frames()  # asking for the data brings every view up to date at once
-    assert letters.state == "ready" and frames["letters"]["option"].tolist() == [o.strip() for o in bench.options]
+    assert letters.state == ViewState.READY
+    assert frames["letters"]["option"].tolist() == [o.strip() for o in bench.options]
     assert bench.views["letters"].result.question == "The cat sat on the"
     bench.close()
 
@@ -540,7 +546,7 @@ def _gate_first(view, gate: threading.Event, started: threading.Event) -> None:
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("case", ["out of sight", "scrolled into sight", "edit it does not read"])
 def test_a_background_result_overtaken_by_an_edit_never_sticks(tiny_lm, tiny_mlm, monkeypatch, case):
-    monkeypatch.setattr(wbmod, "BACKGROUND_IDLE_S", 0.05)
+    monkeypatch.setattr(scheduler, "BACKGROUND_IDLE_S", 0.05)
     bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=True, debounce=0.05)
     bench.update()
     letters = bench.views["letters"]
@@ -562,7 +568,7 @@ def test_a_background_result_overtaken_by_an_edit_never_sticks(tiny_lm, tiny_mlm
     gate.set()  # the older computation ends last
     bench.wait(60)
     assert letters.result.question == expected and letters.shown_key == letters.key(bench.inputs())
-    assert letters.state == "ready", letters.state
+    assert letters.state == ViewState.READY, letters.state
     bench.close()
 
 
@@ -578,7 +584,7 @@ def test_a_result_that_lands_while_the_inputs_are_blocked_shows_as_blocked(tiny_
     bench.rows[1].text.value = ""  # meanwhile an option is emptied
     gate.set()
     bench.wait(60)
-    assert scores.state == "blocked" and "waiting for valid inputs" in scores.cue.value
+    assert scores.state == ViewState.BLOCKED and "waiting for valid inputs" in scores.cue.value
     assert bench.status.value == wbmod.BLOCKED_STATUS
     bench.close()
 
@@ -688,7 +694,7 @@ def test_notes_use_a_mark_every_font_has(wb):
     wb.set_options([" bathtub", "sink"], gold=0)
     wb.update()
     texts = [wb.message.value] + [v.text.value for v in wb.views.values()]
-    assert vmod.INFO_MARK in wb.message.value and not any("ⓘ" in t for t in texts)
+    assert view_mod.INFO_MARK in wb.message.value and not any("ⓘ" in t for t in texts)
 
 
 def test_state_round_trip_and_the_picker_loads_saved_states(wb, tiny_lm, tiny_mlm, tmp_path):
@@ -755,11 +761,11 @@ def test_example_sources(wb, monkeypatch, tmp_path):
     assert "⚠" in wb.message.value and not wb.example_picker.options
 
 
-def test_a_registered_view_appears_in_new_workbenches(tiny_lm, tiny_mlm, monkeypatch):
+def test_a_registered_view_appears_in_new_workbenches(tiny_lm, tiny_mlm):
     import ipywidgets as w
 
-    class Echo(vmod.View):
-        name, title, needs, cost = "echo", "6 · Echo", ("premise",), 9
+    class Echo(view_mod.View):
+        name, title, needs, order = "echo", "7 · Echo", ("premise",), 9
 
         def build(self):
             self.out = w.HTML()
@@ -772,14 +778,32 @@ def test_a_registered_view_appears_in_new_workbenches(tiny_lm, tiny_mlm, monkeyp
             self.frames = {"echo": pd.DataFrame({"premise": [result]})}
             self.out.value = result
 
-    monkeypatch.setattr(vmod, "VIEWS", dict(vmod.VIEWS))
-    monkeypatch.setattr(wbmod, "VIEWS", vmod.VIEWS)
-    vmod.register_view(Echo)
-    bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=False)
-    bench.update()
-    assert bench.views["echo"].out.value == bench.premise_box.value.upper()
-    assert "sl-view-echo" in _classes(bench.views["echo"].box)
-    bench.close()
+    register_view(Echo)
+    try:
+        bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=False)
+        bench.update()
+        assert bench.views["echo"].out.value == bench.premise_box.value.upper()
+        assert "sl-view-echo" in _classes(bench.views["echo"].box) and list(bench.views)[-1] == "echo"
+        bench.close()
+    finally:
+        VIEWS.unregister("echo")
+
+
+def test_a_view_name_is_taken_once_unless_overwritten():
+    class Other(view_mod.View):
+        name, title = "scores", "another scorer table"
+
+    with pytest.raises(ValueError, match="'scores' is already registered; pass overwrite=True"):
+        register_view(Other)
+    assert VIEWS["scores"] is vmod.ScoresView
+    register_view(Other, overwrite=True)
+    try:
+        assert VIEWS["scores"] is Other and list(VIEWS)[0] == "scores"  # replaced in its place
+    finally:
+        register_view(vmod.ScoresView, overwrite=True)
+    assert VIEWS["scores"] is vmod.ScoresView
+    with pytest.raises(TypeError, match="View subclass"):
+        register_view(object)
 
 
 def test_heatmap_rows_handle_thousands_of_tokens(tiny_lm):
@@ -835,7 +859,7 @@ def test_a_bad_server_url_is_one_message_and_the_previous_model_stays(wb, tiny_l
     before = wb.frames()["scores"]
     wb.lm_picker.options = [*wb.lm_picker.options, "smollm2-135m"]
     for bad in ("not a url", not_vllm):
-        with wb._holding():
+        with wb.holding():
             wb.lm_picker.value = "smollm2-135m"
         wb.server_box.value = bad
         wb.update()
@@ -845,7 +869,7 @@ def test_a_bad_server_url_is_one_message_and_the_previous_model_stays(wb, tiny_l
         assert "server" in msgs[0] and (bad in msgs[0] or html_escape(bad) in msgs[0])
         assert len(msgs[0]) < 1000 and "\n" not in msgs[0]  # the 404 page's HTML is not pasted in whole
         assert wb.lm is tiny_lm
-        assert all(v.state == "ready" for v in wb.views.values()), {n: v.state for n, v in wb.views.items()}
+        assert all(v.state == ViewState.READY for v in wb.views.values()), {n: v.state for n, v in wb.views.items()}
         pd.testing.assert_frame_equal(wb.frames()["scores"], before)
     assert wb.state()["server"] == not_vllm  # the URL is kept as typed, for the user to fix
     # the previous model still answers edits; live updates do not retry the failed URL, Score does
@@ -853,13 +877,13 @@ def test_a_bad_server_url_is_one_message_and_the_previous_model_stays(wb, tiny_l
     real = loading.load_lm
     monkeypatch.setattr(loading, "load_lm", lambda *a, **k: calls.append(k.get("server")) or real(*a, **k))
     wb.premise_box.value = PREMISE + " big"
-    wb._update(everything=False)
+    wb.updates.update(everything=False)
     assert calls == [] and wb.frames()["scores"]["option"].tolist() == OPTIONS
     assert wb.lm is tiny_lm and len(_messages(wb)) == 1
     wb.update()  # an explicit update (like Score) tries the server again
     assert calls == [not_vllm] and len(_messages(wb)) == 1
     # clearing the URL and choosing the model again removes the message
-    with wb._holding():
+    with wb.holding():
         wb.lm_picker.value = tiny_lm.name
     wb.server_box.value = ""
     wb.update()
@@ -902,7 +926,7 @@ def test_why_view_leaves_out_the_premise_map_of_a_long_premise_and_says_so(wb, m
     why = wb.views["why"]
     wb.premise_box.value = "The man took a bath in the"  # 7 words: over the (lowered) limit
     wb.update()
-    assert why.state == "ready" and why.result.meta["occlusion"] is False and why.result.attribution.empty
+    assert why.state == ViewState.READY and why.result.meta["occlusion"] is False and why.result.attribution.empty
     assert why.premise_map.rows == [] and len(why.result.terms)  # the rest of the account is there
     assert "No premise map: the premise has 7 words" in why.text.value and "28 scored requests" in why.text.value
     wb.premise_box.value = "The man took a bath"  # 5 words: the map
@@ -939,7 +963,7 @@ def test_why_view_draws_the_library_account_and_follows_gold_and_picker(wb, tiny
     assert [v for _, v in view.against.options] == [vmod.AUTO, 1, 2, 3]
     others = {n: v.shown_key for n, v in wb.views.items() if n != "why"}
     view.against.value = 3
-    assert view.state == "stale"
+    assert view.state == ViewState.STALE
     wb.update()
     assert view.result.against == 3 and view.result.gold == 0
     assert {n: v.shown_key for n, v in wb.views.items() if n != "why"} == others
@@ -953,7 +977,7 @@ def test_why_view_draws_the_library_account_and_follows_gold_and_picker(wb, tiny
     assert view.against.value == vmod.AUTO and view.result.against != 2
     wb.rows[2].gold.value = False  # no gold: the view says what to do
     wb.update()
-    assert view.state == "ready" and "Mark the gold answer" in view.verdict.value and view.data is None
+    assert view.state == ViewState.READY and "Mark the gold answer" in view.verdict.value and view.data is None
     assert view.gap.figure == {} and view.premise_map.rows == []
 
 
@@ -973,8 +997,8 @@ def test_why_view_is_computed_after_the_others_and_off_the_keystroke_path(tiny_l
     bench.premise_box.value = "The woman took a bath in the"
     assert entered.wait(30)
     # the other views are drawn and the status says so while Why computes, with its cue
-    assert bench.views["scores"].state == "ready" and bench.status.value.startswith("updated in")
-    assert why.state == "busy" and "computing" in why.cue.value and "sl-busy" in _classes(why.box)
+    assert bench.views["scores"].state == ViewState.READY and bench.status.value.startswith("updated in")
+    assert why.state == ViewState.BUSY and "computing" in why.cue.value and "sl-busy" in _classes(why.box)
     # meanwhile its first part is shown: the library's account of the new premise without the occlusion
     # (every frame but the attribution equal to the full account's), marked as such
     full = sl.why(tiny_lm, "The woman took a bath in the", wbmod.DEFAULT_EXAMPLE["options"], gold=0,
@@ -993,7 +1017,7 @@ def test_why_view_is_computed_after_the_others_and_off_the_keystroke_path(tiny_l
     assert bench.views["scores"].result.premise == "The dog took a bath in the" and not gate.is_set()
     gate.set()
     bench.wait(60)
-    assert why.state == "ready" and why.result.premise == "The dog took a bath in the"
+    assert why.state == ViewState.READY and why.result.premise == "The dog took a bath in the"
     assert why.result.meta["occlusion"] and not why.result.attribution.empty and why.premise_map.rows
     assert "first part" not in why.cue.value and "Occlusion:" in why.text.value
     bench.close()
@@ -1017,10 +1041,10 @@ def test_why_first_part_is_drawn_before_the_letters_pass(tiny_lm, tiny_mlm, monk
     bench.premise_box.value = "The woman took a bath in the"
     assert entered.wait(30)
     assert why.result.premise == "The woman took a bath in the" and why.result.meta["occlusion"] is False
-    assert letters.state == "busy" and not gate.is_set()
+    assert letters.state == ViewState.BUSY and not gate.is_set()
     gate.set()
     bench.wait(60)
-    assert why.state == "ready" and why.result.meta["occlusion"] and letters.state == "ready"
+    assert why.state == ViewState.READY and why.result.meta["occlusion"] and letters.state == ViewState.READY
     bench.close()
 
 

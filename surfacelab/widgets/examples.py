@@ -1,0 +1,126 @@
+"""The Workbench's examples and saved states (a mixin of ``Workbench``): the examples picker (the teaching set,
+the datasets' first items, the saved states of the export folder), ``load_example``, and ``state`` /
+``save_state`` / ``load_state`` / ``from_state`` (the JSON file ``state.read_state`` reads)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from textwrap import shorten
+from typing import TYPE_CHECKING, Any
+
+from ..paraphrase import load_teaching_set
+from ..tasks import load as load_task
+from .inputs import Problem
+from .state import STATE_FORMAT, read_state
+
+if TYPE_CHECKING:
+    from .workbench import Workbench
+
+DATASETS = ("copa", "arc-challenge", "openbookqa", "commonsenseqa", "sst-2", "mmlu")
+CUSTOM = "(custom)"
+TEACHING = "teaching set"
+SAVED = "saved states"
+
+
+class Examples:
+    """The examples part of ``Workbench``: the source and item pickers, loading an example, saved states."""
+
+    def _source_changed(self, source: str) -> None:
+        self.message.value = ""
+        try:
+            self._examples = self._load_examples(source)
+        except (ValueError, TypeError, OSError) as err:
+            self._examples = {}
+            self._show_messages([Problem(f"examples: {err}")])
+        with self.holding():
+            self.example_picker.options = list(self._examples)
+            self.example_picker.value = None
+        if self._examples:
+            self.example_picker.value = next(iter(self._examples))
+        elif source == SAVED:
+            self._show_messages([Problem(f"No saved states in {self.export_dir}: use “save state” first.",
+                                         blocking=False)])
+
+    def _load_examples(self, source: str) -> dict[str, dict]:
+        if source == CUSTOM:
+            return {}
+        if source == SAVED:
+            out = {}
+            for path in sorted(self.export_dir.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True):
+                try:
+                    out[path.name] = read_state(path)
+                except ValueError:
+                    continue  # some other JSON file in the folder
+            return out
+        if source == TEACHING:
+            out = {}
+            for it in load_teaching_set():
+                forms = list(it["concepts"].values())
+                names = list(it["concepts"])
+                out[f"{it['id']}: {shorten(it['premise'], 50, placeholder=' …')}"] = {
+                    "premise": it["premise"], "domain_premise": it["domain_premise"],
+                    "options": [f[0] for f in forms],
+                    "paraphrases": [", ".join(x.strip() for x in f[1:]) for f in forms],
+                    "gold": names.index(it["answer"])}
+            return out
+        task = load_task(source, limit=20)
+        return {f"{it.id}: {shorten(it.premise, 50, placeholder=' …')}": {
+            "premise": it.premise, "domain_premise": it.domain_premise, "options": list(it.options),
+            "paraphrases": [""] * len(it.options), "gold": it.gold} for it in task if it.premise_per_option is None}
+
+    def load_example(self, example: dict) -> None:
+        """Fill every field from ``example`` (premise, domain_premise, options, paraphrases, gold; and lm, server,
+        mlm when given, as in a saved state)."""
+        with self.holding():
+            if "server" in example:
+                self.server_box.value = example["server"] or ""
+            for key, picker in (("lm", self.lm_picker), ("mlm", self.mlm_picker)):
+                if example.get(key):
+                    if example[key] not in picker.options:
+                        picker.options = [*picker.options, example[key]]
+                    picker.value = example[key]
+            self.premise_box.value = example["premise"]
+            self.domain_box.value = example.get("domain_premise") or ""
+            for view in self.views.values():  # choices and messages about the previous example
+                view.forget()
+            self.set_options(example["options"], example.get("paraphrases"), gold=example.get("gold"))
+        self.edited(0)
+
+    def _example_chosen(self, key: str | None) -> None:
+        if key is not None and key in self._examples:
+            self.load_example(self._examples[key])
+
+    def state(self) -> dict:
+        """The workbench's state: premise, domain premise, options, paraphrases (as typed), gold, model names
+        and the causal LM's server URL (never its API key)."""
+        return {"format": STATE_FORMAT, "version": 1, "premise": self.premise_box.value,
+                "domain_premise": self.domain_box.value or None, "options": self.options,
+                "paraphrases": [r.paraphrases.value for r in self.rows], "gold": self.gold,
+                "lm": self.lm_picker.value, "server": self.server_box.value.strip() or None,
+                "mlm": self.mlm_picker.value}
+
+    def save_state(self, path: str | Path) -> Path:
+        """Write ``state()`` as JSON to ``path`` (a ``.json`` file); ``Workbench.from_state`` reads it back."""
+        path = Path(path).expanduser()
+        if path.suffix != ".json":
+            raise ValueError(f"path: expected a .json file name, got {path.name!r}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.state(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        return path
+
+    def load_state(self, source: str | Path | dict) -> None:
+        """Load a saved state (a path written by ``save_state`` or its dict) into this workbench."""
+        self.load_example(read_state(source))
+
+    @classmethod
+    def from_state(cls, source: str | Path | dict, **kwargs: Any) -> "Workbench":
+        """A new Workbench with the models and inputs of a saved state (``lm=``/``mlm=`` and other keyword
+        arguments of ``Workbench`` override)."""
+        state = read_state(source)
+        kwargs.setdefault("key_for_server", "server" in kwargs)  # a server only the file names gets no key
+        for key in ("lm", "mlm", "server"):
+            kwargs.setdefault(key, state.get(key))
+        bench = cls(**kwargs)
+        bench.load_example({k: v for k, v in state.items() if k not in ("lm", "mlm", "server")})
+        return bench
