@@ -11,11 +11,12 @@ Three metrics (Salazar et al. 2020; Kauf & Ivanova 2023), each the sum over a se
 
 Words are the fast tokenizer's ``word_ids()`` (its pre-tokenizer's words: for BERT, punctuation is
 a word of its own, so "didn't" is the three words "didn", "'", "t"). Special tokens are never
-scored. Masked copies are chunked into batches bounded by ``batch_size`` rows or, with "auto", by a
-token budget, so memory is bounded by the batch and not by the sentence length. Every batch holds
-copies of one length only (copies are sorted by length), so nothing is padded and no attention
-mask is needed. The vocabulary
-head runs only at the scored positions, and the log-softmax is taken in float32.
+scored. This module only builds the masked copies and reads their scores: the copies run through
+``engine.masked_logprobs`` (deduplicated, cached on disk like causal scores, cancellable with
+``engine.cancelled_when`` between batches) on the masked backend (``backends.masked``): batches bounded
+by ``batch_size`` rows or, with "auto", by a token budget, so memory is bounded by the batch and not by
+the sentence length; one length per batch, so nothing is padded; the vocabulary head only at the
+scored positions; the log-softmax in float32.
 
 Window: a sentence (with its prefix and special tokens) longer than ``mlm.max_length`` raises
 ``ValueError``; it is not truncated, because the PLL of a truncated sentence scores another text.
@@ -28,22 +29,23 @@ Example:
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
-import torch
 
 from . import engine, models, text
 from ._results import JSONResult, macro_ci, model_meta
-from .backends.base import raise_if_cancelled
-from .backends.transformers import MASKED_TOKEN_BUDGET, back_off, token_budget
+from .engine.cache import ScoreCache
 from .registry import Registry
 from .tasks.blimp import load_blimp
 
 Copies = list[tuple[tuple[int, ...], tuple[int, ...]]]
+#: What ``pll`` accepts as its model: a loaded ``MLM``, or what ``load_mlm`` loads (preset, folder, hub id, pair).
+MLMSource = models.MLM | str | os.PathLike | tuple[Any, Any]
 
 
 @dataclass(frozen=True)
@@ -101,8 +103,9 @@ class PLLResult(JSONResult):
             a tuple), ``logprob`` (float32 log-softmax, as float64) and ``rank`` (1 = top choice).
         words: one row per word: ``sentence_idx``, ``word_idx``, ``word``, ``n_subwords``,
             ``char_start``, ``char_end``, ``pll``.
-        stats: ``copies`` (masked copies run), ``batches``, ``max_rows`` and ``max_tokens`` (the
-            largest batch: rows, and rows x length), ``tokens_forwarded``.
+        stats: ``copies`` (the distinct masked copies scored, from the disk cache or a forward), and the
+            forwards this call ran (0 where the cache answered): ``batches``, ``max_rows`` and ``max_tokens``
+            (the largest batch: rows, and rows x length), ``tokens_forwarded``.
     """
 
     metric: str
@@ -201,98 +204,7 @@ def _copies(sent: _Sentence, metric: str) -> Copies:
     return METRICS[metric].copies(list(groups.values()))
 
 
-def _head(model: Any) -> torch.nn.Module | None:
-    """The MLM head that maps final hidden states to vocabulary logits, where the model has one."""
-    for name in ("cls", "lm_head", "predictions"):
-        mod = getattr(model, name, None)
-        if isinstance(mod, torch.nn.Module):
-            return mod
-    return None
-
-
-def _masked_logprobs(mlm: models.MLM, ids: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor,
-                     targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Log-prob and rank of ``targets`` at (rows, cols) of unpadded ``ids``; the head runs only there."""
-    head = _head(mlm.model)
-    if head is not None:
-        hidden = mlm.model.base_model(input_ids=ids)[0]
-        logits = head(hidden[rows, cols])
-    else:  # architectures whose head is not one module: full logits, then gather
-        logits = mlm.model(input_ids=ids).logits[rows, cols]
-    logp = torch.log_softmax(logits.float(), dim=-1)
-    lp = logp.gather(1, targets[:, None])[:, 0]
-    rank = (logp > lp[:, None]).sum(1, dtype=torch.int32) + 1
-    return lp, rank
-
-
-def _plan(lengths: list[int], rows: int | None, budget: int) -> list[list[int]]:
-    """Batches of indices into ``lengths`` (sorted longest first): one length per batch, so no padding."""
-    batches: list[list[int]] = []
-    start = 0
-    while start < len(lengths):
-        end = start
-        while end < len(lengths) and lengths[end] == lengths[start]:
-            end += 1
-        size = rows if rows is not None else max(1, budget // lengths[start])
-        batches += [list(range(i, min(i + size, end))) for i in range(start, end, size)]
-        start = end
-    return batches
-
-
-def _run_copies(mlm: models.MLM, sents: list[_Sentence], copies: list[tuple[int, tuple, tuple]],
-                rows: int | None, progress: bool) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
-    """Score every copy; returns per-scored-position log-probs and ranks (copy order) and stats."""
-    from tqdm.auto import tqdm
-
-    mlm.refresh_fingerprint()  # a result's meta names the weights it ran on, edited or not
-
-    order = sorted(range(len(copies)), key=lambda k: -len(sents[copies[k][0]].ids))
-    lengths = [len(sents[copies[k][0]].ids) for k in order]
-    starts = np.cumsum([0] + [len(c[2]) for c in copies])
-    logprob = np.zeros(starts[-1], dtype=np.float32)
-    rank = np.zeros(starts[-1], dtype=np.int64)
-    stats = {"copies": len(copies), "batches": 0, "max_rows": 0, "max_tokens": 0, "tokens_forwarded": 0}
-    budget = token_budget(MASKED_TOKEN_BUDGET, mlm.device, mlm.model.config)
-    bar = tqdm(total=len(copies), desc=f"PLL ({mlm.name})", unit="copy",
-               disable=not progress or len(copies) < 5000)
-    plan = _plan(lengths, rows, budget)  # indices into ``order``
-    step = 0
-    with torch.inference_mode():
-        while step < len(plan):
-            raise_if_cancelled()
-            batch = [order[j] for j in plan[step]]
-            ids = torch.tensor([sents[copies[k][0]].ids for k in batch], dtype=torch.long)
-            m_rows, m_cols, s_rows, s_cols, slots = [], [], [], [], []
-            for r, k in enumerate(batch):
-                sent_idx, masked, scored = copies[k]
-                m_rows += [r] * len(masked)
-                m_cols += masked
-                s_rows += [r] * len(scored)
-                s_cols += scored
-                slots += range(starts[k], starts[k] + len(scored))
-            targets = ids[s_rows, s_cols]
-            ids[m_rows, m_cols] = mlm.mask_id
-            try:
-                lp, rk = _masked_logprobs(mlm, ids.to(mlm.device), torch.tensor(s_rows, device=mlm.device),
-                                          torch.tensor(s_cols, device=mlm.device), targets.to(mlm.device))
-            except torch.OutOfMemoryError:
-                budget = back_off(budget, mlm.device, fixed=rows is not None or len(batch) == 1)
-                done = plan[step][0]
-                plan = plan[:step] + [[done + j for j in b] for b in _plan(lengths[done:], None, budget)]
-                continue
-            logprob[slots] = lp.cpu().numpy()
-            rank[slots] = rk.cpu().numpy()
-            stats["batches"] += 1
-            stats["max_rows"] = max(stats["max_rows"], len(batch))
-            stats["max_tokens"] = max(stats["max_tokens"], int(ids.numel()))
-            stats["tokens_forwarded"] += int(ids.numel())
-            step += 1
-            bar.update(len(batch))
-    bar.close()
-    return logprob, rank, stats
-
-
-def _as_mlm(mlm: Any) -> models.MLM:
+def _as_mlm(mlm: MLMSource) -> models.MLM:
     if isinstance(mlm, models.LM):
         raise TypeError("mlm: expected a masked LM (load_mlm), got a causal LM")
     try:
@@ -302,13 +214,14 @@ def _as_mlm(mlm: Any) -> models.MLM:
 
 
 def pll(
-    mlm: Any,
+    mlm: MLMSource,
     sentences: Sequence[str] | str,
     *,
     metric: str = "word_l2r",
     batch_size: int | str = "auto",
     prefix: Sequence[str] | str | None = None,
     progress: bool = True,
+    cache: bool | ScoreCache = True,
 ) -> PLLResult:
     """Pseudo-log-likelihood of each sentence under a masked LM, subword by subword.
 
@@ -320,6 +233,8 @@ def pll(
         prefix: conditional scoring: a prefix per sentence (or one for all) joined to it by a
             space; the prefix is visible context and is never masked or scored.
         progress: show a ``tqdm.auto`` bar for long runs.
+        cache: use the on-disk cache (True), a given ``ScoreCache``, or none (False), as in
+            ``engine.logprobs``: a masked copy scored before under the same weights is not run again.
 
     Returns:
         A ``PLLResult`` (``.table`` per sentence, ``.tokens`` per subword, ``.words`` per word).
@@ -330,7 +245,7 @@ def pll(
         (2, True)
     """
     return pll_metrics(mlm, sentences, [metric], batch_size=batch_size, prefix=prefix,
-                       progress=progress)[_check_metric(metric)]
+                       progress=progress, cache=cache)[_check_metric(metric)]
 
 
 def _check_metrics(metrics: Any) -> tuple[str, ...]:
@@ -347,13 +262,14 @@ def _check_metrics(metrics: Any) -> tuple[str, ...]:
 
 
 def pll_metrics(
-    mlm: Any,
+    mlm: MLMSource,
     sentences: Sequence[str] | str,
     metrics: Sequence[str] | str = METRICS,
     *,
     batch_size: int | str = "auto",
     prefix: Sequence[str] | str | None = None,
     progress: bool = True,
+    cache: bool | ScoreCache = True,
 ) -> dict[str, PLLResult]:
     """``pll`` under several metrics at once: a masked copy shared by metrics runs once.
 
@@ -362,14 +278,14 @@ def pll_metrics(
     scoring them one by one. The numbers are those of ``pll`` for each metric.
 
     Args:
-        mlm, sentences, batch_size, prefix, progress: as in ``pll``.
+        mlm, sentences, batch_size, prefix, progress, cache: as in ``pll``.
         metrics: metric names (default all three).
 
     Returns:
         One ``PLLResult`` per metric, by name; their ``stats`` are those of the shared run.
     """
     metrics = _check_metrics(metrics)
-    rows = engine.check_batch_size(batch_size)
+    engine.check_batch_size(batch_size)  # a bad batch_size fails before a model loads
     sents, prefixes = _check_sentences(sentences, prefix)
     mlm = _as_mlm(mlm)
     unique: dict[tuple[str, str], int] = {}
@@ -386,7 +302,14 @@ def pll_metrics(
         for u, masked, scored in copies:
             shared.setdefault((u, masked), set()).update(scored)
     runs = [(u, masked, tuple(sorted(scored))) for (u, masked), scored in shared.items()]
-    logprob, rank, stats = _run_copies(mlm, encoded, runs, rows, progress)
+    ids = [tuple(e.ids) for e in encoded]
+    scores = engine.masked_logprobs(mlm, [engine.MaskedCopy(ids[u], masked, scored) for u, masked, scored in runs],
+                                    batch_size=batch_size, progress=progress, cache=cache)
+    logprob = np.concatenate([s.logprob for s in scores])
+    rank = np.concatenate([s.rank for s in scores])
+    st = scores.stats
+    stats = {"copies": st.requests, "batches": st.batches, "max_rows": st.max_rows, "max_tokens": st.max_tokens,
+             "tokens_forwarded": st.tokens_forwarded}
     slot: dict[tuple[int, tuple, int], int] = {}
     k = 0
     for u, masked, scored in runs:
@@ -532,7 +455,7 @@ class BlimpResult(JSONResult):
 
 
 def pll_blimp(
-    mlm: Any,
+    mlm: MLMSource,
     data_dir: str | Path | None = None,
     *,
     paradigms: Sequence[str] | None = None,
@@ -540,6 +463,7 @@ def pll_blimp(
     limit: int | None = None,
     batch_size: int | str = "auto",
     progress: bool = True,
+    cache: bool | ScoreCache = True,
 ) -> BlimpResult:
     """BLiMP accuracy of a masked LM: the good sentence must get the higher PLL.
 
@@ -547,7 +471,7 @@ def pll_blimp(
         mlm: a loaded ``MLM`` or anything ``load_mlm`` accepts.
         data_dir, paradigms, limit: which pairs (see ``load_blimp``).
         metrics: PLL metrics to evaluate (each scores every sentence once).
-        batch_size, progress: as in ``pll``.
+        batch_size, progress, cache: as in ``pll``.
 
     Example:
         >>> pll_blimp("splade-tiny", limit=100).summary()  # doctest: +SKIP
@@ -558,7 +482,8 @@ def pll_blimp(
     sentences = list(data["sentence_good"]) + list(data["sentence_bad"])
     n = len(data)
     per_metric = []
-    for metric, res in pll_metrics(mlm, sentences, metrics, batch_size=batch_size, progress=progress).items():
+    for metric, res in pll_metrics(mlm, sentences, metrics, batch_size=batch_size, progress=progress,
+                                   cache=cache).items():
         scores = res.scores
         per_metric.append(data.assign(metric=metric, pll_good=scores[:n], pll_bad=scores[n:],
                                       correct=scores[:n] > scores[n:]))

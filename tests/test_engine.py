@@ -419,6 +419,43 @@ def test_a_cancelled_forward_stops_between_layers_and_leaves_the_backend_sound(t
         assert abs(s.total - reference_sum(tiny_lm, *s.request)[0]) <= 1e-4
 
 
+# ------------------------------------------------------------------ masked copies (PLL's forwards)
+
+def test_masked_copies_run_once_match_a_plain_forward_and_are_cached_by_their_positions(tiny_mlm, tmp_path):
+    store = ScoreCache(tmp_path / "scores.sqlite")
+    ids = tuple(tiny_mlm.tokenizer("the cat sat on the mat")["input_ids"])
+    one, two = engine.MaskedCopy(ids, (2,), (2,)), engine.MaskedCopy(ids, (2, 3), (2, 3))
+    first = engine.masked_logprobs(tiny_mlm, [one, two, one], cache=store, progress=False)
+    assert (first.stats.requests, first.stats.unique, first.stats.cached) == (3, 2, 0)
+    assert first.stats.tokens_forwarded == 2 * len(ids)  # the duplicate ran once
+    masked_ids = torch.tensor([ids])
+    masked_ids[0, [2, 3]] = tiny_mlm.mask_id
+    with torch.no_grad():  # the model's own forward: full logits at every position
+        logp = torch.log_softmax(tiny_mlm.model(input_ids=masked_ids).logits.float(), -1)[0]
+    want = logp[[2, 3], [ids[2], ids[3]]]
+    np.testing.assert_allclose(first[1].logprob, want.numpy(), atol=1e-5)
+    assert first[1].rank.tolist() == ((logp[[2, 3]] > want[:, None]).sum(1) + 1).tolist()
+    again = engine.masked_logprobs(tiny_mlm, [two, one], cache=store, progress=False)
+    assert again.stats.cached == again.stats.unique == 2 and again.stats.batches == 0
+    for got, was in zip(again, [first[1], first[0]]):
+        assert got.logprob.dtype == np.float32 and got.rank.dtype == np.int64
+        assert np.array_equal(got.logprob, was.logprob) and np.array_equal(got.rank, was.rank)
+    other = engine.masked_logprobs(tiny_mlm, [engine.MaskedCopy(ids, (2,), (3,))], cache=store, progress=False)
+    assert other.stats.cached == 0  # other scored positions: another key
+
+
+@pytest.mark.parametrize("copies, err, match", [
+    ("abc", TypeError, "copies"),
+    ([((1, 2, 3), (1,), (1,))], TypeError, r"copies\[0\]"),
+    ([engine.MaskedCopy((1, 2, 3), (1,), ())], ValueError, r"copies\[0\]"),
+    ([engine.MaskedCopy((1, 2, 3), (1,), (1,)), engine.MaskedCopy((1, 2, 3), (3,), (1,))], ValueError,
+     r"copies\[1\]"),
+])
+def test_masked_copies_bad_input(tiny_mlm, copies, err, match):
+    with pytest.raises(err, match=match):
+        engine.masked_logprobs(tiny_mlm, copies, cache=False)
+
+
 # ------------------------------------------------------------------ edited models and forward hooks
 
 REQS = [("the dog sat in the", " mat"), ("the dog sat in the", " sun")]

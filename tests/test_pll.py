@@ -1,4 +1,5 @@
-"""Tests of surfacelab.pll: masked copies, the three metrics, bounded batches, parity with minicons, BLiMP."""
+"""Tests of surfacelab.pll: masked copies, the three metrics, bounded batches, the disk cache, cancellation,
+parity with minicons, BLiMP."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import pandas as pd
 import pytest
 import torch
 
-from surfacelab import models
-from surfacelab.backends.transformers import MASKED_TOKEN_BUDGET as TOKEN_BUDGET
+from surfacelab import engine, models
+from surfacelab.backends import masked as masked_backend
+from surfacelab.engine.cache import ScoreCache
 from surfacelab.pll import METRICS, pll, pll_blimp, pll_metrics
 from surfacelab.tasks import load_blimp
 
@@ -138,9 +140,9 @@ def test_masks_follow_the_definitions(toy):
 
 
 def test_metrics_together_equal_metrics_alone_with_fewer_copies(toy):
-    together = pll_metrics(toy, SENTENCES, METRICS)
+    together = pll_metrics(toy, SENTENCES, METRICS, cache=False)  # both computed here, not read from the cache
     assert list(together) == list(METRICS)
-    alone = {m: pll(toy, SENTENCES, metric=m) for m in METRICS}
+    alone = {m: pll(toy, SENTENCES, metric=m, cache=False) for m in METRICS}
     for m in METRICS:
         a, t = alone[m].tokens, together[m].tokens
         assert t.drop(columns=["logprob", "rank"]).equals(a.drop(columns=["logprob", "rank"]))  # same masks, order
@@ -189,9 +191,9 @@ def test_head_only_at_masked_positions_equals_full_logits(toy, real_mlm):
 
 
 def test_batch_size_invariance(toy):
-    ref = pll(toy, SENTENCES, metric="word_l2r").tokens.logprob.to_numpy()
+    ref = pll(toy, SENTENCES, metric="word_l2r", cache=False).tokens.logprob.to_numpy()
     for bs in (1, 3, 64):
-        got = pll(toy, SENTENCES, metric="word_l2r", batch_size=bs)
+        got = pll(toy, SENTENCES, metric="word_l2r", batch_size=bs, cache=False)
         np.testing.assert_allclose(got.tokens.logprob.to_numpy(), ref, atol=1e-5)
         assert got.stats["max_rows"] <= bs
 
@@ -202,13 +204,13 @@ def test_long_input_runs_in_bounded_batches(toy):
     hook = toy.model.base_model.register_forward_pre_hook(lambda _, args, kwargs: shapes.append(
         tuple(kwargs["input_ids"].shape)), with_kwargs=True)
     try:
-        res = pll(toy, [sentence], metric="original", progress=False)
+        res = pll(toy, [sentence], metric="original", progress=False, cache=False)
     finally:
         hook.remove()
     n = len(toy.tokenizer(sentence)["input_ids"])
     assert res.table.n_tokens.item() == n - 2 == 401
     assert len(shapes) > 1
-    assert max(r * w for r, w in shapes) <= TOKEN_BUDGET["cpu"] < (n - 2) * n  # never all copies at once
+    assert max(r * w for r, w in shapes) <= masked_backend.MASKED_TOKEN_BUDGET["cpu"] < (n - 2) * n  # never all at once
     assert sum(r for r, _ in shapes) == n - 2
 
 
@@ -221,6 +223,39 @@ def test_conditional_masks_only_the_continuation(toy):
     np.testing.assert_allclose(cond.tokens.logprob, tail.logprob, atol=1e-6)  # same input, same masks
     assert cond.table.prefix.item() == "I bought"
     assert all(min(m) >= 3 for m in pll(toy, ["a souvenir."], prefix=["I bought"]).tokens.masked)
+
+
+# --- the disk cache and cancellation ------------------------------------------------------------------
+
+def test_a_second_identical_call_forwards_nothing(toy, tmp_path):
+    store = ScoreCache(tmp_path / "scores.sqlite")
+    first = pll_metrics(toy, SENTENCES, METRICS, cache=store)
+    again = pll_metrics(toy, SENTENCES, METRICS, cache=store)
+    assert first["original"].stats["batches"] > 0
+    assert again["original"].stats == {**first["original"].stats, "batches": 0, "max_rows": 0, "max_tokens": 0,
+                                       "tokens_forwarded": 0}
+    for m in METRICS:  # the same numbers, dtypes included
+        assert again[m].tokens.equals(first[m].tokens) and again[m].table.equals(first[m].table)
+    copies = [masked_backend.MaskedCopy(tuple(toy.tokenizer(s)["input_ids"]), (1,), (1,)) for s in SENTENCES]
+    counted = engine.masked_logprobs(toy, copies, cache=store).stats  # the engine's counters say the same
+    assert counted.cached == counted.unique == len(SENTENCES) and counted.batches == 0
+    # the default cache (``cache=True``) answers a repeated call too
+    assert pll(toy, ["they sold a kimono ."]).stats["batches"] == 1
+    assert pll(toy, ["they sold a kimono ."]).stats["batches"] == 0
+
+
+def test_cancelled_between_batches_keeps_only_the_finished_ones(toy, tmp_path):
+    store = ScoreCache(tmp_path / "scores.sqlite")
+    full = pll(toy, SENTENCES, metric="original", batch_size=2, cache=False)
+    checks = []
+    with pytest.raises(engine.Cancelled), engine.cancelled_when(lambda: checks.append(1) or len(checks) > 2):
+        pll(toy, SENTENCES, metric="original", batch_size=2, cache=store)
+    assert len(checks) == 3  # checked before each batch: two ran, the third was stopped
+    rerun = pll(toy, SENTENCES, metric="original", batch_size=2, cache=store)
+    # the two finished batches (two copies of the longest sentence each) came from the cache, nothing else did
+    assert rerun.stats["tokens_forwarded"] == full.stats["tokens_forwarded"] - 2 * full.stats["max_tokens"]
+    np.testing.assert_allclose(rerun.tokens.logprob, full.tokens.logprob, atol=1e-6)
+    assert (rerun.tokens["rank"] == full.tokens["rank"]).all()
 
 
 # --- bad input ---------------------------------------------------------------------------------------
@@ -353,28 +388,25 @@ def test_blimp_real_data_fields(real_mlm):
 
 
 def test_out_of_memory_halves_the_budget_and_gives_the_same_scores(tiny_mlm, monkeypatch):
-    import importlib
-
-    pll_module = importlib.import_module("surfacelab.pll")  # surfacelab.pll is also the function
     sents = ["The souvenir was cheap.", "A cat sat on the mat; the dog barked."]
-    want = pll(tiny_mlm, sents, metric="original").tokens
-    real, calls, fail = pll_module._masked_logprobs, [], [True]
+    want = pll(tiny_mlm, sents, metric="original", cache=False).tokens
+    real, calls, fail = masked_backend.MaskedBackend.forward, [], [True]
 
-    def flaky(mlm, ids, *a, **k):
+    def flaky(self, ids, *a, **k):
         calls.append(ids.shape[0])
         if fail[0]:
             fail[0] = False
             raise torch.OutOfMemoryError("simulated")
-        return real(mlm, ids, *a, **k)
+        return real(self, ids, *a, **k)
 
-    monkeypatch.setattr(pll_module, "_masked_logprobs", flaky)
-    monkeypatch.setattr(pll_module, "MASKED_TOKEN_BUDGET", {"cpu": 120})  # batches of a few copies
-    got = pll(tiny_mlm, sents, metric="original").tokens
+    monkeypatch.setattr(masked_backend.MaskedBackend, "forward", flaky)
+    monkeypatch.setattr(masked_backend, "MASKED_TOKEN_BUDGET", {"cpu": 120})  # batches of a few copies
+    got = pll(tiny_mlm, sents, metric="original", cache=False).tokens
     assert calls[1] < calls[0]  # the failed batch was planned again, smaller
     np.testing.assert_allclose(got.logprob, want.logprob, atol=1e-6)
     fail[0] = True
     with pytest.raises(torch.OutOfMemoryError):  # fixed rows: nothing to shrink
-        pll(tiny_mlm, sents, metric="original", batch_size=4)
+        pll(tiny_mlm, sents, metric="original", batch_size=4, cache=False)
 
 
 def test_a_pll_run_fingerprints_the_weights_as_they_are_then():

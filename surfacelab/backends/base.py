@@ -3,6 +3,7 @@
 The engine (``surfacelab.engine``) owns everything that must be identical whatever runs the model:
 ``text.encode`` (joint encoding, the whitespace rule, BOS policy, truncation), deduplication, the
 disk cache and its keys, the in-memory top-k cache and the result objects. A backend only computes.
+(A masked LM's copies, PLL's forward passes, run under their own contract: ``masked``.)
 
 * ``score(encodings, top_k=k, ...)``: for each ``text.Encoding``, one ``TokenScores`` with one row
   per scored token (``encoding.scored_ids``, the tokens from ``encoding.start`` on): the target's

@@ -43,10 +43,9 @@ from .base import (RANK_TOL, EngineStats, NextTokenScores, OnDone, TokenScores, 
 #: scored position to its row of ``features``, ``targets`` are the scored token ids (if any).
 Head = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
-#: Token budget of one automatic batch, by device type (rows x padded length): causal forwards, and the masked
-#: copies of PLL (``pll.py``; on CPU half as many, its copies all being as long as their sentence).
+#: Token budget of one automatic batch of causal forwards, by device type (rows x padded length); the masked
+#: copies of PLL have their own (``masked.MASKED_TOKEN_BUDGET``).
 TOKEN_BUDGET = {"cpu": 4096, "mps": 16384, "cuda": 65536}
-MASKED_TOKEN_BUDGET = {"cpu": 2048, "mps": 16384, "cuda": 65536}
 
 
 #: On CUDA the budget follows the free device memory: this share of it, at ``token_bytes`` per token,

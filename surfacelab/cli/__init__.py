@@ -37,9 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _interrupted(command: str) -> str:
+def _interrupted() -> str:
     """What a Ctrl-C leaves behind, in one line."""
-    if command == "pll" or os.environ.get("SURFACELAB_NO_CACHE"):
+    if os.environ.get("SURFACELAB_NO_CACHE"):
         return "interrupted; nothing was written and nothing is cached, so a rerun starts over"
     from ..paths import cache_dir
 
@@ -83,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"surfacelab {args.command}: error: {message}", file=sys.stderr)
         return 2
     gc.collect()  # the stopped loop's progress bar closes now (its frames are gone), not after the line below
-    print(f"\nsurfacelab {args.command}: {_interrupted(args.command)}", file=sys.stderr)
+    print(f"\nsurfacelab {args.command}: {_interrupted()}", file=sys.stderr)
     return INTERRUPTED
 
 

@@ -5,7 +5,8 @@ deduplicates identical encodings, looks them up in the on-disk cache and hands t
 model's backend (``lm.backend``, see ``surfacelab.backends``): the in-process transformers backend
 plans shared-prefix rows and batches by token count; a server backend sends token-id prompts.
 Finished batches are committed to the cache as they come back, so an interrupted call resumes
-where it stopped. ``next_token_logprobs`` does the same for next-token distributions after prompts.
+where it stopped. ``next_token_logprobs`` does the same for next-token distributions after prompts, and
+``masked_logprobs`` for the masked copies of a masked LM's inputs (PLL; ``backends.masked``).
 
 Before every call the model's fingerprint is brought up to date (``LM.refresh_fingerprint``: the weights are
 hashed again only if one was edited in place or replaced), so an edited model never gets its old numbers; a
@@ -21,7 +22,7 @@ import threading
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -30,11 +31,16 @@ from .._checks import is_int
 from .. import text
 from ..backends.base import (RANK_TOL, Cancelled, EngineStats, NextTokenScores, TokenScores, cancelled_when,
                             foreign_hooks)
+from ..backends.masked import MaskedBackend, MaskedCopy, MaskedScores, MaskedStats
 from ..backends.packing import unique_prefix_tokens
-from .cache import ScoreCache, default_cache, request_key
+from .cache import ScoreCache, default_cache, masked_key, request_key
 
-__all__ = ["Cancelled", "EngineStats", "NextToken", "RANK_TOL", "Results", "Scored", "cancelled_when",
-           "check_batch_size", "check_requests", "clear_top_cache", "logprobs", "next_token_logprobs"]
+if TYPE_CHECKING:
+    from ..models import LM, MLM
+
+__all__ = ["Cancelled", "EngineStats", "MaskedCopy", "MaskedScores", "MaskedStats", "NextToken", "RANK_TOL",
+           "Results", "Scored", "cancelled_when", "check_batch_size", "check_requests", "clear_top_cache",
+           "logprobs", "masked_logprobs", "next_token_logprobs"]
 
 Request = tuple[str, str]
 #: Requests whose top-k alternatives are kept in memory (``logprobs(..., top_k=k)``).
@@ -102,9 +108,10 @@ class Scored:
 
 
 class Results(list):
-    """The per-request results of one engine call (a plain list) with that call's ``stats``."""
+    """The per-request results of one engine call (a plain list) with that call's ``stats`` (a ``MaskedStats`` for
+    ``masked_logprobs``)."""
 
-    def __init__(self, items: Iterable[Any] = (), stats: EngineStats | None = None) -> None:
+    def __init__(self, items: Iterable[Any] = (), stats: EngineStats | MaskedStats | None = None) -> None:
         super().__init__(items)
         self.stats = stats if stats is not None else EngineStats()
 
@@ -184,7 +191,7 @@ def _store(cache: bool | ScoreCache) -> ScoreCache | None:
     return cache if isinstance(cache, ScoreCache) else None
 
 
-def _cache_for(lm: Any, cache: bool | ScoreCache) -> bool | ScoreCache:
+def _cache_for(lm: LM | MLM, cache: bool | ScoreCache) -> bool | ScoreCache:
     """The ``cache`` argument a call may use: False where a forward hook on the model may change its outputs
     (said with a warning), the one given otherwise. First brings ``lm.fingerprint`` up to date."""
     lm.refresh_fingerprint()
@@ -209,7 +216,7 @@ def _score_entry(s: TokenScores) -> dict[str, np.ndarray]:
 
 
 def logprobs(
-    lm: Any,
+    lm: LM,
     requests: Sequence[Request],
     *,
     batch_size: int | str = "auto",
@@ -295,7 +302,7 @@ def logprobs(
 SAME_CHARACTER = "…"
 
 
-def _token_strings(lm: Any, enc: text.Encoding) -> list[str]:
+def _token_strings(lm: LM, enc: text.Encoding) -> list[str]:
     """Readable token strings: the continuation text each token covers (``SAME_CHARACTER`` for a byte piece of a
     character an earlier token shows), or its decoded form."""
     out = []
@@ -321,7 +328,7 @@ class NextToken:
 
 
 def next_token_logprobs(
-    lm: Any,
+    lm: LM,
     contexts: Sequence[str],
     *,
     token_ids: Sequence[int] = (),
@@ -408,3 +415,68 @@ def next_token_logprobs(
         out.append(NextToken(c, p, selected.astype(np.float32), tids, tlp.astype(np.float32),
                              [lm.tokenizer.decode([int(t)]) for t in tids], ent))
     return out
+
+
+def _check_copies(copies: Any) -> list[MaskedCopy]:
+    """Validate masked copies; errors name the offending copy."""
+    if not isinstance(copies, Sequence):
+        raise TypeError(f"copies: expected a list of MaskedCopy, got {type(copies).__name__}")
+    for i, c in enumerate(copies):
+        if not isinstance(c, MaskedCopy):
+            raise TypeError(f"copies[{i}]: expected a MaskedCopy, got {type(c).__name__}")
+        if not c.scored or not all(0 <= p < len(c.input_ids) for p in c.masked + c.scored):
+            raise ValueError(f"copies[{i}]: scored positions (at least one) and masked positions must lie in its "
+                             f"{len(c.input_ids)} input ids")
+    return list(copies)
+
+
+def masked_logprobs(
+    mlm: MLM,
+    copies: Sequence[MaskedCopy],
+    *,
+    batch_size: int | str = "auto",
+    progress: bool = True,
+    cache: bool | ScoreCache = True,
+) -> Results:
+    """Log-prob and rank of the scored tokens of masked copies of a masked LM's inputs (PLL's forward passes).
+
+    Args:
+        mlm: a loaded ``MLM``.
+        copies: ``MaskedCopy`` objects (input ids, masked positions, scored positions); duplicates run once.
+        batch_size: copies per batch, or "auto" (a token budget per batch; halves on OOM).
+        progress: show a ``tqdm.auto`` bar for long runs.
+        cache: use the on-disk cache (True), a given ``ScoreCache``, or none (False), as in ``logprobs``; a copy
+            is keyed by the model's fingerprint, its token ids and its masked and scored positions. Finished
+            batches are committed as they come back, so a cancelled or interrupted call keeps them.
+
+    Returns:
+        One ``MaskedScores`` per copy, in the order given, as a ``Results`` list whose ``.stats`` are this call's
+        ``MaskedStats``.
+
+    Example:
+        >>> ids = tuple(mlm.tokenizer("the cat sat")["input_ids"])
+        >>> res = masked_logprobs(mlm, [MaskedCopy(ids, (2,), (2,)), MaskedCopy(ids, (1, 2), (1, 2))])
+        >>> [len(s.logprob) for s in res], res.stats.unique
+        ([1, 2], 2)
+    """
+    rows = check_batch_size(batch_size)
+    copies = _check_copies(copies)
+    cache = _cache_for(mlm, cache)
+    backend = MaskedBackend(mlm.model, mlm.device, mask_id=mlm.mask_id, name=mlm.name)
+    unique = list(dict.fromkeys(copies))
+    keys = [masked_key(mlm.fingerprint, c.input_ids, c.masked, c.scored) for c in unique]
+    store = _store(cache)
+    found = {k: MaskedScores(e["logprob"], e["rank"].astype(np.int64))
+             for k, e in (store.get_many(keys) if store is not None else {}).items()}
+    todo = [i for i, k in enumerate(keys) if k not in found]
+    stats = MaskedStats(requests=len(copies), unique=len(unique), cached=len(found), backend=backend.kind)
+
+    def commit(done: list[int], scores: list[MaskedScores]) -> None:
+        if store is not None:
+            store.put_many({keys[todo[d]]: {"logprob": s.logprob, "rank": s.rank} for d, s in zip(done, scores)})
+
+    computed = backend.score([unique[i] for i in todo], batch_size=rows, progress=progress, stats=stats,
+                             on_done=commit) if todo else []
+    found.update((keys[i], s) for i, s in zip(todo, computed))
+    by_copy = {c: found[k] for c, k in zip(unique, keys)}
+    return Results([by_copy[c] for c in copies], stats=stats)

@@ -1,4 +1,5 @@
-"""On-disk result cache: sqlite, keyed by the model fingerprint and the exact token ids.
+"""On-disk result cache: sqlite, keyed by the model fingerprint and the exact token ids (and, for a masked LM's
+copy, its masked and scored positions).
 
 Every stored blob carries a checksum over its key and bytes; a blob that fails it (a tampered or
 torn write) is treated as missing and recomputed. Nothing here ever fails a run, and nothing here ever
@@ -35,6 +36,13 @@ def request_key(fingerprint: str, input_ids: tuple[int, ...], start: int) -> str
     h.update(np.asarray(input_ids, dtype=np.int64).tobytes())
     h.update(str(start).encode())
     return h.hexdigest()
+
+
+def masked_key(fingerprint: str, input_ids: tuple[int, ...], masked: tuple[int, ...], scored: tuple[int, ...]) -> str:
+    """The cache key of one masked copy (a masked LM's input, its masked and its scored positions): a
+    ``request_key`` under a tag that no causal key has (theirs is the bare fingerprint)."""
+    return request_key(f"{fingerprint}|masked|{','.join(map(str, masked))}|{','.join(map(str, scored))}",
+                       input_ids, 0)
 
 
 def _storable(a: np.ndarray) -> np.ndarray:
