@@ -89,7 +89,7 @@ def back_off(budget: int, device: torch.device, *, fixed: bool, floor: int = 0) 
     """Called while handling an out-of-memory error: the halved automatic token budget (CUDA's cache emptied),
     or the error re-raised when nothing can shrink (``fixed``: rows given or a one-row batch; budget < ``floor``)."""
     if fixed or budget < floor:
-        raise  # noqa: PLE0704 - re-raises the out-of-memory error being handled
+        raise  # the out-of-memory error being handled (back_off is called inside its except block)
     if device.type == "cuda":
         torch.cuda.empty_cache()
     return budget // 2
@@ -520,7 +520,7 @@ class TransformersBackend:
             else:
                 keep(batch.members, *self._rows(jobs, batch))
             mine = torch.cat([got[m] for m in sorted(got)])
-        except Exception as err:  # noqa: BLE001 - any failure of a shortcut means: do not use it
+        except Exception as err:  # any failure of a shortcut means: do not use it
             self._failed = f"failed on a probe ({type(err).__name__}: {str(err)[:120]})"
             return float("inf")
         diff = float((mine - ref.to(mine.device)).abs().max())
