@@ -100,7 +100,9 @@ class EvalResult:
             ``only_a`` out of ``only_a + only_b`` at 1/2; 1.0 when there are no discordant items).
         meta: source file, variant, n_shot, n_boot, seed, whether the task is flipped,
             ``skipped_too_long`` (ids of the items left out with ``too_long="skip"``), ``why_cost``
-            (the extra next-token call of the labels: prompts, tokens forwarded, seconds) and, for an
+            (the extra next-token call of the labels: prompts, tokens forwarded, seconds), ``engine`` (the
+            scoring call's ``requests``, how many were ``cached`` and ``tokens_forwarded``; one call serves every
+            task of an ``ablate`` grid) and, for an
             lm-eval template, the harness's task name and YAML (``lm_eval_task``, ``lm_eval_yaml``).
         labels: one row per ``why`` label: ``why``, ``n``, ``share`` and ``rescued_<scorer>`` (items of
             that label the scorer gets right), see ``label_counts``.
@@ -387,6 +389,12 @@ def _warn_truncation(results: list[EvalResult], window: int) -> None:
                   f".scores, 'truncated' and 'truncation_differs' of .items).", stacklevel=4)
 
 
+def _counters(stats: Any) -> dict[str, int]:
+    """What a run's line reports of its engine call (shared by every task of one call): requests, how many came
+    from the cache, tokens forwarded."""
+    return {"requests": stats.requests, "cached": stats.cached, "tokens_forwarded": stats.tokens_forwarded}
+
+
 def _evaluate_many(lm: LM, task_list: list[Task], scorers: list[str], *, batch_size: int | str, progress: bool,
                    n_boot: int, seed: int, too_long: str, labels: bool = False) -> list[EvalResult]:
     """Evaluate several tasks with ONE engine call (and, with ``labels``, one next-token call for split mass)."""
@@ -399,6 +407,7 @@ def _evaluate_many(lm: LM, task_list: list[Task], scorers: list[str], *, batch_s
     task_list = [t for t, _ in fitted]
     plan = Plan([[Entry.of(it) for it in t.items] for t in task_list], conditions)
     scores = plan.run(lm, batch_size=batch_size, progress=progress)
+    counters = _counters(scores.stats)
     frames = [_scores_frame(task, plan, scores, j, scorers) for j, task in enumerate(task_list)]
     mass, cost = split_mass(lm, list(zip(range(len(task_list)), task_list, frames)), batch_size) if labels else ({}, {})
     out = []
@@ -411,7 +420,7 @@ def _evaluate_many(lm: LM, task_list: list[Task], scorers: list[str], *, batch_s
         accuracy["lm_eval_metric"], accuracy["lm_eval_reports"] = _harness_names(scorers, task.template)
         meta = {"source": task.source, "variant": task.variant, "n_shot": task.n_shot, "n_boot": n_boot,
                 "seed": seed, "flipped": task.template.per_option_premise is not None, "skipped_too_long": skipped,
-                "why_cost": cost, **result_meta(lm, scorers=scorers)}
+                "why_cost": cost, "engine": counters, **result_meta(lm, scorers=scorers)}
         if isinstance(task.template, LMEvalTemplate):
             meta.update(lm_eval_task=task.template.lm_eval_task, lm_eval_yaml=task.template.yaml)
         out.append(EvalResult(

@@ -1,0 +1,348 @@
+"""From a whole dataset to the item worth opening: runs in chunks, the item table, filters, who rescues whom,
+template edits and the comparison of a run with its baseline. No widgets here (``widgets.explorer`` shows these).
+
+A *run* is an :class:`~surfacelab.evaluate.EvalResult` (of ``evaluate``, of ``evaluate_in_chunks`` or of
+``from_lm_eval``); several runs on the same items sit side by side under names ("code", "edited", "lm-eval").
+Columns of the item table are named ``<run>:<scorer>``; a filter names them the same way.
+
+>>> task = sl.tasks.load("copa", "val", limit=6)                                      # doctest: +SKIP
+>>> base = evaluate_in_chunks(lm, task, ["lm", "dcpmi"], chunk=3)                    # doctest: +SKIP
+>>> other = evaluate_in_chunks(lm, retemplate(task, domain_premise=" then"), ["lm", "dcpmi"])  # doctest: +SKIP
+>>> compare(base, other)                       # accuracy, McNemar p and flips per scorer   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from .engine import Cancelled
+from .evaluate import EvalResult, accuracy_table, evaluate, mcnemar, paired_table
+from .tasks import Task, Template
+from .tasks.core import resolve_template
+from .why.verdicts import label_counts
+
+if TYPE_CHECKING:
+    from .models import LM
+
+#: Items per chunk of a run: rows appear after each chunk, and a cancel keeps the chunks already done.
+CHUNK = 25
+#: Characters of the premise the item table shows.
+PREMISE_CHARS = 80
+
+
+@dataclasses.dataclass(frozen=True)
+class Progress:
+    """Where a run stands: ``done`` of ``total`` items after ``seconds``."""
+
+    done: int
+    total: int
+    seconds: float
+
+    @property
+    def per_second(self) -> float:
+        return self.done / self.seconds if self.seconds > 0 else float("nan")
+
+    @property
+    def left_seconds(self) -> float:
+        """Time left at the rate so far (NaN before the first chunk)."""
+        return (self.total - self.done) / self.per_second if self.done else float("nan")
+
+    def line(self) -> str:
+        """ "120 / 200 items · 14.2 items/s · 6 s left" """
+        rate = f" · {self.per_second:.1f} items/s" if self.done else ""
+        left = f" · {self.left_seconds:.0f} s left" if self.done and self.done < self.total else ""
+        return f"{self.done} / {self.total} items{rate}{left}"
+
+
+def evaluate_in_chunks(lm: LM, task: Task, scorers: str | Sequence[str] | None = None, *, chunk: int = CHUNK,
+                       on_chunk: Callable[[EvalResult, Progress], None] | None = None, batch_size: int | str = "auto",
+                       n_boot: int = 1000, seed: int = 0, too_long: str = "skip") -> EvalResult:
+    """``evaluate`` chunk by chunk, so that rows can be shown as they are scored and a cancel keeps what is done.
+
+    Args:
+        lm, task, scorers, batch_size, n_boot, seed, too_long: as in :func:`surfacelab.evaluate` (an item whose
+            option cannot fit the window is skipped by default: one long item does not end a dataset run).
+        chunk: items per ``evaluate`` call.
+        on_chunk: called after every chunk with the run so far (all finished chunks combined) and the progress.
+
+    Returns:
+        The combined run. A ``Cancelled`` raised by the engine (``engine.cancelled_when``) ends the run early: the
+        finished chunks are returned with ``meta["stopped_at"]`` = items done (absent when the run finished).
+    """
+    if not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1:
+        raise ValueError(f"chunk: expected a positive int, got {chunk!r}")
+    parts: list[EvalResult] = []
+    t0 = time.perf_counter()
+    total = len(task.items)
+    for start in range(0, total, chunk):
+        sub = dataclasses.replace(task, items=task.items[start:start + chunk])
+        try:
+            parts.append(evaluate(lm, sub, scorers, batch_size=batch_size, progress=False, n_boot=0, seed=seed,
+                                  too_long=too_long))
+        except Cancelled:
+            if not parts:
+                raise
+            run = combine(parts, n_boot=n_boot, seed=seed)
+            run.meta["stopped_at"] = len(run.items)
+            return run
+        if on_chunk is not None:
+            on_chunk(combine(parts, n_boot=0, seed=seed), Progress(start + len(sub.items), total,
+                                                                  time.perf_counter() - t0))
+    return combine(parts, n_boot=n_boot, seed=seed)
+
+
+def combine(parts: Sequence[EvalResult], *, n_boot: int = 1000, seed: int = 0) -> EvalResult:
+    """Runs of consecutive chunks of one task as one run: rows renumbered, accuracy with CIs, paired tests and
+    label counts over all of them, engine counters summed."""
+    if not parts:
+        raise ValueError("parts: no runs to combine")
+    first = parts[0]
+    scores, items, offset = [], [], 0
+    for p in parts:
+        scores.append(p.scores.assign(item=p.scores["item"] + offset))
+        items.append(p.items.assign(item=p.items["item"] + offset))
+        offset += len(p.items)
+    items_all = pd.concat(items, ignore_index=True)
+    accuracy = accuracy_table(items_all, first.scorers, n_boot, seed)
+    for col in ("lm_eval_metric", "lm_eval_reports"):
+        if col in first.accuracy:
+            accuracy[col] = first.accuracy[col].to_numpy()
+    meta = dict(first.meta, n_boot=n_boot, seed=seed)
+    meta["skipped_too_long"] = [i for p in parts for i in p.meta.get("skipped_too_long", [])]
+    counters = [p.meta["engine"] for p in parts if "engine" in p.meta]
+    if counters:
+        meta["engine"] = {k: sum(c[k] for c in counters) for k in counters[0]}
+    return EvalResult(task=first.task, split=first.split, model=first.model, template=first.template,
+                      scorers=list(first.scorers), scores=pd.concat(scores, ignore_index=True), items=items_all,
+                      accuracy=accuracy, paired=paired_table(items_all, first.scorers), meta=meta,
+                      labels=label_counts(items_all, first.scorers) if "why" in items_all else pd.DataFrame())
+
+
+def run_line(run: EvalResult) -> str:
+    """One line on what a run cost: "200 items · 1,604 requests, 802 from the cache · 41,200 tokens forwarded"."""
+    engine = run.meta.get("engine")
+    cost = (f" · {engine['requests']:,} requests, {engine['cached']:,} from the cache · "
+            f"{engine['tokens_forwarded']:,} tokens forwarded" if engine else "")
+    stopped = f" · stopped after {run.meta['stopped_at']} items" if "stopped_at" in run.meta else ""
+    return f"{len(run.items)} items{cost}{stopped}"
+
+
+# ----------------------------------------------------------------------------- the item table
+def _check_runs(runs: Mapping[str, EvalResult]) -> list[str]:
+    if not isinstance(runs, Mapping) or not runs:
+        raise ValueError("runs: expected a non-empty {name: EvalResult} mapping")
+    names = list(runs)
+    ids = None
+    for name, run in runs.items():
+        if not isinstance(run, EvalResult):
+            raise TypeError(f"runs[{name!r}]: expected an EvalResult, got {type(run).__name__}")
+        these = run.items["id"].astype(str).tolist()
+        if ids is None:
+            ids = these
+        elif these != ids:
+            raise ValueError(f"runs[{name!r}]: not the same items as runs[{names[0]!r}] (runs side by side must "
+                             "score the same items in the same order)")
+    return names
+
+
+def columns(runs: Mapping[str, EvalResult]) -> list[str]:
+    """Every ``<run>:<scorer>`` of ``runs``, run by run."""
+    return [f"{name}:{s}" for name, run in runs.items() for s in run.scorers]
+
+
+def _correct(runs: Mapping[str, EvalResult], col: str) -> np.ndarray:
+    name, sep, scorer = col.rpartition(":")
+    if not sep or name not in runs or scorer not in runs[name].scorers:
+        raise ValueError(f"column: unknown {col!r}; known: {columns(runs)}")
+    return runs[name].items[f"correct_{scorer}"].to_numpy(dtype=bool)
+
+
+def item_table(runs: Mapping[str, EvalResult]) -> pd.DataFrame:
+    """One row per item: ``item``, ``id``, ``premise`` (shortened), ``gold``, then per ``<run>:<scorer>`` the
+    picked option with ✓ or ✗, and per run its LM ``margin`` (gold minus the option it is compared with) and
+    verdict label (``why``), then ``truncated`` (context tokens cut in any run). Raw values, not markup: whoever
+    shows the table escapes it."""
+    names = _check_runs(runs)
+    first = runs[names[0]].items
+    short = [p if len(p) <= PREMISE_CHARS else p[:PREMISE_CHARS - 1] + "…" for p in first["premise"].astype(str)]
+    table = pd.DataFrame({"item": first["item"].to_numpy(), "id": first["id"].astype(str).to_numpy(),
+                          "premise": short, "gold": first["gold_option"].astype(str).to_numpy()})
+    scores = {name: run.scores for name, run in runs.items()}
+    for name, run in runs.items():
+        options = scores[name].set_index(["item", "option_index"])["option"]
+        for s in run.scorers:
+            pairs = zip(run.items["item"], run.items[f"pred_{s}"])
+            picks = [options.get((i, p), "") if p >= 0 else "" for i, p in pairs]
+            marks = np.where(run.items[f"correct_{s}"].to_numpy(dtype=bool), "✓", "✗")
+            table[f"{name}:{s}"] = [f"{m} {o}" for m, o in zip(marks, picks)]
+        if "gap_lm" in run.items:
+            table[f"{name}:margin"] = run.items["gap_lm"].to_numpy(dtype=float)
+        if "why" in run.items:
+            table[f"{name}:why"] = run.items["why"].astype(str).to_numpy()
+    table["truncated"] = np.any([run.items["truncated"].to_numpy() > 0 for run in runs.values()], axis=0)
+    return table
+
+
+def select(runs: Mapping[str, EvalResult], *, right: Sequence[str] = (), wrong: Sequence[str] = (),
+           disagree: Sequence[str] | None = None, flipped: tuple[str, str] | None = None, label: str | None = None,
+           text: str = "") -> np.ndarray:
+    """The positions of the items that pass every filter given.
+
+    Args:
+        runs: the runs side by side.
+        right, wrong: ``<run>:<scorer>`` columns the item must be right / wrong under.
+        disagree: columns among which at least one is right and one wrong.
+        flipped: two columns whose correctness differs on the item (a flip between runs or scorers).
+        label: the verdict label of the first run (``why``).
+        text: case-insensitive words all found in the premise, an option or the id.
+    """
+    names = _check_runs(runs)
+    first = runs[names[0]]
+    keep = np.ones(len(first.items), dtype=bool)
+    for col in right:
+        keep &= _correct(runs, col)
+    for col in wrong:
+        keep &= ~_correct(runs, col)
+    if disagree:
+        got = np.array([_correct(runs, c) for c in disagree])
+        keep &= got.any(axis=0) & ~got.all(axis=0)
+    if flipped is not None:
+        a, b = flipped
+        keep &= _correct(runs, a) != _correct(runs, b)
+    if label is not None:
+        if "why" not in first.items:
+            raise ValueError(f"label: run {names[0]!r} has no verdict labels")
+        keep &= (first.items["why"] == label).to_numpy()
+    words = [w.lower() for w in str(text).split()]
+    if words:
+        options = first.scores.groupby("item", sort=True)["option"].apply(" ".join)
+        hay = (first.items["id"].astype(str) + " " + first.items["premise"].astype(str) + " "
+               + options.reindex(first.items["item"]).fillna("").to_numpy()).str.lower()
+        keep &= np.array([all(w in h for w in words) for h in hay])
+    return np.flatnonzero(keep)
+
+
+def rescues(runs: Mapping[str, EvalResult], cols: Sequence[str] | None = None) -> pd.DataFrame:
+    """Who rescues whom: cell (a, b) counts the items column ``a`` gets right and column ``b`` gets wrong
+    (``select(runs, right=[a], wrong=[b])`` lists them)."""
+    cols = list(cols) if cols is not None else columns(runs)
+    got = {c: _correct(runs, c) for c in cols}
+    return pd.DataFrame([[int((got[a] & ~got[b]).sum()) for b in cols] for a in cols], index=cols, columns=cols)
+
+
+# ----------------------------------------------------------------------------- template ablation
+def retemplate(task: Task, *, premise: str | None = None, options: str | None = None,
+               domain_premise: str | None = None, name: str | None = None) -> Task:
+    """The task's items re-rendered under its template with some parts replaced by ``str.format`` patterns over
+    the task's fields (``tasks.core``: ``{stem}``, ``{choice}``, ...).
+
+    Raises:
+        ValueError: naming the part and the field a pattern uses that the task lacks (and the fields it has).
+    """
+    base = task.template
+    parts = {"premise": premise, "options": options, "domain_premise": domain_premise}
+    for part, value in parts.items():
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"{part}: expected a format string, got {type(value).__name__}")
+    changed = {k: v for k, v in parts.items() if v is not None}
+    label = name or (base.name + "+" + ",".join(changed) if changed else base.name)
+    return task.with_template(dataclasses.replace(base, name=label, **changed))
+
+
+def presets(task: Task) -> dict[str, Template]:
+    """Templates a person can start an ablation from: the task's families (``code``, ``paper_table``,
+    ``lm-eval``, where defined) and its template set (``tasks.templates``), by name."""
+    from .tasks import available_templates, templates
+    from .tasks.registry import FAMILIES, SPECS
+
+    out: dict[str, Template] = {}
+    spec = SPECS.get(task.name)
+    for family in FAMILIES:
+        if spec is not None and family in spec.templates:
+            out[family] = resolve_template(task.name, family)[0]
+    if task.name in available_templates():
+        out.update({t.name: t for t in templates(task.name)})
+    return out
+
+
+def compare(baseline: EvalResult, run: EvalResult, scorers: Sequence[str] | None = None) -> pd.DataFrame:
+    """A run against its baseline on the same items, per scorer: both accuracies and CIs, the exact McNemar p,
+    and the items that flipped (``fixed``: wrong -> right, ``broken``: right -> wrong, by id)."""
+    _check_runs({"baseline": baseline, "run": run})
+    scorers = [s for s in (scorers or baseline.scorers) if s in run.scorers]
+    a, b = baseline.accuracy.set_index("scorer"), run.accuracy.set_index("scorer")
+    ids = baseline.items["id"].astype(str).to_numpy()
+    rows = []
+    for s in scorers:
+        before, after = (r.items[f"correct_{s}"].to_numpy(dtype=bool) for r in (baseline, run))
+        _, _, p = mcnemar(after, before)
+        rows.append({"scorer": s, "baseline": a.loc[s, "accuracy"], "baseline_low": a.loc[s, "ci_low"],
+                     "baseline_high": a.loc[s, "ci_high"], "run": b.loc[s, "accuracy"], "run_low": b.loc[s, "ci_low"],
+                     "run_high": b.loc[s, "ci_high"], "p_value": p, "fixed": list(ids[~before & after]),
+                     "broken": list(ids[before & ~after])})
+    return pd.DataFrame(rows)
+
+
+def comparison_markdown(table: pd.DataFrame) -> str:
+    """``compare``'s table as markdown (accuracies as percentages, flips as counts)."""
+    lines = ["| scorer | baseline | run | McNemar p | fixed | broken |", "|---|---|---|---|---|---|"]
+    for r in table.itertuples():
+        lines.append(f"| {r.scorer} | {r.baseline:.1%} [{r.baseline_low:.1%}, {r.baseline_high:.1%}] | "
+                     f"{r.run:.1%} [{r.run_low:.1%}, {r.run_high:.1%}] | {r.p_value:.3g} | {len(r.fixed)} | "
+                     f"{len(r.broken)} |")
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------- sessions
+SESSION_FILE = "session.json"
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._+-]{0,63}")
+
+
+def save_session(folder: str | Path, runs: Mapping[str, EvalResult], sources: Mapping[str, dict]) -> Path:
+    """Write the runs (each with ``EvalResult.save``) and what produced them (``sources``: run name -> a JSON-able
+    description: task, split, n, template parts, model) to ``folder``."""
+    _check_runs(runs)
+    folder = Path(folder)
+    for name in runs:
+        if not _NAME.fullmatch(name):
+            raise ValueError(f"runs: name {name!r} must be 1-64 letters, digits, spaces or ._+- (it names a folder)")
+    folder.mkdir(parents=True, exist_ok=True)
+    for k, (name, run) in enumerate(runs.items()):
+        run.save(folder / f"run-{k}")
+    doc = {"format": 1, "runs": [{"name": n, "folder": f"run-{k}", "source": dict(sources.get(n, {}))}
+                                 for k, n in enumerate(runs)]}
+    (folder / SESSION_FILE).write_text(json.dumps(doc, indent=1, default=str), encoding="utf-8")
+    return folder
+
+
+def load_session(folder: str | Path) -> tuple[dict[str, EvalResult], dict[str, dict]]:
+    """The runs and sources ``save_session`` wrote. The folder is untrusted: JSON and CSV only, names checked,
+    nothing in it runs."""
+    folder = Path(folder)
+    try:
+        doc = json.loads((folder / SESSION_FILE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"folder: no {SESSION_FILE} in {str(folder)!r}") from None
+    except json.JSONDecodeError as err:
+        raise ValueError(f"folder: {SESSION_FILE} is not valid JSON ({err})") from None
+    if not isinstance(doc, dict) or doc.get("format") != 1 or not isinstance(doc.get("runs"), list):
+        raise ValueError(f"folder: {SESSION_FILE} is not an explorer session (format 1)")
+    runs, sources = {}, {}
+    for k, entry in enumerate(doc["runs"]):
+        name, sub = (entry.get("name"), entry.get("folder")) if isinstance(entry, dict) else (None, None)
+        if not isinstance(name, str) or not _NAME.fullmatch(name) or sub != f"run-{k}":
+            raise ValueError(f"folder: run {k} of {SESSION_FILE} has a bad name or folder")
+        runs[name] = EvalResult.load(folder / sub)
+        source = entry.get("source", {})
+        sources[name] = source if isinstance(source, dict) else {}
+    _check_runs(runs)
+    return runs, sources

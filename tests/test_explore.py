@@ -1,0 +1,138 @@
+"""The explorer's core on real COPA items with the tiny model: chunked runs equal one run, the item table, the
+filters and the rescue matrix agree with the runs' own columns, template edits, comparisons and sessions."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from surfacelab import engine, explore, tasks
+from surfacelab.evaluate import evaluate, mcnemar
+
+SCORERS = ["lm", "per_char", "dcpmi"]
+
+
+@pytest.fixture(scope="module")
+def copa():
+    return tasks.load("copa", "val", limit=12)
+
+
+@pytest.fixture(scope="module")
+def whole(tiny_lm, copa):
+    return evaluate(tiny_lm, copa, SCORERS, progress=False)
+
+
+@pytest.fixture(scope="module")
+def runs(tiny_lm, copa, whole):
+    other = evaluate(tiny_lm, explore.retemplate(copa, domain_premise=" then"), SCORERS, progress=False)
+    return {"code": whole, "then": other}
+
+
+def test_a_run_in_chunks_equals_one_run_and_reports_each_chunk(tiny_lm, copa, whole):
+    seen = []
+    run = explore.evaluate_in_chunks(tiny_lm, copa, SCORERS, chunk=5,
+                                     on_chunk=lambda r, p: seen.append((len(r.items), p)))
+    assert [n for n, _ in seen] == [5, 10, 12] and [p.done for _, p in seen] == [5, 10, 12]
+    assert seen[-1][1].total == 12 and "12 / 12 items" in seen[-1][1].line()
+    # other batches: float32 noise in the log-probs (1e-6), so the derived gaps agree to 1e-4
+    pd.testing.assert_frame_equal(run.scores, whole.scores, atol=1e-4)
+    pd.testing.assert_frame_equal(run.items, whole.items, atol=1e-4)
+    pd.testing.assert_frame_equal(run.accuracy, whole.accuracy)
+    pd.testing.assert_frame_equal(run.paired, whole.paired)
+    pd.testing.assert_frame_equal(run.labels, whole.labels)
+    assert run.meta["engine"]["requests"] == sum(len(it.options) * 2 for it in copa)
+
+
+def test_a_cancel_keeps_the_finished_chunks(tiny_lm, copa, monkeypatch, tmp_path):
+    from surfacelab.engine.cache import ScoreCache
+
+    fresh = ScoreCache(tmp_path / "scores.sqlite")  # cached chunks forward nothing, so nothing could stop them
+    monkeypatch.setattr(engine, "default_cache", lambda: fresh)
+    calls = []
+
+    def stop_after_two(run, progress):
+        calls.append(progress.done)
+
+    with engine.cancelled_when(lambda: len(calls) >= 2):
+        run = explore.evaluate_in_chunks(tiny_lm, copa, SCORERS, chunk=4, on_chunk=stop_after_two)
+    assert run.meta["stopped_at"] == len(run.items) == 8
+    assert run.items["id"].tolist() == [it.id for it in copa.items[:8]]
+    assert "stopped after 8 items" in explore.run_line(run)
+
+
+def test_a_domain_premise_edit_sends_only_the_domain_requests(tiny_lm, copa):
+    cache = engine.default_cache()
+    first = evaluate(tiny_lm, explore.retemplate(copa, domain_premise=" and so"), SCORERS, progress=False)
+    again = evaluate(tiny_lm, explore.retemplate(copa, domain_premise=" and hence"), SCORERS, progress=False)
+    n = sum(len(it.options) for it in copa)
+    assert cache is not None and first.meta["engine"]["requests"] == again.meta["engine"]["requests"] == 2 * n
+    assert again.meta["engine"]["cached"] >= n  # every premise request; the new domain ones are forwarded
+    assert f"{2 * n} requests" in explore.run_line(again)
+
+
+def test_the_item_table_reads_the_runs_own_columns(runs):
+    table = explore.item_table(runs)
+    assert len(table) == 12 and table["id"].tolist() == runs["code"].items["id"].astype(str).tolist()
+    for name, run in runs.items():
+        for s in SCORERS:
+            right = run.items[f"correct_{s}"].to_numpy()
+            assert [c.startswith("✓") for c in table[f"{name}:{s}"]] == right.tolist()
+            options = run.scores.set_index(["item", "option_index"])["option"]
+            assert [c[2:] for c in table[f"{name}:{s}"]] == [options[(i, p)] for i, p in
+                                                            zip(run.items["item"], run.items[f"pred_{s}"])]
+        assert table[f"{name}:why"].tolist() == run.items["why"].tolist()
+
+
+def test_filters_and_the_rescue_matrix_count_the_same_items(runs):
+    lm, dc = runs["code"].items["correct_lm"].to_numpy(), runs["code"].items["correct_dcpmi"].to_numpy()
+    picked = explore.select(runs, right=["code:dcpmi"], wrong=["code:lm"])
+    assert picked.tolist() == np.flatnonzero(dc & ~lm).tolist()
+    matrix = explore.rescues(runs)
+    assert matrix.loc["code:dcpmi", "code:lm"] == len(picked)
+    assert all(matrix.loc[c, c] == 0 for c in matrix.index)
+    flips = explore.select(runs, flipped=("code:lm", "then:lm"))
+    assert len(flips) == 0  # the domain premise does not touch LM
+    assert explore.select(runs, disagree=["code:lm", "code:dcpmi"]).tolist() == np.flatnonzero(lm != dc).tolist()
+    first = runs["code"].items.iloc[3]
+    assert 3 in explore.select(runs, text=first["premise"].split()[-1].upper())
+    label = first["why"]
+    assert explore.select(runs, label=label).tolist() == np.flatnonzero(runs["code"].items["why"] == label).tolist()
+    with pytest.raises(ValueError, match="column: unknown 'code:nope'"):
+        explore.select(runs, right=["code:nope"])
+
+
+def test_compare_gives_mcnemar_and_the_flipped_ids(runs):
+    table = explore.compare(runs["code"], runs["then"]).set_index("scorer")
+    before, after = runs["code"].items["correct_dcpmi"].to_numpy(), runs["then"].items["correct_dcpmi"].to_numpy()
+    ids = runs["code"].items["id"].astype(str).to_numpy()
+    assert table.loc["dcpmi", "fixed"] == list(ids[~before & after])
+    assert table.loc["dcpmi", "broken"] == list(ids[before & ~after])
+    assert table.loc["dcpmi", "p_value"] == mcnemar(after, before)[2]
+    assert table.loc["lm", "fixed"] == [] and table.loc["lm", "p_value"] == 1.0
+    assert "| dcpmi |" in explore.comparison_markdown(table.reset_index())
+
+
+def test_a_pattern_naming_a_missing_field_is_one_message(copa):
+    with pytest.raises(ValueError, match=r"uses field \{stem\}, which this task does not provide"):
+        explore.retemplate(copa, premise="{stem}?")
+    edited = explore.retemplate(copa, premise=" {premise} so", domain_premise=" so")
+    assert edited[0].premise.endswith(" so") and edited[0].domain_premise == " so"
+    assert {"code", "paper_table", "lm-eval"} <= set(explore.presets(copa))
+
+
+def test_a_session_round_trips_and_a_tampered_one_is_refused(runs, tmp_path):
+    explore.save_session(tmp_path / "s", runs, {"code": {"task": "copa", "n": 12}})
+    back, sources = explore.load_session(tmp_path / "s")
+    assert list(back) == ["code", "then"] and sources["code"] == {"task": "copa", "n": 12}
+    cols = ["id", "correct_dcpmi"]
+    pd.testing.assert_frame_equal(back["then"].items[cols], runs["then"].items[cols])
+    doc = json.loads((tmp_path / "s" / "session.json").read_text())
+    doc["runs"][0]["folder"] = "../../etc"
+    (tmp_path / "s" / "session.json").write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match="bad name or folder"):
+        explore.load_session(tmp_path / "s")
+    with pytest.raises(ValueError, match="no session.json"):
+        explore.load_session(tmp_path / "nothing")
