@@ -24,6 +24,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "EvalResult",
+    "Explorer",
     "BlimpResult",
     "PLLResult",
     "DEFAULT_LM",
@@ -64,11 +65,11 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    """Import the widget and plotting layers only when asked for (``sl.Workbench``, ``sl.viz``)."""
+    """Import the widget and plotting layers only when asked for (``sl.Workbench``, ``sl.Explorer``, ``sl.viz``)."""
     import importlib
 
-    if name == "Workbench":
-        return importlib.import_module(".widgets", __name__).Workbench
+    if name in ("Workbench", "Explorer"):
+        return getattr(importlib.import_module(".widgets", __name__), name)
     if name == "viz":
         return importlib.import_module(".viz", __name__)
     raise AttributeError(f"module 'surfacelab' has no attribute {name!r}")

@@ -4,10 +4,11 @@ the datasets' first items, the saved states of the export folder), ``load_exampl
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 from textwrap import shorten
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..paraphrase import load_teaching_set
 from ..tasks import load as load_task
@@ -86,6 +87,26 @@ class Examples:
                 view.forget()
             self.set_options(example["options"], example.get("paraphrases"), gold=example.get("gold"))
         self.edited(0)
+
+    def load_item(self, premise: str, options: list[str], *, domain_premise: str | None = None,
+                  gold: int | None = None, source: str | None = None,
+                  previous: Callable[[], None] | None = None, next: Callable[[], None] | None = None) -> None:
+        """Load one item of a dataset run exactly as scored (premise, options, domain premise, gold; no
+        paraphrases) in one update pass, and show where it came from (``source``, a line under the title) with
+        previous / next buttons that call ``previous`` / ``next`` (disabled when None)."""
+        self._steps = {-1: previous, 1: next}
+        self.origin.value = (f"<span class='sl-hint'>item from <b>{html.escape(source)}</b></span>"
+                             if source else "")
+        self.previous_button.disabled, self.next_button.disabled = previous is None, next is None
+        self.origin_row.layout.display = None if source or previous or next else "none"
+        self.load_example({"premise": premise, "domain_premise": domain_premise, "options": list(options),
+                           "gold": gold})
+
+    def step_item(self, delta: int) -> None:
+        """Go to the previous (-1) or next (1) item of the list ``load_item`` came from (nothing at its ends)."""
+        step = getattr(self, "_steps", {}).get(delta)
+        if step is not None:
+            step()
 
     def _example_chosen(self, key: str | None) -> None:
         if key is not None and key in self._examples:

@@ -130,7 +130,14 @@ class Workbench(ModelSlots, Examples, Exports, w.VBox):
         grid.add_class("sl-views")
         style = w.HTML(f"<style>{(HERE / 'workbench.css').read_text(encoding='utf-8')}</style>")
         style.layout.display = "none"
-        super().__init__([style, w.HTML("<h3>surfacelab workbench</h3>"), controls, grid])
+        # where a loaded item came from (``load_item``) and previous / next within its list (hidden until then)
+        self.origin = w.HTML("")
+        self.previous_button = w.Button(description="previous", icon="arrow-left", layout=w.Layout(width="auto"))
+        self.next_button = w.Button(description="next", icon="arrow-right", layout=w.Layout(width="auto"))
+        self.origin_row = w.HBox([self.origin, self.previous_button, self.next_button],
+                                 layout=w.Layout(display="none"))
+        self.origin_row.add_class("sl-origin")
+        super().__init__([style, w.HTML("<h3>surfacelab workbench</h3>"), self.origin_row, controls, grid])
         self.add_class("sl-workbench")
         with self.holding():
             self.set_options(DEFAULT_EXAMPLE["options"], DEFAULT_EXAMPLE["paraphrases"], gold=DEFAULT_EXAMPLE["gold"])
@@ -219,6 +226,8 @@ class Workbench(ModelSlots, Examples, Exports, w.VBox):
         self.mlm_picker.observe(lambda _: self.edited(0), "value")
         self.source_picker.observe(lambda ch: self._source_changed(ch["new"]), "value")
         self.example_picker.observe(lambda ch: self._example_chosen(ch["new"]), "value")
+        self.previous_button.on_click(lambda _: self.step_item(-1))
+        self.next_button.on_click(lambda _: self.step_item(1))
 
     # --- editing ----------------------------------------------------------------------------
 

@@ -1,0 +1,485 @@
+"""The Explorer: a dataset run beside the Workbench. Run a task (or open runs, or an lm-eval samples log), see the
+accuracy per scorer and run, who rescues whom and the verdict labels (each a filter), the items in a sortable,
+paged table (itables), and open any row in the workbench; edit the template and run the same items again beside
+the baseline (McNemar, flips).
+
+Nothing here computes a score: runs are ``explore.evaluate_in_chunks`` (in the background, on a ``Runner``: the
+kernel stays free, Cancel stops the forward passes and keeps the chunks done) or ``from_lm_eval``; the table,
+filters, matrix, template edits, comparison and sessions are ``surfacelab.explore``.
+
+>>> ex = Explorer(lm, task="arc-challenge", n=200)     # doctest: +SKIP
+>>> ex.run(); ex.wait()                                 # doctest: +SKIP
+>>> ex.filter(right=["code:dcpmi"], wrong=["code:lm"]); ex.open_row(0)   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import json
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import ipywidgets as w
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from itables.widget import ITable
+
+from .. import explore, tasks, viz
+from .._checks import check_int
+from ..evaluate import EvalResult
+from ..explore import CHUNK, Progress
+from ..lm_eval_log import from_lm_eval
+from .exporting import DEFAULT_EXPORT_DIR
+from .ablation import CODE, Ablation, message_html
+from .plot import PlotView
+from .scheduler import Run, Runner
+
+ANY = "any"
+#: Columns of the rescue matrix (the first ones of ``explore.columns``).
+MATRIX_MAX = 8
+
+
+def _head(run: EvalResult, k: int) -> EvalResult:
+    """The first ``k`` items of ``run`` as a run (no bootstrap: a view of a run in progress)."""
+    keep_items, keep_scores = run.items["item"] < k, run.scores["item"] < k
+    part = dataclasses.replace(run, items=run.items[keep_items.to_numpy()].reset_index(drop=True),
+                               scores=run.scores[keep_scores.to_numpy()].reset_index(drop=True))
+    return explore.combine([part], n_boot=0)
+
+
+class Explorer(Ablation, w.VBox):
+    """A dataset's runs side by side, filtered down to the item worth opening in the workbench (see the module).
+
+    Args:
+        lm: the causal LM of the runs (an ``LM``, a preset name, or None: ``load_lm()`` when a run needs it).
+        workbench: the ``Workbench`` a row click loads the item into (None: one is made when first needed and
+            shown below the explorer).
+        task, split, n, template, domain_premise: the local data source (``tasks.load(task, split, limit=n,
+            variant=template)``; ``template`` a family name or a ``Template``; ``domain_premise`` replaces the
+            template's).
+        scorers: the scorers of a run.
+        runs: runs to open (an ``EvalResult`` or ``{name: EvalResult}`` of the same items); no model needed.
+        log: an lm-eval samples file or folder (``from_lm_eval``), opened as the run "lm-eval"; no model needed.
+        chunk: items per chunk of a run (rows appear after each).
+        folder: where sessions and exports go (editable in the widget).
+    """
+
+    def __init__(self, lm: Any = None, *, workbench: Any = None, task: str = "arc-challenge", split: str | None = None,
+                 n: int = 200, template: Any = None, domain_premise: str | None = None,
+                 scorers: Sequence[str] = ("lm", "per_char", "dcpmi"), runs: Any = None, log: str | Path | None = None,
+                 chunk: int = CHUNK, folder: str | Path | None = None) -> None:
+        self.lm, self._workbench, self.scorers, self.chunk = lm, workbench, list(scorers), chunk
+        self.runs: dict[str, EvalResult] = {}
+        self.sources: dict[str, dict] = {}
+        self.tasks: dict[str, tasks.Task] = {}  # run name -> the task it scored (for template edits)
+        self.rows = np.zeros(0, dtype=int)  # positions of the items the table shows, in its order
+        self.last_error: str | None = None
+        self._lock = threading.RLock()
+        self._filters: dict[str, w.Dropdown] = {}
+        self._cells: dict[tuple[str, str], w.Button] = {}
+        self._hold = False
+        self._template = template if template is not None and not isinstance(template, str) else None
+        self.runner = Runner("explorer", on_error=self._failed)
+        self._build(task, split, n, template if isinstance(template, str) else "code", domain_premise, folder)
+        super().__init__(self._layout())
+        self.add_class("sl-explorer")
+        try:
+            if log is not None:
+                self._put("lm-eval", from_lm_eval(log), {"log": str(log)})
+            elif runs is not None:
+                opened = {"run": runs} if isinstance(runs, EvalResult) else dict(runs)
+                explore.columns(opened)
+                for name, run in opened.items():
+                    self._put(name, run, {"opened": True})
+        except (ValueError, TypeError, OSError) as err:
+            self._show_error(err)
+
+    # --- widgets ----------------------------------------------------------------------------
+
+    def _build(self, task: str, split: str | None, n: int, family: str, domain: str | None, folder: Any) -> None:
+        self.task_box = w.Text(value=task, description="task")
+        self.split_box = w.Text(value=split or "", description="split", placeholder="default")
+        self.n_box = w.IntText(value=n, description="items")
+        self.family_picker = w.Dropdown(options=["code", "paper_table", "lm-eval"], value=family,
+                                        description="template")
+        self.domain_box = w.Text(value=domain or "", description="domain premise", placeholder="the template's")
+        self.name_box = w.Text(value="", description="run name", placeholder="the template family")
+        self.run_button = w.Button(description="Run", icon="play", button_style="primary")
+        self.cancel_button = w.Button(description="Cancel", icon="stop", disabled=True)
+        self.progress = w.FloatProgress(value=0, min=0, max=1)
+        self.progress_line = w.HTML("")
+        self.message = w.HTML("")
+        self.run_lines = w.HTML("")
+        self.plot = PlotView(lazy=False)
+        self.matrix = w.GridBox([])
+        self.labels = w.HBox([], layout=w.Layout(flex_flow="row wrap"))
+        self.disagree_box = w.Checkbox(value=False, description="scorers disagree", indent=False)
+        self.flipped_picker = w.Dropdown(options=[("—", None)], value=None, description="flipped")
+        self.label_picker = w.Dropdown(options=[ANY], value=ANY, description="label")
+        self.search_box = w.Text(value="", description="search", continuous_update=False)
+        self.clear_button = w.Button(description="clear filters", icon="times")
+        self.filter_box = w.HBox([], layout=w.Layout(flex_flow="row wrap"))
+        self.count = w.HTML("")
+        self.table = ITable(pd.DataFrame(), select={"style": "single"}, allow_html=False, maxBytes=0,
+                            classes="display compact")
+        # the template ablation panel
+        self.preset_picker = w.Dropdown(options=[], description="preset")
+        self.premise_pattern = w.Text(description="premise", placeholder="{question} ...")
+        self.option_pattern = w.Text(description="options", placeholder=" {choice}")
+        self.domain_pattern = w.Text(description="domain premise")
+        self.ablation_name = w.Text(value="edited", description="run name")
+        self.ablate_button = w.Button(description="Run edited template", icon="play")
+        self.comparison_html = w.HTML("")
+        self.flips = w.VBox([])
+        # files
+        self.folder_box = w.Text(value=str(Path(folder).expanduser() if folder else DEFAULT_EXPORT_DIR / "explorer"),
+                                 description="folder")
+        self.save_button = w.Button(description="save session", icon="save")
+        self.load_button = w.Button(description="load session", icon="folder-open")
+        self.export_buttons = {k: w.Button(description=k, icon="download", layout=w.Layout(width="auto"))
+                               for k in ("comparison.csv", "comparison.md", "summary.png", "summary.html")}
+        self.files_note = w.HTML("")
+        self.run_button.on_click(lambda _: self.run())
+        self.cancel_button.on_click(lambda _: self.cancel())
+        for widget in (self.disagree_box, self.flipped_picker, self.label_picker, self.search_box):
+            widget.observe(lambda _: self._filter_changed(), "value")
+        self.clear_button.on_click(lambda _: self.filter())
+        self.table.observe(self._row_clicked, "selected_rows")
+        self.preset_picker.observe(lambda ch: self._preset_chosen(ch["new"]), "value")
+        self.ablate_button.on_click(lambda _: self.ablate())
+        self.save_button.on_click(lambda _: self._files(lambda f: self.save_session(f)))
+        self.load_button.on_click(lambda _: self._files(lambda f: self.load_session(f)))
+        for key, b in self.export_buttons.items():
+            b.on_click(lambda _, key=key: self._files(lambda f, key=key: self.export(f / key)))
+
+    def _layout(self) -> list:
+        def box(children: list, cls: str, wrap: bool = True) -> w.Box:
+            out = w.HBox(children, layout=w.Layout(flex_flow="row wrap" if wrap else "row"))
+            out.add_class(cls)
+            return out
+
+        return [w.HTML("<h3>surfacelab explorer</h3>"),
+                box([self.task_box, self.split_box, self.n_box, self.family_picker, self.domain_box, self.name_box],
+                    "sl-source"),
+                box([self.run_button, self.cancel_button, self.progress, self.progress_line], "sl-run"),
+                self.message, self.run_lines, self.plot,
+                w.HTML("<b>who rescues whom</b> <span class='sl-hint'>(row right, column wrong: click to list)"
+                       "</span>"), self.matrix,
+                w.HTML("<b>verdict labels</b>"), self.labels,
+                self.filter_box,
+                box([self.disagree_box, self.flipped_picker, self.label_picker, self.search_box, self.clear_button],
+                    "sl-filters"),
+                self.count, self.table,
+                w.HTML("<b>template ablation</b> <span class='sl-hint'>(patterns over the task's fields; "
+                       f"{CODE}: the template's code, kept unless typed over)</span>"),
+                box([self.preset_picker, self.premise_pattern, self.option_pattern, self.domain_pattern,
+                     self.ablation_name, self.ablate_button], "sl-ablation"),
+                self.comparison_html, self.flips,
+                box([self.folder_box, self.save_button, self.load_button, *self.export_buttons.values()], "sl-files"),
+                self.files_note]
+
+    # --- runs -------------------------------------------------------------------------------
+
+    @property
+    def workbench(self) -> Any:
+        """The workbench rows open in (made, with this explorer's model, and shown below it when first needed)."""
+        if self._workbench is None:
+            from .workbench import Workbench
+
+            self._workbench = Workbench(lm=self.get_lm())
+            self.children = (*self.children, self._workbench)
+        return self._workbench
+
+    def get_lm(self) -> Any:
+        """The causal LM (loaded on first use when given by name or not at all)."""
+        from ..models import LM, load_lm
+
+        if not isinstance(self.lm, LM):
+            self.lm = load_lm(self.lm) if self.lm is not None else load_lm()
+        return self.lm
+
+    def load_task(self) -> tasks.Task:
+        """The task the source fields name (a ``ValueError`` naming what is wrong)."""
+        n = check_int("n", self.n_box.value, 1)
+        task = tasks.load(self.task_box.value.strip(), self.split_box.value.strip() or None, limit=n,
+                          variant=self.family_picker.value)
+        if self._template is not None:
+            task = task.with_template(self._template)
+        if self.domain_box.value:
+            task = explore.retemplate(task, domain_premise=self.domain_box.value)
+        return task
+
+    def run(self, name: str | None = None) -> Run | None:
+        """Run the source fields' task in the background (beside the open runs when it has their items, otherwise
+        in their place); None when the source is refused (the message says why)."""
+        try:
+            task = self.load_task()
+        except (ValueError, TypeError, OSError, KeyError) as err:
+            self._show_error(err)
+            return None
+        name = name or self.name_box.value.strip() or self.family_picker.value
+        source = {"task": task.name, "split": task.split, "n": len(task.items), "variant": self.family_picker.value,
+                  "domain_premise": self.domain_box.value or None}
+        return self._submit(name, task, source)
+
+    def _same_items(self, ids: list[str]) -> bool:
+        first = next(iter(self.runs.values()), None)
+        return first is not None and first.items["id"].astype(str).tolist()[:len(ids)] == ids[:len(first.items)]
+
+    def _submit(self, name: str, task: tasks.Task, source: dict, then: Any = None) -> Run:
+        with self._lock:
+            if not self._same_items([str(it.id) for it in task.items]):
+                self.runs.clear(), self.sources.clear(), self.tasks.clear()
+            self.runs.pop(name, None)
+            self.tasks[name] = task
+        self.message.value, self.last_error = "", None
+        self.cancel_button.disabled, self.progress.value = False, 0
+        self.progress_line.value = f"<i>starting {html.escape(name)}: 0 / {len(task.items)} items…</i>"
+
+        def job(run: Run) -> None:
+            lm = self.get_lm()
+            source["model"] = lm.name
+
+            def on_chunk(part: EvalResult, progress: Progress) -> None:
+                self._report(progress)
+                self._put(name, part, source)
+
+            try:
+                result = explore.evaluate_in_chunks(lm, task, self.scorers, chunk=self.chunk, on_chunk=on_chunk)
+            finally:
+                self.cancel_button.disabled = True
+            self._put(name, result, source)
+            self.progress_line.value += " · " + ("cancelled: kept the chunks done" if "stopped_at" in result.meta
+                                                 else "done")
+            if then is not None:
+                then()
+
+        return self.runner.submit(job)
+
+    def cancel(self) -> None:
+        """Stop the run in progress (its finished chunks stay)."""
+        self.runner.cancel()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until no run is in progress (scripts, tests); False on timeout."""
+        return self.runner.wait(timeout)
+
+    def _report(self, progress: Progress) -> None:
+        self.progress.value = progress.done / max(progress.total, 1)
+        self.progress_line.value = html.escape(progress.line())
+
+    def _failed(self, err: BaseException) -> None:
+        self.cancel_button.disabled = True
+        self._show_error(err)
+
+    def _show_error(self, err: BaseException) -> None:
+        self.last_error = str(err) or type(err).__name__
+        self.message.value = message_html(err)
+
+    def _put(self, name: str, run: EvalResult, source: dict) -> None:
+        """Add or replace run ``name`` and redraw what depends on the runs."""
+        with self._lock:
+            self.runs[name] = run
+            self.sources[name] = dict(source)
+            self.refresh()
+
+    def shown(self) -> dict[str, EvalResult]:
+        """The runs as shown: cut to the items every one of them has (a run in progress or cancelled is shorter)."""
+        with self._lock:
+            runs = dict(self.runs)
+        if not runs:
+            return {}
+        k = min(len(r.items) for r in runs.values())
+        return {n: r if len(r.items) == k else _head(r, k) for n, r in runs.items()}
+
+    # --- summary, filters, table ------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Redraw the run lines, summary, filters and table from the runs."""
+        with self._lock:
+            runs = self.shown()
+            if not runs:
+                return
+            self.run_lines.value = "<br>".join(f"<b>{html.escape(n)}</b>: {html.escape(explore.run_line(r))}"
+                                               for n, r in self.runs.items())
+            self.plot.show(json.loads(self.figure().to_json()))
+            cols = explore.columns(runs)
+            self._build_filters(runs, cols)
+            self._build_matrix(runs, cols[:MATRIX_MAX])
+            self._build_labels(runs)
+            self._presets()
+            self._apply(runs)
+
+    def figure(self) -> go.Figure:
+        """Accuracy per scorer and run with 95% CIs and the chance line."""
+        runs = self.shown()
+        frame = pd.concat([r.accuracy.assign(run=n) for n, r in runs.items()], ignore_index=True)
+        first = next(iter(runs.values()))
+        chance = float((1 / first.items["n_options"]).mean()) if len(first.items) else None
+        return viz.accuracy_ci(frame, "run", chance=chance, title=f"{first.task}/{first.split}: accuracy with 95% CI")
+
+    def _build_filters(self, runs: Mapping[str, EvalResult], cols: list[str]) -> None:
+        if list(self._filters) != cols:
+            old = {c: d.value for c, d in self._filters.items()}
+            self._filters = {c: w.Dropdown(options=[ANY, "right", "wrong"], value=old.get(c, ANY), description=c,
+                                           style={"description_width": "initial"},
+                                           layout=w.Layout(width="auto")) for c in cols}
+            for d in self._filters.values():
+                d.observe(lambda _: self._filter_changed(), "value")
+            self.filter_box.children = tuple(self._filters.values())
+            pairs = [(a, b) for i, a in enumerate(cols) for b in cols[i + 1:]
+                     if a.rpartition(":")[2] == b.rpartition(":")[2] or len(runs) == 1]
+            self._hold = True
+            try:
+                keep = self.flipped_picker.value
+                self.flipped_picker.options = [("—", None)] + [(f"{a} ≠ {b}", (a, b)) for a, b in pairs]
+                self.flipped_picker.value = keep if keep in pairs else None
+            finally:
+                self._hold = False
+        first = next(iter(runs.values()))
+        labels = sorted(first.items["why"].astype(str).unique()) if "why" in first.items else []
+        if list(self.label_picker.options) != [ANY, *labels]:
+            self._hold = True
+            try:
+                keep = self.label_picker.value
+                self.label_picker.options = [ANY, *labels]
+                self.label_picker.value = keep if keep in labels else ANY
+            finally:
+                self._hold = False
+
+    def _build_matrix(self, runs: Mapping[str, EvalResult], cols: list[str]) -> None:
+        counts = explore.rescues(runs, cols)
+        if set(self._cells) != {(a, b) for a in cols for b in cols if a != b}:
+            self._cells = {}
+            cells: list[w.Widget] = [w.HTML("")] + [w.HTML(f"<small>{html.escape(c)} ✗</small>") for c in cols]
+            for a in cols:
+                cells.append(w.HTML(f"<small>{html.escape(a)} ✓</small>"))
+                for b in cols:
+                    if a == b:
+                        cells.append(w.HTML("·"))
+                        continue
+                    button = w.Button(layout=w.Layout(width="auto"), tooltip=f"{a} right, {b} wrong")
+                    button.on_click(lambda _, a=a, b=b: self.filter(right=[a], wrong=[b]))
+                    self._cells[(a, b)] = button
+                    cells.append(button)
+            self.matrix.children = tuple(cells)
+            self.matrix.layout.grid_template_columns = f"repeat({len(cols) + 1}, auto)"
+        for (a, b), button in self._cells.items():
+            button.description = str(int(counts.loc[a, b]))
+
+    def _build_labels(self, runs: Mapping[str, EvalResult]) -> None:
+        first = next(iter(runs.values()))
+        if "why" not in first.items:
+            self.labels.children = ()
+            return
+        counts = first.items["why"].astype(str).value_counts()
+        buttons = []
+        for label, k in counts.items():
+            b = w.Button(description=f"{label} ({k})", layout=w.Layout(width="auto"))
+            b.on_click(lambda _, label=label: self.filter(label=label))
+            buttons.append(b)
+        self.labels.children = tuple(buttons)
+
+    def filter(self, *, right: Sequence[str] = (), wrong: Sequence[str] = (), disagree: bool = False,
+               flipped: tuple[str, str] | None = None, label: str | None = None, text: str = "") -> np.ndarray:
+        """Set every filter (the others cleared) and show the rows that pass (``explore.select``); their
+        positions (also ``rows``)."""
+        self._hold = True
+        try:
+            for col, d in self._filters.items():
+                d.value = "right" if col in right else "wrong" if col in wrong else ANY
+            unknown = [c for c in [*right, *wrong] if c not in self._filters]
+            if unknown:
+                raise ValueError(f"column: unknown {unknown[0]!r}; known: {list(self._filters)}")
+            self.disagree_box.value = bool(disagree)
+            if flipped is not None and tuple(flipped) not in [v for _, v in self.flipped_picker.options]:
+                self.flipped_picker.options = [*self.flipped_picker.options, (" ≠ ".join(flipped), tuple(flipped))]
+            self.flipped_picker.value = tuple(flipped) if flipped is not None else None
+            self.label_picker.value = label if label is not None else ANY
+            self.search_box.value = text
+        finally:
+            self._hold = False
+        self._apply(self.shown())
+        return self.rows
+
+    def _filter_changed(self) -> None:
+        if not self._hold:
+            self._apply(self.shown())
+
+    def selection(self) -> dict:
+        """The filters set now, as ``explore.select``'s arguments."""
+        label = self.label_picker.value
+        return {"right": [c for c, d in self._filters.items() if d.value == "right"],
+                "wrong": [c for c, d in self._filters.items() if d.value == "wrong"],
+                "disagree": [c for c in self._filters if c.startswith(next(iter(self.runs), "") + ":")]
+                if self.disagree_box.value else None,
+                "flipped": self.flipped_picker.value, "label": None if label == ANY else label,
+                "text": self.search_box.value}
+
+    def _apply(self, runs: Mapping[str, EvalResult]) -> None:
+        if not runs:
+            return
+        try:
+            rows = explore.select(runs, **self.selection())
+        except ValueError as err:
+            self._show_error(err)
+            return
+        table = explore.item_table(runs).iloc[rows].reset_index(drop=True)
+        self.rows = rows
+        self._hold = True
+        try:
+            self.table.update(table, selected_rows=[])
+        finally:
+            self._hold = False
+        total = len(next(iter(runs.values())).items)
+        self.count.value = f"<b>{len(rows)}</b> of {total} items"
+
+    def item_frame(self) -> pd.DataFrame:
+        """The table as shown (filtered rows of ``explore.item_table``)."""
+        return self.table.df
+
+    # --- opening an item --------------------------------------------------------------------
+
+    def _row_clicked(self, change: dict) -> None:
+        if not self._hold and change["new"]:
+            self.open_row(change["new"][0])
+
+    def open_row(self, k: int) -> None:
+        """Open the ``k``-th row of the table (as filtered) in the workbench."""
+        self.open_item(int(self.rows[k]))
+
+    def open_item(self, position: int, run: str | None = None) -> None:
+        """Load item ``position`` exactly as run ``run`` (default: the first) scored it into the workbench, with
+        previous / next within the filtered rows."""
+        runs = self.shown()
+        name = run or next(iter(runs))
+        res = runs[name]
+        item = res.items.iloc[position]
+        rows = res.scores[res.scores["item"] == item["item"]].sort_values("option_index")
+        contexts = rows["context"].astype(str).unique()
+        if len(contexts) != 1:
+            self._show_error(ValueError(f"item {item['id']}: each option has its own premise; the workbench "
+                                        "shows items with one premise"))
+            return
+        domain = item.get("domain_premise")
+        domain = domain if isinstance(domain, str) and domain.strip() else None
+        where = (f"lm-eval log {Path(self.sources[name]['log']).name}" if "log" in self.sources.get(name, {})
+                 else f"{res.task}/{res.split}")
+        source = f"{where} #{position} {item['id']} · template {res.template} · run {name}"
+        k = np.flatnonzero(self.rows == position)
+        step = (lambda d: (lambda: self.open_item(int(self.rows[k[0] + d]), run))) if len(k) else None
+        previous = step(-1) if step and k[0] > 0 else None
+        following = step(1) if step and k[0] + 1 < len(self.rows) else None
+        self.workbench.load_item(contexts[0], rows["option"].astype(str).tolist(), domain_premise=domain,
+                                 gold=int(item["gold"]), source=source, previous=previous, next=following)
+
+    def close(self) -> None:
+        """Stop the runs and close the explorer's widgets (and the workbench it made, not one it was given)."""
+        self.runner.close()
+        for child in self.children:
+            child.close()
+        super().close()

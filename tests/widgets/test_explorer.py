@@ -1,0 +1,147 @@
+"""The Explorer driven from Python: a background run in chunks, cancel, filters, a row click into the workbench, a
+template ablation beside the baseline, an lm-eval log without a model, and the one message of a bad source."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import surfacelab as sl
+from surfacelab import explore
+from surfacelab.widgets import Explorer, Workbench
+
+LOGS = Path(__file__).resolve().parents[1] / "lm_eval_logs" / "out"
+N = 30
+
+
+@pytest.fixture
+def bench(tiny_lm, tiny_mlm, tmp_path):
+    wb = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=True, export_dir=tmp_path / "exports")
+    yield wb
+    wb.close()
+
+
+@pytest.fixture
+def ran(tiny_lm, bench, tmp_path):
+    """An explorer that ran 30 COPA items in chunks of 10 (the chunks it showed recorded)."""
+    ex = Explorer(tiny_lm, workbench=bench, task="copa", n=N, chunk=10, folder=tmp_path / "session")
+    seen = []
+    ex.table.observe(lambda ch: seen.append(len(ex.rows)), "_dt_args")
+    run = ex.run()
+    assert run is not None and ex.wait(300)
+    assert run.error is None, run.error
+    ex.seen = seen
+    yield ex
+    ex.close()
+
+
+def test_run_fills_the_table_in_chunks_and_finishes(ran, tiny_lm):
+    assert list(ran.runs) == ["code"]
+    res = ran.runs["code"]
+    assert len(res.items) == N and "stopped_at" not in res.meta
+    assert ran.seen[:3] == [10, 20, 30]  # rows appeared after every chunk
+    assert len(ran.item_frame()) == N and list(ran.rows) == list(range(N))
+    assert ran.progress.value == 1 and f"{N} / {N} items" in ran.progress_line.value
+    assert "requests" in ran.run_lines.value and "done" in ran.progress_line.value
+    assert ran.plot.figure["data"] and ran.cancel_button.disabled
+    # the same numbers as evaluate on the same items
+    ref = sl.evaluate(tiny_lm, sl.tasks.load("copa", limit=N), ["lm", "per_char", "dcpmi"], progress=False)
+    assert res.items["correct_dcpmi"].tolist() == ref.items["correct_dcpmi"].tolist()
+    counts = explore.rescues(ran.runs)
+    assert ran._cells[("code:dcpmi", "code:lm")].description == str(counts.loc["code:dcpmi", "code:lm"])
+
+
+def test_cancel_keeps_the_finished_chunks(tiny_lm, bench):
+    ex = Explorer(tiny_lm, workbench=bench, task="copa", split="val", n=N, chunk=5)
+    ex.table.observe(lambda ch: ex.cancel() if len(ex.rows) >= 5 else None, "_dt_args")
+    run = ex.run()
+    assert ex.wait(300) and run.error is None
+    res = ex.runs["code"]
+    assert 5 <= len(res.items) < N and res.meta["stopped_at"] == len(res.items)
+    assert "cancelled" in ex.progress_line.value and len(ex.item_frame()) == len(res.items)
+    ex.close()
+
+
+def test_filter_then_click_loads_the_item_into_the_workbench(ran, bench):
+    runs = ran.runs
+    right, wrong = ["code:dcpmi"], ["code:lm"]
+    if not len(explore.select(runs, right=right, wrong=wrong)):  # the tiny model is random: take the pair it has
+        right, wrong = wrong, right
+    rows = ran.filter(right=right, wrong=wrong)
+    assert list(rows) == list(explore.select(runs, right=right, wrong=wrong)) and len(rows)
+    assert len(ran.item_frame()) == len(rows) and f"<b>{len(rows)}</b>" in ran.count.value
+    ran.table.selected_rows = [0]  # a click on the first row
+    bench.wait()
+    item = runs["code"].items.iloc[rows[0]]
+    scored = runs["code"].scores[runs["code"].scores["item"] == item["item"]]
+    assert bench.premise_box.value == item["premise"] == scored["context"].iloc[0]
+    assert bench.options == scored["option"].tolist() and bench.gold == item["gold"]
+    assert bench.domain_box.value == (item["domain_premise"] or "")
+    assert str(item["id"]) in bench.origin.value and "copa/" in bench.origin.value
+    assert bench.next_button.disabled == (len(rows) == 1) and bench.previous_button.disabled
+    table = bench.frames()["scores"]  # the views follow: the scorer table is for this item
+    assert table["option"].tolist() == scored["option"].tolist()
+    np.testing.assert_allclose(table["logprob"], scored["logprob"], atol=1e-4)
+    if len(rows) > 1:
+        bench.step_item(1)
+        bench.wait()
+        assert bench.premise_box.value == runs["code"].items["premise"].iloc[rows[1]]
+
+
+def test_ablation_adds_a_run_and_a_flip_list(ran, tmp_path):
+    run = ran.ablate(domain_premise=" then", name="then")
+    assert run is not None and ran.wait(300) and run.error is None
+    assert list(ran.runs) == ["code", "then"]
+    assert (ran.runs["then"].items["domain_premise"] == " then").all()
+    engine = ran.runs["then"].meta["engine"]
+    assert engine["cached"] > 0 and "from the cache" in ran.run_lines.value  # premise requests came from the cache
+    table = ran.comparison()
+    assert "McNemar" in ran.comparison_html.value
+    flips = sum(len(r.fixed) + len(r.broken) for r in table.itertuples())
+    assert len(ran.flip_buttons) == flips
+    assert "code:lm" in ran._filters and "then:dcpmi" in ran._filters
+    # files: the comparison as CSV / markdown, the figure as HTML, the session round trip
+    assert ran.export(tmp_path / "c.csv").read_text().startswith("scorer,")
+    assert "McNemar" in ran.export(tmp_path / "c.md").read_text()
+    assert ran.export(tmp_path / "fig.html").exists()
+    ran.save_session(tmp_path / "s")
+    ran.load_session(tmp_path / "s")
+    assert list(ran.runs) == ["code", "then"] and "code" in ran.tasks
+
+
+def test_a_pattern_naming_a_missing_field_is_one_message(ran):
+    assert ran.ablate(premise="{nonexistent} because", name="bad") is None
+    assert "nonexistent" in ran.message.value and list(ran.runs) == ["code"]
+
+
+def test_lm_eval_log_opens_without_a_model():
+    ex = Explorer(log=LOGS)
+    assert list(ex.runs) == ["lm-eval"] and ex.lm is None and ex.last_error is None
+    res = ex.runs["lm-eval"]
+    assert len(ex.item_frame()) == len(res.items) and "lm-eval:lm" in ex._filters
+    assert ex.plot.figure["data"]
+    ex.close()
+
+
+def test_bad_sources_give_one_message(tiny_lm, tmp_path):
+    bad = tmp_path / "samples_x.jsonl"
+    bad.write_text("not json\n")
+    ex = Explorer(log=bad)
+    assert not ex.runs and ex.message.value.count("⚠") == 1
+    ex.close()
+    ex = Explorer(tiny_lm, task="no-such-task", n=5)
+    assert ex.run() is None and ex.message.value.count("⚠") == 1 and "no-such-task" in ex.message.value
+    ex.n_box.value = 0
+    ex.task_box.value = "copa"
+    assert ex.run() is None and "n:" in ex.message.value
+    ex.close()
+
+
+def test_cells_are_text_not_html(tiny_lm):
+    res = sl.evaluate(tiny_lm, sl.tasks.load("copa", limit=3), ["lm", "dcpmi"], progress=False)
+    res.items.loc[0, "premise"] = "<img src=x onerror=alert(1)>"
+    ex = Explorer(runs={"a": res})
+    assert "<img" not in str(ex.table._dt_args.get("data_json")) and "&lt;img" in str(ex.table._dt_args["data_json"])
+    ex.close()
