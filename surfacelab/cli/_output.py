@@ -31,6 +31,8 @@ FORMATS = ("table", "csv", "json", "markdown")
 INTEGER_PREFIXES = ("rank_", "n_")
 #: a column whose cells are all this short is never wrapped (names, kinds, numbers)
 SHORT = 16
+#: Characters a wrapped text column keeps at least (a narrower terminal gets longer lines instead).
+WRAPPED = 20
 #: a --wide table that cannot fit the terminal is printed transposed when it has at most this many rows
 MAX_TRANSPOSED = 8
 
@@ -121,8 +123,11 @@ class Printer:
             sys.stdout.write(json.dumps({**doc, **(extra or {})}, indent=1, default=str) + "\n")
         else:
             for v in views:
-                self.out.print(_markdown(v, self.wide) if self.fmt == "markdown"
-                               else _rich(v, self.wide, self.out.width))
+                if self.fmt == "markdown":
+                    self.out.print(_markdown(v, self.wide))
+                else:  # wider than the terminal rather than a number or name cut short
+                    table, least = _rich(v, self.wide, self.out.width)
+                    self.out.print(table, width=max(self.out.width, least), crop=False)
                 self.out.print()
 
 
@@ -137,22 +142,28 @@ def _cells(view: View, wide: bool) -> tuple[list[str], list[list[tuple[str, bool
     return cols, rows
 
 
-def _rich(view: View, wide: bool, width: int) -> Table:
-    """A table that fits ``width``: numbers never wrap; a wide view of a few rows that cannot fit is transposed."""
+def _rich(view: View, wide: bool, width: int) -> tuple[Table, int]:
+    """A table that fits ``width`` where it can, and the width it needs at least: numbers, names and their headers
+    are never wrapped nor cut, long text wraps down to ``WRAPPED`` characters; a wide view of a few rows that cannot
+    fit is transposed."""
     cols, rows = _cells(view, wide)
     headers = [view.headers.get(c, c) for c in cols]
     natural = sum(max([len(h)] + [len(r[j][0]) + 2 for r in rows]) for j, h in enumerate(headers)) + 3 * len(cols)
     numeric = [pd.api.types.is_numeric_dtype(view.frame[c]) and not pd.api.types.is_bool_dtype(view.frame[c])
                for c in cols]
     if wide and natural > width and 0 < len(rows) <= MAX_TRANSPOSED:
-        return _transposed(view, headers, rows, numeric)
-    table = _table(view)
+        return _transposed(view, headers, rows, numeric), 0
+    table, least = _table(view), 0
     for j in range(len(cols)):
-        short = max((len(row[j][0]) for row in rows), default=0) <= SHORT  # names, kinds, numbers: never wrapped
-        table.add_column(headers[j], justify="right" if numeric[j] else "left", no_wrap=short, overflow="fold")
+        longest = max((len(row[j][0]) + 2 * row[j][1] for row in rows), default=0)  # + " *" on the best cell
+        short = longest <= SHORT
+        need = max(longest, len(headers[j])) if short else None
+        table.add_column(headers[j], justify="right" if numeric[j] else "left", no_wrap=short, overflow="fold",
+                         min_width=need)
+        least += (need or WRAPPED) + 3
     for row in rows:
         table.add_row(*[_text(v, best) for v, best in row])
-    return table
+    return table, least
 
 
 def _transposed(view: View, headers: list[str], rows: list[list[tuple[str, bool]]], numeric: list[bool]) -> Table:
