@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 
 #: Items per chunk of a run: rows appear after each chunk, and a cancel keeps the chunks already done.
 CHUNK = 25
+#: Items of a run's first chunk: the first rows show within seconds, before the larger chunks that keep batches full.
+FIRST_CHUNK = 5
 #: Characters of the premise the item table shows.
 PREMISE_CHARS = 80
 
@@ -64,27 +66,31 @@ class Progress:
 
 
 def evaluate_in_chunks(lm: LM, task: Task, scorers: str | Sequence[str] | None = None, *, chunk: int = CHUNK,
-                       on_chunk: Callable[[EvalResult, Progress], None] | None = None, batch_size: int | str = "auto",
-                       n_boot: int = 1000, seed: int = 0, too_long: str = "skip") -> EvalResult:
+                       first_chunk: int = FIRST_CHUNK, on_chunk: Callable[[EvalResult, Progress], None] | None = None,
+                       batch_size: int | str = "auto", n_boot: int = 1000, seed: int = 0,
+                       too_long: str = "skip") -> EvalResult:
     """``evaluate`` chunk by chunk, so that rows can be shown as they are scored and a cancel keeps what is done.
 
     Args:
         lm, task, scorers, batch_size, n_boot, seed, too_long: as in :func:`surfacelab.evaluate` (an item whose
             option cannot fit the window is skipped by default: one long item does not end a dataset run).
         chunk: items per ``evaluate`` call.
+        first_chunk: items of the first call (at most ``chunk``): the first rows come sooner.
         on_chunk: called after every chunk with the run so far (all finished chunks combined) and the progress.
 
     Returns:
         The combined run. A ``Cancelled`` raised by the engine (``engine.cancelled_when``) ends the run early: the
         finished chunks are returned with ``meta["stopped_at"]`` = items done (absent when the run finished).
     """
-    if not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1:
-        raise ValueError(f"chunk: expected a positive int, got {chunk!r}")
+    for name, value in (("chunk", chunk), ("first_chunk", first_chunk)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name}: expected a positive int, got {value!r}")
     parts: list[EvalResult] = []
     t0 = time.perf_counter()
     total = len(task.items)
-    for start in range(0, total, chunk):
-        sub = dataclasses.replace(task, items=task.items[start:start + chunk])
+    first = min(first_chunk, chunk)
+    for start in [0, *range(first, total, chunk)] if total > first else [0]:
+        sub = dataclasses.replace(task, items=task.items[start:first if start == 0 else start + chunk])
         try:
             parts.append(evaluate(lm, sub, scorers, batch_size=batch_size, progress=False, n_boot=0, seed=seed,
                                   too_long=too_long))

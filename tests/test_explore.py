@@ -44,6 +44,12 @@ def test_a_run_in_chunks_equals_one_run_and_reports_each_chunk(tiny_lm, copa, wh
     pd.testing.assert_frame_equal(run.paired, whole.paired)
     pd.testing.assert_frame_equal(run.labels, whole.labels)
     assert run.meta["engine"]["requests"] == sum(len(it.options) * 2 for it in copa)
+    seen.clear()  # a small first chunk, then full ones
+    explore.evaluate_in_chunks(tiny_lm, copa, SCORERS, chunk=5, first_chunk=2,
+                               on_chunk=lambda r, p: seen.append((len(r.items), p)))
+    assert [n for n, _ in seen] == [2, 7, 12]
+    with pytest.raises(ValueError, match="first_chunk: expected a positive int"):
+        explore.evaluate_in_chunks(tiny_lm, copa, SCORERS, first_chunk=0)
 
 
 def test_a_cancel_keeps_the_finished_chunks(tiny_lm, copa, monkeypatch, tmp_path):

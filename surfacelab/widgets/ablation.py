@@ -143,6 +143,7 @@ class Ablation:
                 for item_id in flipped:
                     b = w.Button(description=f"{kind}: {item_id}", layout=w.Layout(width="auto"),
                                  tooltip=f"{r.scorer}: {kind} by {names[-1]}; open it (as {names[-1]} has it)")
+                    b.add_class("sl-opens-item")  # the browser scrolls the workbench into view on the click
                     b.on_click(lambda _, p=ids.index(item_id): self.open_item(p, names[-1]))
                     buttons.append(b)
             if buttons:

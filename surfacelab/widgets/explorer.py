@@ -18,6 +18,7 @@ import dataclasses
 import html
 import json
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,11 +37,27 @@ from ..lm_eval_log import from_lm_eval
 from .exporting import DEFAULT_EXPORT_DIR
 from .ablation import CODE, Ablation, message_html
 from .plot import PlotView
+from .reveal import Reveal
 from .scheduler import Run, Runner
+from .view import close_tree
 
+HERE = Path(__file__).parent
 ANY = "any"
 #: Columns of the rescue matrix (the first ones of ``explore.columns``).
 MATRIX_MAX = 8
+#: Height of the accuracy figure in the widget (beside the rescue matrix; exports keep the figure's own).
+PLOT_HEIGHT = 300
+#: The item table's options, given again at every update (``ITable.update`` falls back to itables' defaults): every
+#: row (no downsampling), cells as text, a click anywhere on a column's header sorts by it, 10 rows a page.
+TABLE_OPTIONS = {"maxBytes": 0, "allow_html": False, "text_in_header_can_be_selected": False, "pageLength": 10,
+                 "lengthMenu": [10, 25, 50, 100], "select": {"style": "single"}}
+#: Seconds between two redraws of the rows while a run goes on (a redraw costs the browser CPU the run shares; the
+#: progress line follows every chunk).
+REDRAW_S = 3.0
+#: Milliseconds a click that opens an item waits for a workbench given to the explorer to be on the page.
+GIVEN_WAIT_MS = 3_000
+#: ... and for the one the explorer makes on the first click (a model load under a busy CPU).
+MADE_WAIT_MS = 120_000
 
 
 def _head(run: EvalResult, k: int) -> EvalResult:
@@ -51,13 +68,25 @@ def _head(run: EvalResult, k: int) -> EvalResult:
     return explore.combine([part], n_boot=0)
 
 
+def _column_classes(columns: Sequence[str]) -> list[dict]:
+    """DataTables column classes of the item table (``explorer.css`` gives each kind its width): the premise, the
+    options (the gold and every run's pick), and short values (ids, numbers, labels)."""
+    kinds: dict[str, list[int]] = {"sl-c-premise": [], "sl-c-option": [], "sl-c-short": []}
+    for k, col in enumerate(columns):
+        picked = ":" in col and col.rpartition(":")[2] not in ("margin", "why")
+        kind = "sl-c-premise" if col == "premise" else "sl-c-option" if col == "gold" or picked else "sl-c-short"
+        kinds[kind].append(k)
+    return [{"targets": targets, "className": kind} for kind, targets in kinds.items() if targets]
+
+
 class Explorer(Ablation, w.VBox):
     """A dataset's runs side by side, filtered down to the item worth opening in the workbench (see the module).
 
     Args:
         lm: the causal LM of the runs (an ``LM``, a preset name, or None: ``load_lm()`` when a run needs it).
         workbench: the ``Workbench`` a row click loads the item into (None: one is made when first needed and
-            shown below the explorer).
+            shown below the explorer; one given is displayed by its owner: a click says so when it is not on the
+            page). The click scrolls it into view in the browser.
         task, split, n, template, domain_premise: the local data source (``tasks.load(task, split, limit=n,
             variant=template)``; ``template`` a family name or a ``Template``; ``domain_premise`` replaces the
             template's).
@@ -84,6 +113,13 @@ class Explorer(Ablation, w.VBox):
         self._hold = False
         self._template = template if template is not None and not isinstance(template, str) else None
         self.runner = Runner("explorer", on_error=self._failed)
+        # a click that opens an item scrolls the workbench into view in the browser (made on the first click: the
+        # browser waits for it; given: it should be on the page already, else the person is told to display it)
+        self.reveal = Reveal(wait_ms=MADE_WAIT_MS if workbench is None else GIVEN_WAIT_MS)
+        self.reveal.target = f"sl-bench-{self.reveal.model_id[:12]}"
+        self.reveal.observe(self._bench_missing, "missing")
+        if workbench is not None:
+            workbench.add_class(self.reveal.target)
         self._build(task, split, n, template if isinstance(template, str) else "code", domain_premise, folder)
         super().__init__(self._layout())
         self.add_class("sl-explorer")
@@ -101,13 +137,15 @@ class Explorer(Ablation, w.VBox):
     # --- widgets ----------------------------------------------------------------------------
 
     def _build(self, task: str, split: str | None, n: int, family: str, domain: str | None, folder: Any) -> None:
-        self.task_box = w.Text(value=task, description="task")
-        self.split_box = w.Text(value=split or "", description="split", placeholder="default")
-        self.n_box = w.IntText(value=n, description="items")
+        wide = {"description_width": "initial"}  # labels in full ("domain premise", not "domain pr…")
+        self.task_box = w.Text(value=task, description="task", style=wide)
+        self.split_box = w.Text(value=split or "", description="split", placeholder="default", style=wide)
+        self.n_box = w.IntText(value=n, description="items", style=wide)
         self.family_picker = w.Dropdown(options=["code", "paper_table", "lm-eval"], value=family,
-                                        description="template")
-        self.domain_box = w.Text(value=domain or "", description="domain premise", placeholder="the template's")
-        self.name_box = w.Text(value="", description="run name", placeholder="the template family")
+                                        description="template", style=wide)
+        self.domain_box = w.Text(value=domain or "", description="domain premise", placeholder="the template's",
+                                 style=wide)
+        self.name_box = w.Text(value="", description="run name", placeholder="the template family", style=wide)
         self.run_button = w.Button(description="Run", icon="play", button_style="primary")
         self.cancel_button = w.Button(description="Cancel", icon="stop", disabled=True)
         self.progress = w.FloatProgress(value=0, min=0, max=1)
@@ -116,33 +154,47 @@ class Explorer(Ablation, w.VBox):
         self.run_lines = w.HTML("")
         self.plot = PlotView(lazy=False)
         self.matrix = w.GridBox([])
-        self.labels = w.HBox([], layout=w.Layout(flex_flow="row wrap"))
+        self.labels = w.HBox([])
         self.disagree_box = w.Checkbox(value=False, description="scorers disagree", indent=False)
-        self.flipped_picker = w.Dropdown(options=[("—", None)], value=None, description="flipped")
-        self.label_picker = w.Dropdown(options=[ANY], value=ANY, description="label")
+        self.flipped_picker = w.Dropdown(options=[("—", None)], value=None, description="flipped", style=wide)
+        self.label_picker = w.Dropdown(options=[ANY], value=ANY, description="label", style=wide)
+        # the words filter of ``filter(text=...)`` (premise, options, id in full); not in the layout: the table's
+        # own search box, in the browser, is the one a person types into
         self.search_box = w.Text(value="", description="search", continuous_update=False)
         self.clear_button = w.Button(description="clear filters", icon="times")
-        self.filter_box = w.HBox([], layout=w.Layout(flex_flow="row wrap"))
+        self.filter_box = w.HBox([])
         self.count = w.HTML("")
-        self.table = ITable(pd.DataFrame(), select={"style": "single"}, allow_html=False, maxBytes=0,
-                            classes="display compact")
+        self.table = ITable(pd.DataFrame(), classes="display compact", **TABLE_OPTIONS)
         # the template ablation panel
-        self.preset_picker = w.Dropdown(options=[], description="preset")
-        self.premise_pattern = w.Text(description="premise", placeholder="{question} ...")
-        self.option_pattern = w.Text(description="options", placeholder=" {choice}")
-        self.domain_pattern = w.Text(description="domain premise")
-        self.ablation_name = w.Text(value="edited", description="run name")
+        self.preset_picker = w.Dropdown(options=[], description="preset", style=wide)
+        self.premise_pattern = w.Text(description="premise", placeholder="{question} ...", style=wide)
+        self.option_pattern = w.Text(description="options", placeholder=" {choice}", style=wide)
+        self.domain_pattern = w.Text(description="domain premise", style=wide)
+        self.ablation_name = w.Text(value="edited", description="run name", style=wide)
         self.ablate_button = w.Button(description="Run edited template", icon="play")
         self.comparison_html = w.HTML("")
         self.flips = w.VBox([])
         # files
         self.folder_box = w.Text(value=str(Path(folder).expanduser() if folder else DEFAULT_EXPORT_DIR / "explorer"),
-                                 description="folder")
+                                 description="folder", style=wide)
         self.save_button = w.Button(description="save session", icon="save")
         self.load_button = w.Button(description="load session", icon="folder-open")
-        self.export_buttons = {k: w.Button(description=k, icon="download", layout=w.Layout(width="auto"))
-                               for k in ("comparison.csv", "comparison.md", "summary.png", "summary.html")}
+        self.export_buttons = {k: w.Button(description=k, icon="download") for k in
+                               ("comparison.csv", "comparison.md", "summary.png", "summary.html")}
         self.files_note = w.HTML("")
+        for widget, cls in [(self.task_box, "sl-x-task"), (self.split_box, "sl-x-split"), (self.n_box, "sl-x-n"),
+                            (self.family_picker, "sl-x-family"), (self.domain_box, "sl-x-domain"),
+                            (self.name_box, "sl-x-name"), (self.folder_box, "sl-x-folder"),
+                            (self.preset_picker, "sl-x-preset"), (self.premise_pattern, "sl-x-premise-pattern"),
+                            (self.option_pattern, "sl-x-option-pattern"), (self.domain_pattern, "sl-x-domain-pattern"),
+                            (self.ablation_name, "sl-x-ablation-name"),
+                            (self.run_button, "sl-x-run-button"), (self.cancel_button, "sl-x-cancel"),
+                            (self.progress, "sl-x-progress"), (self.progress_line, "sl-x-progress-line"),
+                            (self.plot, "sl-x-plot"), (self.matrix, "sl-x-matrix"), (self.labels, "sl-x-labels"),
+                            (self.filter_box, "sl-x-columns"), (self.count, "sl-x-count"),
+                            (self.table, "sl-item-table"), (self.ablate_button, "sl-x-ablate"),
+                            (self.comparison_html, "sl-x-comparison"), (self.flips, "sl-x-flips")]:
+            widget.add_class(cls)
         self.run_button.on_click(lambda _: self.run())
         self.cancel_button.on_click(lambda _: self.cancel())
         for widget in (self.disagree_box, self.flipped_picker, self.label_picker, self.search_box):
@@ -157,30 +209,42 @@ class Explorer(Ablation, w.VBox):
             b.on_click(lambda _, key=key: self._files(lambda f, key=key: self.export(f / key)))
 
     def _layout(self) -> list:
-        def box(children: list, cls: str, wrap: bool = True) -> w.Box:
-            out = w.HBox(children, layout=w.Layout(flex_flow="row wrap" if wrap else "row"))
+        """The explorer top to bottom: the source and Run; once a run is open, the summary (accuracy beside who
+        rescues whom and the labels), the filters, the item table, then the ablation and files (below the table,
+        so that the table and the workbench under the explorer stay close)."""
+        def box(children: list, cls: str, vertical: bool = False) -> w.Box:
+            out = (w.VBox if vertical else w.HBox)(children)
             out.add_class(cls)
             return out
 
-        return [w.HTML("<h3>surfacelab explorer</h3>"),
+        style = w.HTML(f"<style>{(HERE / 'explorer.css').read_text(encoding='utf-8')}</style>")
+        style.layout.display = "none"
+        side = box([w.HTML("<b>who rescues whom</b> <span class='sl-hint'>(row right, column wrong; click a count "
+                           "to list those items)</span>"), self.matrix,
+                    w.HTML("<b>verdict labels</b> <span class='sl-hint'>(why the first run's LM missed; click to "
+                           "list)</span>"), self.labels], "sl-x-side", vertical=True)
+        self.results = box([
+            box([self.plot, side], "sl-x-summary"),
+            box([w.HTML("<b>filter</b>"), self.filter_box, self.disagree_box, self.flipped_picker, self.label_picker,
+                 self.clear_button], "sl-x-filters"),
+            box([self.count, w.HTML("<span class='sl-hint'>click a row to open the item in the workbench below "
+                                    "(previous / next there step through these rows)</span>")], "sl-x-table-head"),
+            self.table,
+            w.HTML("<b>template ablation</b> <span class='sl-hint'>(the same items under an edited template, as a "
+                   f"run beside the first; patterns over the task's fields; {CODE}: the template's code, kept "
+                   "unless typed over)</span>"),
+            box([self.preset_picker, self.premise_pattern, self.option_pattern, self.domain_pattern,
+                 self.ablation_name, self.ablate_button], "sl-x-ablation"),
+            self.comparison_html, self.flips,
+            box([w.HTML("<b>files</b>"), self.folder_box, self.save_button, self.load_button,
+                 *self.export_buttons.values()], "sl-x-files"),
+            self.files_note], "sl-x-results", vertical=True)
+        self.results.layout.display = "none"  # nothing to show before a run
+        return [style, self.reveal, w.HTML("<h3>surfacelab explorer</h3>"),
                 box([self.task_box, self.split_box, self.n_box, self.family_picker, self.domain_box, self.name_box],
-                    "sl-source"),
-                box([self.run_button, self.cancel_button, self.progress, self.progress_line], "sl-run"),
-                self.message, self.run_lines, self.plot,
-                w.HTML("<b>who rescues whom</b> <span class='sl-hint'>(row right, column wrong: click to list)"
-                       "</span>"), self.matrix,
-                w.HTML("<b>verdict labels</b>"), self.labels,
-                self.filter_box,
-                box([self.disagree_box, self.flipped_picker, self.label_picker, self.search_box, self.clear_button],
-                    "sl-filters"),
-                self.count, self.table,
-                w.HTML("<b>template ablation</b> <span class='sl-hint'>(patterns over the task's fields; "
-                       f"{CODE}: the template's code, kept unless typed over)</span>"),
-                box([self.preset_picker, self.premise_pattern, self.option_pattern, self.domain_pattern,
-                     self.ablation_name, self.ablate_button], "sl-ablation"),
-                self.comparison_html, self.flips,
-                box([self.folder_box, self.save_button, self.load_button, *self.export_buttons.values()], "sl-files"),
-                self.files_note]
+                    "sl-x-source"),
+                box([self.run_button, self.cancel_button, self.progress, self.progress_line], "sl-x-run"),
+                self.message, self.run_lines, self.results]
 
     # --- runs -------------------------------------------------------------------------------
 
@@ -191,8 +255,16 @@ class Explorer(Ablation, w.VBox):
             from .workbench import Workbench
 
             self._workbench = Workbench(lm=self.get_lm())
+            self._workbench.add_class(self.reveal.target)
             self.children = (*self.children, self._workbench)
         return self._workbench
+
+    def _bench_missing(self, change: dict) -> None:
+        if change["new"]:
+            self.message.value = ("<span class='sl-error'>⚠ the workbench this explorer opens items in is not on "
+                                  "the page: display it (its variable on the last line of a cell) to see the "
+                                  "item</span>")
+            self.reveal.missing = False  # the next click checks again
 
     def get_lm(self) -> Any:
         """The causal LM (loaded on first use when given by name or not at all)."""
@@ -244,9 +316,13 @@ class Explorer(Ablation, w.VBox):
             lm = self.get_lm()
             source["model"] = lm.name
 
+            drawn = [0.0]  # when the rows were last redrawn: the first chunk at once, then once per REDRAW_S
+
             def on_chunk(part: EvalResult, progress: Progress) -> None:
                 self._report(progress)
-                self._put(name, part, source)
+                if not drawn[0] or time.monotonic() - drawn[0] >= REDRAW_S:
+                    self._put(name, part, source)
+                    drawn[0] = time.monotonic()
 
             try:
                 result = explore.evaluate_in_chunks(lm, task, self.scorers, chunk=self.chunk, on_chunk=on_chunk)
@@ -306,7 +382,10 @@ class Explorer(Ablation, w.VBox):
                 return
             self.run_lines.value = "<br>".join(f"<b>{html.escape(n)}</b>: {html.escape(explore.run_line(r))}"
                                                for n, r in self.runs.items())
-            self.plot.show(json.loads(self.figure().to_json()))
+            self.results.layout.display = None
+            figure = json.loads(self.figure().to_json())
+            figure["layout"]["height"] = PLOT_HEIGHT
+            self.plot.show(figure)
             cols = explore.columns(runs)
             self._build_filters(runs, cols)
             self._build_matrix(runs, cols[:MATRIX_MAX])
@@ -355,21 +434,24 @@ class Explorer(Ablation, w.VBox):
         counts = explore.rescues(runs, cols)
         if set(self._cells) != {(a, b) for a in cols for b in cols if a != b}:
             self._cells = {}
-            cells: list[w.Widget] = [w.HTML("")] + [w.HTML(f"<small>{html.escape(c)} ✗</small>") for c in cols]
+            # a column's name may break after its run ("domain:" / "per_char ✗"): the matrix fits beside the figure
+            cells: list[w.Widget] = [w.HTML("")] + [
+                w.HTML(f"<small class='sl-x-col'>{html.escape(c).replace(':', ':<wbr>')} ✗</small>") for c in cols]
             for a in cols:
                 cells.append(w.HTML(f"<small>{html.escape(a)} ✓</small>"))
                 for b in cols:
                     if a == b:
                         cells.append(w.HTML("·"))
                         continue
-                    button = w.Button(layout=w.Layout(width="auto"), tooltip=f"{a} right, {b} wrong")
+                    button = w.Button(tooltip=f"list the items {a} gets right and {b} wrong")
                     button.on_click(lambda _, a=a, b=b: self.filter(right=[a], wrong=[b]))
                     self._cells[(a, b)] = button
                     cells.append(button)
             self.matrix.children = tuple(cells)
-            self.matrix.layout.grid_template_columns = f"repeat({len(cols) + 1}, auto)"
+            self.matrix.layout.grid_template_columns = f"max-content repeat({len(cols)}, minmax(4em, max-content))"
         for (a, b), button in self._cells.items():
             button.description = str(int(counts.loc[a, b]))
+            button.disabled = not counts.loc[a, b]  # nothing to list
 
     def _build_labels(self, runs: Mapping[str, EvalResult]) -> None:
         first = next(iter(runs.values()))
@@ -379,7 +461,7 @@ class Explorer(Ablation, w.VBox):
         counts = first.items["why"].astype(str).value_counts()
         buttons = []
         for label, k in counts.items():
-            b = w.Button(description=f"{label} ({k})", layout=w.Layout(width="auto"))
+            b = w.Button(description=f"{label} ({k})")
             b.on_click(lambda _, label=label: self.filter(label=label))
             buttons.append(b)
         self.labels.children = tuple(buttons)
@@ -429,14 +511,18 @@ class Explorer(Ablation, w.VBox):
             self._show_error(err)
             return
         table = explore.item_table(runs).iloc[rows].reset_index(drop=True)
+        if "truncated" in table and not table["truncated"].any():  # a column of "false" only takes room
+            table = table.drop(columns="truncated")
         self.rows = rows
         self._hold = True
         try:
-            self.table.update(table, selected_rows=[])
+            self.table.update(table, selected_rows=[], columnDefs=_column_classes(table.columns), **TABLE_OPTIONS)
         finally:
             self._hold = False
         total = len(next(iter(runs.values())).items)
-        self.count.value = f"<b>{len(rows)}</b> of {total} items"
+        words = self.search_box.value.strip()
+        self.count.value = f"<b>{len(rows)}</b> of {total} items" + (
+            f" (with the words “{html.escape(words)}”)" if words else "")
 
     def item_frame(self) -> pd.DataFrame:
         """The table as shown (filtered rows of ``explore.item_table``)."""
@@ -445,8 +531,23 @@ class Explorer(Ablation, w.VBox):
     # --- opening an item --------------------------------------------------------------------
 
     def _row_clicked(self, change: dict) -> None:
-        if not self._hold and change["new"]:
-            self.open_row(change["new"][0])
+        if self._hold:
+            return
+        if not change["new"] and change["old"]:  # a click on the selected row unselects it: it opens it again
+            self._select(change["old"][0])
+        rows = change["new"] or change["old"]
+        if rows:
+            self.open_row(rows[0])
+
+    def _select(self, k: int | None) -> None:
+        """Mark row ``k`` of the table as the one open (None: none), without opening it."""
+        want = [k] if k is not None else []
+        if list(self.table.selected_rows) != want:
+            self._hold = True
+            try:
+                self.table.selected_rows = want
+            finally:
+                self._hold = False
 
     def open_row(self, k: int) -> None:
         """Open the ``k``-th row of the table (as filtered) in the workbench."""
@@ -476,10 +577,11 @@ class Explorer(Ablation, w.VBox):
         following = step(1) if step and k[0] + 1 < len(self.rows) else None
         self.workbench.load_item(contexts[0], rows["option"].astype(str).tolist(), domain_premise=domain,
                                  gold=int(item["gold"]), source=source, previous=previous, next=following)
+        self._select(int(k[0]) if len(k) else None)  # the table marks the item open (previous / next move it)
 
     def close(self) -> None:
         """Stop the runs and close the explorer's widgets (and the workbench it made, not one it was given)."""
         self.runner.close()
-        for child in self.children:
-            child.close()
+        for child in self.children:  # the workbench closes its own (its update threads first)
+            child.close() if child is self._workbench else close_tree(child)
         super().close()

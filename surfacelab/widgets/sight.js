@@ -55,7 +55,8 @@ function anchorKeeper() {
 // cell is running any more (no "[*]" prompt for three checks in a row, so after JupyterLab's own last scroll), bring
 // the workbench's top into view, unless the person scrolled, clicked or typed since it appeared.
 function revealAfterRun(bench) {
-  if (bench.dataset.slRevealed) return;
+  // beside an explorer the page opens on the explorer: its rows bring the workbench into view when clicked
+  if (bench.dataset.slRevealed || document.querySelector(".sl-explorer")) return;
   bench.dataset.slRevealed = "1";
   let touched = false;
   const touch = () => { touched = true; };

@@ -4,7 +4,9 @@
 Jupyter config it sets), reads the one URL it prints and waits for the server. ``open_workbench``
 opens that URL, runs the notebook and waits for every view. ``timed_edit`` types into the premise
 and measures, in the page, the time from the last keystroke until the workbench's DOM has been quiet
-for ``quiet_ms`` with no view stale (a ``MutationObserver`` on ``.sl-workbench``).
+for ``quiet_ms`` with no view stale (a ``MutationObserver`` on ``.sl-workbench``). ``make_app`` starts ``make app``
+(Voilà: the workbench without code, one kernel per visitor) the same way, and ``open_app`` opens a visitor's page
+(``benchmarks/bench_class.py``: a class of them at once).
 
 Needs /usr/bin/chromium (``apt-get install -y chromium``) and the ``playwright`` pip package (no
 browser download: the Debian chromium is launched through ``executable_path``).
@@ -12,6 +14,7 @@ browser download: the Debian chromium is launched through ``executable_path``).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -66,16 +69,19 @@ def _settings(tmp: Path) -> dict[str, str]:
 
 
 @contextmanager
-def make_lab(tmp: Path, *, timeout: float = 90.0) -> Iterator[Lab]:
-    """Run ``make lab`` (set-up treated as done: ``-o <venv>/.installed``) in a temp Jupyter config."""
+def run_make(target: str, tmp: Path, variables: dict[str, Any], ready: str, *, env: dict[str, str] | None = None,
+             timeout: float = 90.0) -> Iterator[tuple[str, Path]]:
+    """Run ``make <target>`` as a user would (set-up treated as done: ``-o <venv>/.installed``) with ``variables``
+    on its command line and ``env`` (default: this process's) as its environment; wait for the first URL it
+    prints, then until ``ready`` (a URL on 127.0.0.1) answers. Yields (that URL, the log of its output); the whole
+    process group is ended afterwards."""
     tmp.mkdir(parents=True, exist_ok=True)
-    port, token = free_port(), secrets.token_hex(16)
     venv = Path(sys.prefix)
-    log_path = tmp / "make-lab.log"
+    log_path = tmp / f"make-{target}.log"
     log = open(log_path, "w")
-    cmd = ["make", "--no-print-directory", "-C", str(REPO), "-o", f"{venv}/.installed", "lab", f"VENV={venv}",
-           f"PORT={port}", f"TOKEN={token}", f"LAB_DIR={tmp / 'lab'}", "OPEN=0"]
-    proc = subprocess.Popen(cmd, env=_settings(tmp), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    cmd = ["make", "--no-print-directory", "-C", str(REPO), "-o", f"{venv}/.installed", target, f"VENV={venv}",
+           *(f"{k}={v}" for k, v in variables.items())]
+    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         end = time.monotonic() + timeout
         url = None
@@ -86,16 +92,16 @@ def make_lab(tmp: Path, *, timeout: float = 90.0) -> Iterator[Lab]:
                 url = found[0]
             if url is not None:
                 try:
-                    DIRECT.open(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=1)
+                    DIRECT.open(ready, timeout=1)
                     break
                 except OSError:
                     pass
             if proc.poll() is not None:
-                raise RuntimeError(f"make lab exited ({proc.returncode}): {text[-2000:]}")
+                raise RuntimeError(f"make {target} exited ({proc.returncode}): {text[-2000:]}")
             time.sleep(0.2)
         else:
-            raise RuntimeError(f"make lab did not serve within {timeout} s: {log_path.read_text()[-2000:]}")
-        yield Lab(url, f"http://127.0.0.1:{port}", token, tmp / "lab", log_path, log_path.read_text())
+            raise RuntimeError(f"make {target} did not serve within {timeout} s: {log_path.read_text()[-2000:]}")
+        yield url, log_path
     finally:
         try:
             os.killpg(proc.pid, signal.SIGTERM)
@@ -106,6 +112,42 @@ def make_lab(tmp: Path, *, timeout: float = 90.0) -> Iterator[Lab]:
             except ProcessLookupError:
                 pass
         log.close()
+
+
+@contextmanager
+def make_lab(tmp: Path, *, timeout: float = 90.0) -> Iterator[Lab]:
+    """Run ``make lab`` (set-up treated as done: ``-o <venv>/.installed``) in a temp Jupyter config."""
+    port, token = free_port(), secrets.token_hex(16)
+    variables = {"PORT": port, "TOKEN": token, "LAB_DIR": tmp / "lab", "OPEN": 0}
+    with run_make("lab", tmp, variables, f"http://127.0.0.1:{port}/api/status?token={token}", env=_settings(tmp),
+                  timeout=timeout) as (url, log):
+        yield Lab(url, f"http://127.0.0.1:{port}", token, tmp / "lab", log, log.read_text())
+
+
+@contextmanager
+def lab_page(tmp: Path, width: int = 1440, height: int = 900) -> Iterator[tuple[Lab, Any, list[str]]]:
+    """For a browser test's module: ``make_lab`` in ``tmp`` and a chromium page (``launch``): yields (the lab, the
+    page, the errors seen in the page); skips the test where /usr/bin/chromium or playwright is missing."""
+    import pytest
+
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} missing: apt-get install -y chromium")
+    pytest.importorskip("playwright")
+    from playwright.sync_api import sync_playwright
+
+    with make_lab(tmp) as lab, sync_playwright() as p:
+        browser, page, errors = launch(p, width, height)
+        try:
+            yield lab, page, errors
+        finally:
+            browser.close()
+
+
+def git_status() -> str:
+    """The checkout's ``git status`` (untracked files too): a browser test compares it before and after, since a
+    notebook run from the lab's folder must write nothing here."""
+    return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=REPO, capture_output=True,
+                          text=True, check=True).stdout
 
 
 def launch(p: Any, width: int = 1440, height: int = 900, *, dark: bool = False) -> tuple[Any, Any, list[str]]:
@@ -137,9 +179,20 @@ def page_state(page: Any, log: Path | None = None) -> str:
     return "\n".join(parts)
 
 
-def open_workbench(page: Any, url: str, *, dark: bool = False, file_browser: bool = False,
-                   timeout_s: float = 300.0, log: Path | None = None) -> None:
-    """Open ``url`` (a notebook with a Workbench), run all cells and wait until every view is ready.
+def wait_for(page: Any, wait: str, timeout_ms: float) -> None:
+    """Wait until ``wait`` holds: a CSS selector is on the page or, starting with ``js:``, a JavaScript expression
+    is true."""
+    if wait.startswith("js:"):
+        page.wait_for_function(wait[3:], timeout=timeout_ms)
+    else:
+        page.wait_for_selector(wait, timeout=timeout_ms)
+
+
+def open_notebook(page: Any, url: str, ready: list[tuple[str, str]], *, dark: bool = False,
+                  file_browser: bool = False, timeout_s: float = 300.0, log: Path | None = None,
+                  what: str = "the notebook") -> None:
+    """Open ``url`` (a notebook in the lab), run all its cells and wait for each of ``ready``: (what it is, a CSS
+    selector or, starting with ``js:``, a JavaScript expression that becomes true).
 
     One deadline, ``timeout_s``, for all of it; past it, an ``AssertionError`` says what the page showed
     (``page_state``, with the tail of ``log``)."""
@@ -165,15 +218,62 @@ def open_workbench(page: Any, url: str, *, dark: bool = False, file_browser: boo
         if left_open != file_browser:
             page.evaluate("window.jupyterapp.commands.execute('application:toggle-left-area')")
         page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
-        for view in VIEWS:
-            step = f"the {view} view becoming ready"
-            page.wait_for_selector(f".sl-view-{view}.sl-view-ready", timeout=left_ms())
-        step = "the status line saying 'updated'"
-        page.wait_for_function("document.querySelector('.sl-status')?.innerText.startsWith('updated')",
-                               timeout=left_ms())
+        for step, wait in ready:
+            wait_for(page, wait, left_ms())
     except PlaywrightTimeout:
-        raise AssertionError(f"the workbench did not open within {timeout_s:.0f} s, waiting for {step}:\n"
+        raise AssertionError(f"{what} did not open within {timeout_s:.0f} s, waiting for {step}:\n"
                              f"{page_state(page, log)}") from None
+
+
+#: The workbench drawn: every view ready, then the status line saying how long the update took.
+WORKBENCH_READY = [*((f"the {view} view becoming ready", f".sl-view-{view}.sl-view-ready") for view in VIEWS),
+                   ("the status line saying 'updated'",
+                    "js:document.querySelector('.sl-status')?.innerText.startsWith('updated')")]
+
+
+def open_workbench(page: Any, url: str, *, dark: bool = False, file_browser: bool = False,
+                   timeout_s: float = 300.0, log: Path | None = None) -> None:
+    """Open ``url`` (a notebook with a Workbench), run all cells and wait until every view is ready (see
+    ``open_notebook``)."""
+    open_notebook(page, url, WORKBENCH_READY, dark=dark, file_browser=file_browser, timeout_s=timeout_s, log=log,
+                  what="the workbench")
+
+
+def write_notebook(path: Path, cells: list[str]) -> Path:
+    """Write a notebook of code cells (no outputs) to ``path``, e.g. into ``Lab.lab_dir``."""
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None}
+    notebook = {"cells": [dict(cell, source=source) for source in cells], "nbformat": 4, "nbformat_minor": 5,
+                "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}}
+    path.write_text(json.dumps(notebook, indent=1), encoding="utf-8")
+    return path
+
+
+def notebook_url(lab: Lab, name: str) -> str:
+    """The URL that opens notebook ``name`` of the lab's folder."""
+    return f"{lab.base}/lab/tree/{name}?token={lab.token}"
+
+
+def kernel(page: Any, code: str) -> str:
+    """Run ``code`` in the kernel of the notebook ``page`` shows (as a cell would, without adding one); returns what
+    it printed. An exception in it is an ``AssertionError`` with its traceback's last line."""
+    out = page.evaluate("""async (code) => {
+      const future = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.requestExecute({code});
+      let text = '', error = null;
+      future.onIOPub = (msg) => {
+        if (msg.header.msg_type === 'stream') text += msg.content.text;
+        if (msg.header.msg_type === 'error') error = msg.content.ename + ': ' + msg.content.evalue;
+      };
+      await future.done;
+      return {text, error};
+    }""", code)
+    if out["error"]:
+        raise AssertionError(f"in the kernel: {out['error']}\n{code}")
+    return out["text"]
+
+
+def kernel_json(page: Any, expression: str) -> Any:
+    """The value of a Python ``expression`` (JSON-able) in the kernel of the notebook ``page`` shows."""
+    return json.loads(kernel(page, f"import json as _json\nprint(_json.dumps({expression}))"))
 
 
 WATCH_JS = """() => {
@@ -286,6 +386,35 @@ def timed_scroll(page: Any, view: str, *, quiet_ms: int = 700) -> dict[str, floa
     return {name: (t - w["key"]) / 1000.0 for name, t in w["views"].items() if t > w["key"] and name in seen}
 
 
+def timed_open(page: Any, opener: Any, *, quiet_ms: int = 700, timeout_ms: int = 120_000) -> dict[str, Any]:
+    """Click ``opener`` (a row of the explorer's item table, or a button that opens an item other than the one
+    open) while the workbench is on the page, and measure in the page from the click: ``reveal_s`` until the
+    workbench was scrolled into view (``reveal.js``), ``sight_s`` until the last change inside the views in sight
+    (named in ``in_sight``; computed on the click's path), ``quiet_s`` until the workbench's DOM was last changed
+    (quiet for ``quiet_ms`` after it, no view in sight stale), and ``per_view`` (seconds to each view's last
+    change; None: it did not change)."""
+    page.evaluate(WATCH_JS)
+    page.evaluate("""() => window.addEventListener('click', (event) => {
+      const w = window.__slWatch;
+      if (!event.slReplayed) { w.key = performance.now(); w.first = {}; w.later = {}; }
+    }, {capture: true, once: true})""")
+    origin = page.inner_text(".sl-workbench .sl-origin")
+    opener.click()
+    # the item is loaded when the origin line names it (a change of the DOM from before the click may not be it)
+    page.wait_for_function("(before) => document.querySelector('.sl-workbench .sl-origin').innerText !== before",
+                           arg=origin, timeout=timeout_ms)
+    wait_quiet(page, quiet_ms, timeout_ms)
+    sight = page.evaluate(SIGHT_JS)
+    w = page.evaluate("(() => { const w = window.__slWatch; return {key: w.key, last: w.last, views: w.views, "
+                      "revealed: Number(document.querySelector('.sl-workbench').dataset.slRevealedAt || 0)}; })()")
+    per_view = {name: (t - w["key"]) / 1000.0 if (t := w["views"].get(name)) and t > w["key"] else None
+                for name in VIEWS}
+    changed = [per_view[n] for n in sight if per_view[n] is not None]
+    return {"reveal_s": (w["revealed"] - w["key"]) / 1000.0 if w["revealed"] > w["key"] else None,
+            "sight_s": max(changed) if changed else None, "quiet_s": (w["last"] - w["key"]) / 1000.0,
+            "in_sight": sight, "per_view": per_view}
+
+
 def wrapped_labels(page: Any) -> list[str]:
     """Table labels that break over two lines: every header cell of the views' tables, and a gold row's short option
     ("★ ␣tub": the mark never ends a line without its option). A long option may wrap; a label may not."""
@@ -364,3 +493,92 @@ def overlapping_text(page: Any, view: str) -> list[str]:
       }
       return out;
     }""", view)
+
+
+# --- `make app`: the workbench served by Voilà, one kernel per visitor -----------------------------------------------
+
+@dataclass
+class App:
+    """A running ``make app``: the URL it printed (the workbench's page), its base URL and token, its log and what it
+    printed."""
+
+    url: str
+    base: str
+    token: str
+    log: Path
+    printed: str
+
+
+@contextmanager
+def make_app(tmp: Path, *, env: dict[str, str] | None = None, timeout: float = 120.0,
+             **variables: Any) -> Iterator[App]:
+    """Run ``make app`` as a user would, on a free port with a token of its own, the notebooks copied into
+    ``tmp/app``; ``variables``: more make variables (``SERVER=...``, ``APP_CULL_S=...``); ``env``: more
+    environment for it (``SURFACELAB_API_KEY``: never on a command line). The server answers (its notebook list)
+    when this yields; no visitor's kernel has started yet."""
+    port, token = free_port(), secrets.token_hex(16)
+    variables = {"PORT": port, "TOKEN": token, "APP_DIR": tmp / "app", **variables}
+    with run_make("app", tmp, variables, f"http://127.0.0.1:{port}/?token={token}",
+                  env={**_settings(tmp), **(env or {})}, timeout=timeout) as (url, log):
+        yield App(url, f"http://127.0.0.1:{port}", token, log, log.read_text())
+
+
+def open_app(page: Any, url: str, *, timeout_s: float = 300.0, log: Path | None = None) -> float:
+    """Open ``url``, a page of ``make app`` (Voilà starts a kernel for this visitor, runs the notebook in it and
+    sends the page as the cells finish), and wait until the workbench is drawn (``WORKBENCH_READY``); returns the
+    seconds it took. Past ``timeout_s``, an ``AssertionError`` says what the page showed."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    start = time.monotonic()
+    end = start + timeout_s
+    step = "the page (Voilà runs the notebook first)"
+    try:
+        page.goto(url, timeout=timeout_s * 1000.0)
+        for step, wait in WORKBENCH_READY:
+            wait_for(page, wait, max(1_000.0, (end - time.monotonic()) * 1000.0))
+    except PlaywrightTimeout:
+        raise AssertionError(f"the app did not show the workbench within {timeout_s:.0f} s, waiting for {step}:\n"
+                             f"{page_state(page, log)}\npage text: {page.inner_text('body')[:1000]!r}") from None
+    return time.monotonic() - start
+
+
+def app_kernel(page: Any) -> str:
+    """The id of the kernel Voilà started for the visitor of ``page`` (its page configuration names it)."""
+    return page.evaluate("JSON.parse(document.getElementById('jupyter-config-data').textContent).kernelId")
+
+
+def kernel_rss(kernel_id: str) -> int | None:
+    """The resident memory in bytes of the kernel process ``kernel_id`` (found by its connection file,
+    ``kernel-<id>.json``, on its command line); None when no such process runs."""
+    import psutil
+
+    for proc in psutil.process_iter(["cmdline"]):
+        if any(f"kernel-{kernel_id}.json" in part for part in proc.info["cmdline"] or ()):
+            try:
+                return proc.memory_info().rss
+            except psutil.NoSuchProcess:
+                return None
+    return None
+
+
+def score_table(page: Any) -> dict[str, list[str]]:
+    """The scorer table as the page shows it: column header -> the cells' text, one per option."""
+    header, *rows = page.evaluate("[...document.querySelectorAll('.sl-view-scores .sl-score-table tr')]"
+                                  ".map((tr) => [...tr.cells].map((c) => c.innerText.trim()))")
+    return {name: [row[i] for row in rows] for i, name in enumerate(header)}
+
+
+def timed_sight(page: Any, base: str, word: str, **kwargs: Any) -> tuple[float, float]:
+    """``timed_edit`` (``kwargs`` go to it), read as what the person waits for: (seconds from the last keystroke to
+    the last change inside the views that were in sight, seconds until the whole DOM was quiet)."""
+    per_view: dict = {}
+    sight: list = []
+    quiet = timed_edit(page, base, word, per_view=per_view, in_sight=sight, **kwargs)
+    return max((per_view[n] for n in sight if per_view.get(n) is not None), default=quiet), quiet
+
+
+def shutdown_kernel(app: App, kernel_id: str) -> None:
+    """Shut down a visitor's kernel through the app's kernel API (what culling does to a kernel left behind, now)."""
+    request = urllib.request.Request(f"{app.base}/api/kernels/{kernel_id}", method="DELETE",
+                                     headers={"Authorization": f"token {app.token}"})
+    DIRECT.open(request, timeout=60)

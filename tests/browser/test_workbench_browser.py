@@ -12,12 +12,11 @@ clean checkout afterwards.
 
 from __future__ import annotations
 
-import subprocess
 import time
 
 import pytest
 
-from labkit import (CHROMIUM, REPO, VIEWS, WATCH_JS, launch, make_lab, no_horizontal_scroll, open_workbench,
+from labkit import (VIEWS, WATCH_JS, git_status, kernel, lab_page, no_horizontal_scroll, open_workbench,
                     overlapping_text, page_state, timed_edit, wait_quiet, wait_redrawn, watch_redraw, wrapped_labels)
 
 # the module shares one server and page; the first test also opens them (about a minute here)
@@ -35,33 +34,13 @@ def settle(page) -> None:
     wait_quiet(page, 500, timeout_ms=30_000, changed=False)
 
 
-def kernel(page, code: str) -> None:
-    """Run ``code`` in the kernel of the notebook ``page`` shows (as a cell would, without adding one)."""
-    page.evaluate("(code) => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
-                  ".requestExecute({code}).done.then(() => true)", code)
-
-
-def _git_status() -> str:
-    return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=REPO, capture_output=True,
-                          text=True, check=True).stdout
-
-
 @pytest.fixture(scope="module")
 def session(tmp_path_factory):
-    from pathlib import Path
-
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} missing: apt-get install -y chromium")
-    pytest.importorskip("playwright")
-    from playwright.sync_api import sync_playwright
-
-    before = _git_status()
+    before = git_status()
     tmp = tmp_path_factory.mktemp("lab")
-    with make_lab(tmp) as lab, sync_playwright() as p:
-        browser, page, errors = launch(p, 1440, 900)
+    with lab_page(tmp) as (lab, page, errors):
         open_workbench(page, lab.url, log=lab.log)
         yield {"lab": lab, "page": page, "errors": errors, "git_before": before, "tmp": tmp}
-        browser.close()
 
 
 def test_after_run_all_the_workbench_is_in_view(session):
@@ -336,4 +315,4 @@ def test_layout_without_horizontal_scrolling(session, width, file_browser, dark,
 
 def test_no_errors_and_a_clean_checkout(session):
     assert not session["errors"], session["errors"]
-    assert _git_status() == session["git_before"]  # notebooks ran from the lab copies; nothing was written here
+    assert git_status() == session["git_before"]  # notebooks ran from the lab copies; nothing was written here

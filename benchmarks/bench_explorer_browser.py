@@ -1,0 +1,321 @@
+"""What a person waits for in the explorer, measured in Chromium (JupyterLab through ``make lab``, 1440×900).
+
+Starts ``make lab`` (a temp notebook folder and Jupyter config; nothing in the checkout changes), writes a notebook
+into the lab's folder that loads the packaged default model (smollm2-135m), warms it up on two COPA items and shows
+``sl.Explorer(lm, task="arc-challenge", n=200)`` (scorers lm, per_char, dcpmi: the premise and domain conditions)
+with its workbench, then measures in the page (``performance.now`` and ``MutationObserver``):
+
+1. Run clicked → the first rows in the table, and → the run done (the progress line says so), on a fresh score cache;
+   against ``sl.evaluate``'s own time on the same task and scorers in the same kernel, also on a fresh score cache
+   (every request forwarded in both; the in-memory top-k cache emptied too).
+2. A domain-premise-only ablation of the same items (typed into the ablation panel): the tokens it forwarded
+   against the first run's (``EvalResult.meta["engine"]["tokens_forwarded"]``; its premise requests come from the
+   cache the first run filled). While it runs, edits typed into the workbench's premise: keystroke → the views in
+   sight redrawn (``labkit.timed_edit``).
+3. A row click → the workbench scrolled into view and its views in sight drawn (``labkit.timed_open``).
+4. A 1,000-row table (the 200-item run five times over, ids made unique: real rows, more of them) in a second
+   explorer: a click on a column header → the rows re-sorted on the screen, and a word typed into the table's search
+   box → the rows filtered on the screen (the frame after the table's last DOM change).
+
+Writes ``benchmarks/results_explorer.md`` (``--out``); ``--readme-shot`` also writes ``docs/explorer.png``.
+
+    flock /tmp/surfacelab-cpu.lock .venv/bin/python benchmarks/bench_explorer_browser.py --readme-shot
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "browser"))
+import labkit  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK = "explorer_bench.ipynb"
+#: The domain premise of the ablation (the template's own is " the answer is:").
+DOMAIN = " Answer:"
+WORDS = [" warm", " cold", " big", " small", " old", " new"]
+
+SETUP = """import os, tempfile, time, dataclasses
+import ipywidgets as widgets
+import surfacelab as sl
+from surfacelab import engine, explore
+lm = sl.load_lm()
+sl.evaluate(lm, sl.tasks.load('copa', limit=2), ['lm', 'per_char', 'dcpmi'], progress=False)  # imports, threads
+ex = sl.Explorer(lm, task={task!r}, n={n})
+ex.workbench  # made now, with its models loaded from the usual cache, before the cache is switched below
+fresh = {{'run': tempfile.mkdtemp(prefix='bench-run-'), 'evaluate': tempfile.mkdtemp(prefix='bench-evaluate-')}}
+os.environ['SURFACELAB_CACHE'] = fresh['run']  # the run's score cache starts empty
+engine.clear_top_cache()
+ex"""
+#: A second output, filled later with the 1,000-row explorer.
+BIG_CELL = "big = widgets.VBox([])\nbig"
+
+#: Times of the Run click, the first rows in the table and the "done" of the progress line, in the page.
+RUN_JS = """() => {
+  const box = document.querySelectorAll('.sl-explorer')[0];
+  const r = window.__slRun = {click: 0, rows: 0, done: 0};
+  box.querySelector('.sl-x-run-button').addEventListener('click', () => { r.click = performance.now(); },
+                                                         {capture: true, once: true});
+  const obs = new MutationObserver(() => {
+    if (!r.click) return;
+    const now = performance.now();
+    if (!r.rows && box.querySelector('.sl-item-table tbody td.sl-c-premise')) r.rows = now;
+    if (!r.done && (box.querySelector('.sl-x-progress-line')?.innerText || '').includes('done')) {
+      r.done = now;
+      obs.disconnect();
+    }
+  });
+  obs.observe(box, {subtree: true, childList: true, characterData: true});
+}"""
+
+#: Records the last change of a table's rows and the frame after it (what the screen shows), from a click or a key.
+TABLE_JS = """(k) => {
+  const table = document.querySelectorAll('.sl-explorer')[k].querySelector('.sl-item-table');
+  if (window.__slTable) window.__slTable.obs.disconnect();
+  const t = window.__slTable = {key: 0, last: 0, frame: 0, obs: null};
+  t.obs = new MutationObserver(() => {
+    if (!t.key) return;
+    t.last = performance.now();
+    requestAnimationFrame(() => { t.frame = performance.now(); });
+  });
+  t.obs.observe(table, {subtree: true, childList: true, characterData: true, attributes: true});
+  const mark = (event) => { if (table.contains(event.target)) t.key = performance.now(); };
+  table.addEventListener('click', mark, true);
+  table.addEventListener('keydown', mark, true);  // before the input event the table redraws on
+}"""
+
+
+def median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def fmt(seconds: float | None, unit: str = "s") -> str:
+    if seconds is None:
+        return "—"
+    return f"{seconds * 1000:.0f} ms" if unit == "ms" else f"{seconds:.2f} s"
+
+
+def measure_run(page, box) -> dict:
+    """Run clicked → first rows and → done (seconds, in the page)."""
+    page.evaluate(RUN_JS)
+    box.locator(".sl-x-run-button").click()
+    page.wait_for_function("window.__slRun.done > 0", timeout=3_600_000, polling=500)
+    r = page.evaluate("window.__slRun")
+    return {"first_rows_s": (r["rows"] - r["click"]) / 1000.0, "run_s": (r["done"] - r["click"]) / 1000.0}
+
+
+def measure_evaluate(page) -> float:
+    """``sl.evaluate`` on the explorer's task and scorers, on a fresh score cache, timed in the kernel."""
+    out = labkit.kernel(page, "os.environ['SURFACELAB_CACHE'] = fresh['evaluate']; engine.clear_top_cache()\n"
+                              "t0 = time.perf_counter()\n"
+                              "ref = sl.evaluate(lm, ex.load_task(), ex.scorers, progress=False)\n"
+                              "seconds = time.perf_counter() - t0\n"
+                              "os.environ['SURFACELAB_CACHE'] = fresh['run']  # the ablation reads the run's cache\n"
+                              "same = ref.items['correct_dcpmi'].tolist() == ex.runs['code'].items['correct_dcpmi']"
+                              ".tolist()\n"
+                              "print(seconds, same)")
+    seconds, same = out.split()
+    if same != "True":
+        raise AssertionError("sl.evaluate and the explorer's run disagree on the same items")
+    return float(seconds)
+
+
+def measure_ablation_with_edits(page, box, edits: int) -> dict:
+    """The domain-premise ablation, with ``edits`` timed edits in the workbench while it runs."""
+    box.locator(".sl-x-domain-pattern input").fill(DOMAIN)
+    box.locator(".sl-x-ablation-name input").fill("domain")
+    # ipywidgets holds a field's value while the kernel answers an earlier message, but not a click: wait for it
+    page.wait_for_timeout(500)
+    while labkit.kernel_json(page, "[ex.domain_pattern.value, ex.ablation_name.value]") != [DOMAIN, "domain"]:
+        time.sleep(0.2)
+    t0 = time.perf_counter()
+    box.locator(".sl-x-ablate").click()
+    page.wait_for_function("document.querySelector('.sl-explorer .sl-x-progress-line').innerText"
+                           ".includes('domain')", timeout=60_000)
+    page.evaluate("document.querySelector('.sl-explorer .sl-workbench').scrollIntoView({block: 'start'})")
+    sight, during = [], 0
+    for i in range(edits):
+        per: dict = {}
+        seen: list = []
+        base = f"In bench room {i} the man took a bath in the"
+        labkit.timed_edit(page, base, WORDS[i % len(WORDS)], per_view=per, in_sight=seen)
+        running = "done" not in page.inner_text(".sl-explorer .sl-x-progress-line")
+        during += running
+        sight.append(max(per[n] for n in seen if per.get(n) is not None))
+        print(f"  edit {i + 1} ({'during' if running else 'after'} the ablation): views in sight "
+              f"({', '.join(seen)}) redrawn {sight[-1]:.2f} s", flush=True)
+    page.wait_for_function("document.querySelector('.sl-explorer .sl-x-progress-line').innerText.includes('done')",
+                           timeout=3_600_000, polling=500)
+    engine = labkit.kernel_json(page, "{n: r.meta['engine'] for n, r in ex.runs.items()}")
+    return {"edit_sight_s": sight, "edits_during": during, "ablation_s": time.perf_counter() - t0,
+            "engine": engine}
+
+
+def measure_clicks(page, box, clicks: int) -> dict:
+    """Row clicks (rows 1..clicks) with the workbench below: click → in view, → views in sight drawn."""
+    reveal, sight, quiet = [], [], []
+    for k in range(1, clicks + 1):
+        page.wait_for_function("!document.querySelector('.sl-workbench .sl-busy, .sl-workbench .sl-stale')",
+                               timeout=120_000)  # the person reads the item before the next click
+        page.evaluate("document.querySelector('.sl-explorer .sl-item-table').scrollIntoView({block: 'center'})")
+        time.sleep(1.0)
+        r = labkit.timed_open(page, box.locator(".sl-item-table tbody tr").nth(k))
+        reveal.append(r["reveal_s"])
+        sight.append(r["sight_s"])
+        quiet.append(r["quiet_s"])
+        print(f"  row click {k}: in view {r['reveal_s']:.3f} s, views in sight ({', '.join(r['in_sight'])}) drawn "
+              f"{r['sight_s']:.2f} s, workbench quiet {r['quiet_s']:.2f} s", flush=True)
+    return {"reveal_s": reveal, "sight_s": sight, "quiet_s": quiet}
+
+
+def measure_big_table(page, rounds: int, copies: int) -> dict:
+    """Sort (header click) and search (typing) in a table of the run ``copies`` times over (ids made unique), until
+    the frame after its last change."""
+    labkit.kernel(page, "r = ex.runs['code']\n"
+                        "big_run = explore.combine([dataclasses.replace(r, items=r.items.assign(id=r.items['id']"
+                        f".astype(str) + f'~{{k}}')) for k in range({copies})])\n"
+                        "big.children = [sl.Explorer(runs={'code': big_run})]")
+    box = page.locator(".sl-explorer").nth(1)
+    box.locator(".sl-item-table tbody td.sl-c-premise").first.wait_for(timeout=120_000)
+    box.locator(".sl-item-table").scroll_into_view_if_needed()
+    rows = labkit.kernel_json(page, "len(big.children[0].item_frame())")
+    page.evaluate(TABLE_JS, 1)
+
+    def settle() -> float:
+        page.wait_for_function("window.__slTable.frame > window.__slTable.last && window.__slTable.last > "
+                               "window.__slTable.key && performance.now() - window.__slTable.last > 300",
+                               timeout=30_000, polling=50)
+        t = page.evaluate("window.__slTable")
+        return (t["frame"] - t["key"]) / 1000.0
+
+    sort, search = [], []
+    header = box.locator(".sl-item-table thead th.sl-c-short").nth(2)  # the run's LM margin
+    for i in range(rounds):
+        header.click()
+        sort.append(settle())
+        field = box.locator(".dt-search input")
+        field.fill("")
+        time.sleep(0.5)
+        field.click()
+        page.keyboard.type(["energy", "water", "plant"][i % 3], delay=80)
+        search.append(settle())
+        field.fill("")  # every row again
+        time.sleep(1.0)
+        print(f"  {rows:,} rows: sort {sort[-1] * 1000:.0f} ms, search {search[-1] * 1000:.0f} ms", flush=True)
+    return {"rows": rows, "sort_s": sort, "search_s": search,
+            "info": box.locator(".dt-info").inner_text()}
+
+
+def screenshot(page, path: Path) -> None:
+    """The explorer with its runs at the top of the screen, the rescue cell DC-PMI right / LM wrong set."""
+    box = page.locator(".sl-explorer").first
+    box.locator(".sl-x-matrix button[title='list the items code:dcpmi gets right and code:lm wrong']").click()
+    time.sleep(2)
+    page.evaluate("document.querySelector('.sl-explorer').scrollIntoView({block: 'start'})")
+    time.sleep(1.5)
+    page.screenshot(path=str(path))
+    box.locator(".sl-x-filters button").filter(has_text="clear filters").click()
+    time.sleep(1)
+
+
+def report(out: dict, args: argparse.Namespace) -> str:
+    run, click, table, abl = out["run"], out["clicks"], out["table"], out["ablation"]
+    first_tokens = abl["engine"]["code"]["tokens_forwarded"]
+    domain_tokens = abl["engine"]["domain"]["tokens_forwarded"]
+    ratio = run["run_s"] / out["evaluate_s"]
+    edit = median(abl["edit_sight_s"])
+    rows = [
+        ("Run click → first rows in the table", fmt(run["first_rows_s"]), "—",
+         f"the first chunk ({out['chunk']} items) scored and drawn"),
+        (f"Run click → the run done ({args.n} items)", fmt(run["run_s"]), "—", "fresh score cache"),
+        ("`sl.evaluate` on the same items, same kernel", fmt(out["evaluate_s"]), "—",
+         "fresh score cache, top-k cache emptied"),
+        ("explorer run / `sl.evaluate`", f"{ratio:.2f}×", "close to 1×", "chunks, rows drawn after each"),
+        ("edit in the workbench during a run → views in sight redrawn (median)", fmt(edit), "≤ 1.5 s",
+         f"{len(abl['edit_sight_s'])} edits, {abl['edits_during']} of them while the ablation ran; "
+         f"each: {', '.join(f'{s:.2f}' for s in abl['edit_sight_s'])} s"),
+        ("row click → workbench in view (median)", fmt(median(click["reveal_s"]), "ms"), "at once",
+         "scrolled in the browser, before the kernel"),
+        ("row click → views in sight drawn (median)", fmt(median(click["sight_s"])), "~0.4 s",
+         f"{len(click['sight_s'])} clicks: {', '.join(f'{s:.2f}' for s in click['sight_s'])} s"),
+        (f"{table['rows']:,}-row table: header click → rows re-sorted (median)",
+         fmt(median(table["sort_s"]), "ms"), "< 200 ms",
+         ", ".join(f"{s * 1000:.0f}" for s in table["sort_s"]) + " ms"),
+        (f"{table['rows']:,}-row table: search typed → rows filtered (median)",
+         fmt(median(table["search_s"]), "ms"), "< 200 ms",
+         ", ".join(f"{s * 1000:.0f}" for s in table["search_s"]) + " ms, after the last key"),
+        ("domain-premise ablation: tokens forwarded / first run's", f"{domain_tokens / first_tokens:.2f}",
+         "≤ 0.5", f"{domain_tokens:,} / {first_tokens:,}"),
+    ]
+    lines = ["# Explorer in Chromium: what a person waits for", "",
+             f"`benchmarks/bench_explorer_browser.py` ({time.strftime('%Y-%m-%d')}, {platform.machine()}, "
+             f"{out['cpus']} CPU cores, shared with other work: numbers are noisy). JupyterLab through `make lab`, "
+             f"headless Debian chromium at 1440×900, smollm2-135m on the CPU; {args.n} {args.task} items, scorers "
+             "lm, per_char, dcpmi (premise and domain conditions); the edits ran during the domain-premise "
+             "ablation run (a background run like the first), so that the first run's time is its own.", "",
+             "| what | measured | target | notes |", "|---|---|---|---|"]
+    lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
+    lines += ["", f"Engine counters: first run {abl['engine']['code']}; ablation {abl['engine']['domain']}.",
+              f"The {table['rows']:,}-row table ({table['info']}) is the {args.n}-item run "
+              f"{table['rows'] // args.n} times over (ids made unique): real rows, more of them.", ""]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--task", default="arc-challenge")
+    ap.add_argument("--n", type=int, default=200)
+    ap.add_argument("--edits", type=int, default=3)
+    ap.add_argument("--clicks", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=5, help="sorts and searches of the 1,000-row table")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results_explorer.md"))
+    ap.add_argument("--readme-shot", action="store_true", help="write docs/explorer.png (1440x900)")
+    args = ap.parse_args()
+    import os
+
+    from playwright.sync_api import sync_playwright
+
+    out: dict = {"cpus": os.cpu_count()}
+    with tempfile.TemporaryDirectory(prefix="surfacelab-bench-") as tmp, labkit.make_lab(Path(tmp)) as lab, \
+            sync_playwright() as p:
+        labkit.write_notebook(lab.lab_dir / NOTEBOOK, [SETUP.format(task=args.task, n=args.n), BIG_CELL])
+        browser, page, errors = labkit.launch(p, 1440, 900)
+        labkit.open_notebook(page, labkit.notebook_url(lab, NOTEBOOK), [
+            ("the explorer", ".sl-explorer .sl-x-run-button"), ("its workbench", ".sl-explorer .sl-workbench")],
+            log=lab.log, what="the explorer notebook")  # the workbench draws on its first edit or item
+        page.wait_for_function("(() => { const k = window.jupyterapp.shell.currentWidget?.sessionContext?.session"
+                               "?.kernel; return k && k.status === 'idle'; })()", timeout=300_000)
+        box = page.locator(".sl-explorer").first
+        page.evaluate("document.querySelector('.sl-explorer').scrollIntoView({block: 'start'})")
+        print("run…", flush=True)
+        out["run"] = measure_run(page, box)
+        out["chunk"] = labkit.kernel_json(page, "ex.chunk")
+        print(f"  first rows {out['run']['first_rows_s']:.2f} s, done {out['run']['run_s']:.1f} s", flush=True)
+        out["evaluate_s"] = measure_evaluate(page)
+        print(f"  sl.evaluate {out['evaluate_s']:.1f} s", flush=True)
+        print("ablation with edits…", flush=True)
+        out["ablation"] = measure_ablation_with_edits(page, box, args.edits)
+        if args.readme_shot:
+            screenshot(page, ROOT / "docs" / "explorer.png")
+        print("row clicks…", flush=True)
+        out["clicks"] = measure_clicks(page, box, args.clicks)
+        print("1,000-row table…", flush=True)
+        out["table"] = measure_big_table(page, args.rounds, -(-1000 // args.n))
+        out["errors"] = errors
+        labkit.kernel(page, "import shutil\nfor folder in fresh.values(): shutil.rmtree(folder, ignore_errors=True)")
+        browser.close()
+    text = report(out, args)
+    if out["errors"]:
+        text += "\nErrors in the page: " + "; ".join(out["errors"][:5]) + "\n"
+    Path(args.out).write_text(text, encoding="utf-8")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
