@@ -2,7 +2,9 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
-PORT ?= 8888
+# the port of `make lab` (8888) and of `make app` (8866, Voila's own); PORT=... on the command line sets either
+lab: PORT ?= 8888
+app: PORT ?= 8866
 # `make lab` works on copies of the notebooks in LAB_DIR (git-ignored), so running them never dirties the checkout
 LAB_DIR ?= lab
 # OPEN=0: do not open a browser (one is opened only where one exists)
@@ -27,7 +29,7 @@ VLLM_VENV ?= .vllm-venv
 VLLM_PYTHON ?= $(VLLM_VENV)/bin/python
 VLLM_PIP_ARGS ?=
 
-.PHONY: setup models lab test unit bench clean vllm
+.PHONY: setup models lab app test unit bench clean vllm
 
 $(VENV)/.installed: pyproject.toml Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -48,11 +50,13 @@ $(LAB_OVERRIDES): Makefile
 	@mkdir -p $(@D)
 	@echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false}}' > $@
 
-PORT_TAKEN = make lab: port $(PORT) on 127.0.0.1 is in use (another JupyterLab?); pick a free one, e.g. make lab PORT=$(shell echo $$(($(PORT) + 1)))
-# a taken port fails before a URL is printed (jupyter's bind would fail after it, leaving a URL that never works)
+# $(call check_port,TARGET,ADDRESS,WHO): fail, saying so, when PORT on ADDRESS cannot be bound; run before a URL is
+# printed (the server's own bind would fail after it, leaving a URL that never works)
+check_port = $(PY) -c "import socket; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); \
+	s.bind(('$(2)', $(PORT)))" 2>/dev/null || { echo "make $(1): port $(PORT) on $(2) is in use ($(3)?); pick a free \
+	one, e.g. make $(1) PORT=$$(($(PORT) + 1))" >&2; exit 1; }
 lab: setup $(LAB_OVERRIDES)
-	@$(PY) -c "import socket; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); \
-		s.bind(('127.0.0.1', $(PORT)))" 2>/dev/null || { echo "$(PORT_TAKEN)" >&2; exit 1; }
+	@$(call check_port,lab,127.0.0.1,another JupyterLab)
 	@mkdir -p $(LAB_DIR)
 	@for f in notebooks/*.ipynb; do [ -e "$(LAB_DIR)/$${f##*/}" ] || cp "$$f" "$(LAB_DIR)/"; done
 	@echo "surfacelab workbench: $(LAB_URL)"
@@ -60,6 +64,48 @@ lab: setup $(LAB_OVERRIDES)
 	@$(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) --ServerApp.port_retries=0 \
 		--IdentityProvider.token=$(TOKEN) --ServerApp.root_dir=$(LAB_DIR) --log-level=WARN --LabApp.log_level=WARN \
 		$(if $(filter 1,$(OPEN)),,--no-browser) $(ROOT_FLAG) $(LAB_DIR)/00_workbench.ipynb
+
+# `make app`: the workbench (and the explorer, notebook 06) as a Voila app for a class: no code, one kernel per
+# visitor (docs/app.md). IP=0.0.0.0: reachable from other machines; SERVER=http://host:8000/v1: every visitor's causal
+# LM scores on that one vLLM server (the kernels get it as $SURFACELAB_SERVER, the only server $SURFACELAB_API_KEY
+# goes to); TOKEN= (empty): no token; APP_ARGS: more Voila options (e.g. --preheat_kernel=True)
+IP ?= 127.0.0.1
+SERVER ?=
+APP_DIR ?= app
+# the notebooks the app serves; the printed URL opens the first
+APP_NOTEBOOKS ?= 00_workbench 06_explore_a_dataset
+APP_ARGS ?=
+# a kernel whose visitor has gone (no page connected: closing the page does not end it) and that has been idle this
+# long is shut down, its memory freed; checked every minute, or every APP_CULL_S seconds when shorter
+APP_CULL_S ?= 600
+# the notebooks after the first, named beside the URL (the explorer)
+APP_ALSO = $(patsubst %,%.ipynb,$(wordlist 2,$(words $(APP_NOTEBOOKS)),$(APP_NOTEBOOKS)))
+# the printed URL names this machine itself when the app listens on every interface
+APP_HOST = $(if $(filter 0.0.0.0,$(IP)),127.0.0.1,$(IP))
+APP_PAGE = :$(PORT)/voila/render/$(firstword $(APP_NOTEBOOKS)).ipynb$(if $(TOKEN),?token=$(TOKEN))
+# a server that cannot score the default model fails here, once, not in every visitor's kernel
+APP_SERVER_DOWN = make app: SERVER=$(SERVER) could not score smollm2-135m (why: above); start the server first \
+	(docs/server.md) or leave SERVER out to run the models in each visitor's kernel
+APP_TOKEN_ON = the URL carries the token that lets a visitor in: share it whole; TOKEN=<words> keeps it across restarts
+APP_TOKEN_OFF = NO TOKEN: anyone who reaches port $(PORT) here can open the app and start kernels; \
+	TOKEN=<words> sets one
+app: setup
+	@$(call check_port,app,$(IP),another Voila or JupyterLab)
+	@$(if $(SERVER),SURFACELAB_SERVER='$(SERVER)' $(VENV)/bin/surfacelab score --server '$(SERVER)' \
+		--premise "The sky is" --option " blue" --option " green" >/dev/null \
+		|| { echo "$(APP_SERVER_DOWN)" >&2; exit 1; })
+	@mkdir -p $(APP_DIR)
+	@for n in $(APP_NOTEBOOKS); do cp "notebooks/$$n.ipynb" "$(APP_DIR)/"; done
+	@echo "surfacelab app: http://$(APP_HOST)$(APP_PAGE)"
+	@echo "  one kernel per visitor, $(if $(SERVER),the workbench's causal LM on $(SERVER),each loading the offline \
+		models)$(if $(APP_ALSO),; also at that address: $(APP_ALSO)); Ctrl-C stops it"
+	@$(if $(filter 0.0.0.0,$(IP)),echo "  from other machines: http://$$(hostname -I 2>/dev/null | cut -d' ' -f1 | \
+		grep . || hostname)$(APP_PAGE)")
+	@$(if $(filter-out 127.0.0.1 localhost,$(IP)),echo "  $(if $(TOKEN),$(APP_TOKEN_ON),$(APP_TOKEN_OFF))")
+	@SURFACELAB_SERVER='$(SERVER)' $(VENV)/bin/voila $(APP_DIR) --no-browser --Voila.ip=$(IP) --port=$(PORT) \
+		--Voila.port_retries=0 $(if $(TOKEN),--token=$(TOKEN)) --Voila.log_level=WARN \
+		--TagRemovePreprocessor.remove_cell_tags=not-in-app --MappingKernelManager.cull_idle_timeout=$(APP_CULL_S) \
+		--MappingKernelManager.cull_interval=$$(( $(APP_CULL_S) < 60 ? $(APP_CULL_S) : 60 )) $(APP_ARGS)
 
 # every test; the notebooks run under nbmake in a fresh copy of the repository (tests/test_notebooks.py)
 test: setup vllm

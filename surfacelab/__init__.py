@@ -40,6 +40,7 @@ __all__ = [
     "evaluate",
     "evaluate_fewshot",
     "from_lm_eval",
+    "lesson",
     "letters",
     "list_presets",
     "list_scorers",
@@ -65,10 +66,11 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    """Import the widget and plotting layers only when asked for (``sl.Workbench``, ``sl.Explorer``, ``sl.viz``)."""
+    """Import the widget and plotting layers only when asked for (``sl.Workbench``, ``sl.Explorer``, ``sl.lesson``,
+    ``sl.viz``)."""
     import importlib
 
-    if name in ("Workbench", "Explorer"):
+    if name in ("Workbench", "Explorer", "lesson"):
         return getattr(importlib.import_module(".widgets", __name__), name)
     if name == "viz":
         return importlib.import_module(".viz", __name__)

@@ -13,17 +13,35 @@ REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.process
 
 
-def test_make_lab_on_a_taken_port_says_so_and_prints_no_url(tmp_path):
+def make(target: str, *variables: str) -> subprocess.CompletedProcess:
+    """``make <target>`` as a user runs it, set-up treated as done (``-o <venv>/.installed``)."""
+    venv = Path(sys.prefix)
+    return subprocess.run(["make", "--no-print-directory", "-C", str(REPO), "-o", f"{venv}/.installed", target,
+                           f"VENV={venv}", *variables], capture_output=True, text=True, timeout=180)
+
+
+@pytest.mark.parametrize("target", ["lab", "app"])
+def test_make_lab_or_app_on_a_taken_port_says_so_and_prints_no_url(tmp_path, target):
     # jupyter's bind failed after make lab had printed a URL that would never work
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        venv = Path(sys.prefix)
-        run = subprocess.run(["make", "--no-print-directory", "-C", str(REPO), "-o", f"{venv}/.installed", "lab",
-                              f"VENV={venv}", f"PORT={port}", f"LAB_DIR={tmp_path / 'lab'}", "OPEN=0"],
-                             capture_output=True, text=True, timeout=120)
+        run = make(target, f"PORT={port}", f"{target.upper()}_DIR={tmp_path / target}", "OPEN=0")
     assert run.returncode != 0
     assert "http" not in run.stdout + run.stderr
-    assert f"port {port} on 127.0.0.1 is in use" in run.stderr and f"PORT={port + 1}" in run.stderr
-    assert not (tmp_path / "lab").exists()  # nothing set up for a server that will not start
+    assert f"make {target}: port {port} on 127.0.0.1 is in use" in run.stderr and f"PORT={port + 1}" in run.stderr
+    assert not (tmp_path / target).exists()  # nothing set up for a server that will not start
+
+
+def test_make_app_with_a_server_that_does_not_answer_fails_before_a_url(tmp_path):
+    # every visitor's kernel would fail on it; make app says so once, in the terminal
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]  # nothing listens there once the socket is closed
+    server = f"http://127.0.0.1:{closed}/v1"
+    run = make("app", f"SERVER={server}", f"PORT={closed}", f"APP_DIR={tmp_path / 'app'}")
+    assert run.returncode != 0
+    assert f"make app: SERVER={server} could not score smollm2-135m" in run.stderr, run.stderr
+    assert "unreachable" in run.stderr  # the reason, from surfacelab score
+    assert "surfacelab app:" not in run.stdout and not (tmp_path / "app").exists()

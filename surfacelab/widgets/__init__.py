@@ -9,6 +9,7 @@ its views (``VIEWS``), two anywidgets (``TokenHeatmap``,
 from .explorer import Explorer
 from .heatmap import TokenHeatmap, heatmap_rows
 from .inputs import Inputs, Problem, problems
+from .lesson import lesson
 from .plot import PlotView
 from .scheduler import Run, Runner, ViewState
 from .state import read_state
@@ -16,4 +17,4 @@ from .view import VIEWS, View, register_view
 from .workbench import Workbench
 
 __all__ = ["Explorer", "Inputs", "PlotView", "Problem", "Run", "Runner", "TokenHeatmap", "VIEWS", "View", "ViewState",
-           "Workbench", "heatmap_rows", "problems", "read_state", "register_view"]
+           "Workbench", "heatmap_rows", "lesson", "problems", "read_state", "register_view"]

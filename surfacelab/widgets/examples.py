@@ -24,6 +24,16 @@ TEACHING = "teaching set"
 SAVED = "saved states"
 
 
+def teaching_example(item: dict) -> dict:
+    """A teaching-set item (``load_teaching_set``) as the workbench's example: each concept's first form is its
+    option and the other forms its paraphrases (as typed: comma-separated, without their leading space, which they
+    take from the option); the answer's concept is the gold."""
+    forms = list(item["concepts"].values())
+    return {"premise": item["premise"], "domain_premise": item["domain_premise"], "options": [f[0] for f in forms],
+            "paraphrases": [", ".join(x.strip() for x in f[1:]) for f in forms],
+            "gold": list(item["concepts"]).index(item["answer"])}
+
+
 class Examples:
     """The examples part of ``Workbench``: the source and item pickers, loading an example, saved states."""
 
@@ -55,16 +65,8 @@ class Examples:
                     continue  # some other JSON file in the folder
             return out
         if source == TEACHING:
-            out = {}
-            for it in load_teaching_set():
-                forms = list(it["concepts"].values())
-                names = list(it["concepts"])
-                out[f"{it['id']}: {shorten(it['premise'], 50, placeholder=' …')}"] = {
-                    "premise": it["premise"], "domain_premise": it["domain_premise"],
-                    "options": [f[0] for f in forms],
-                    "paraphrases": [", ".join(x.strip() for x in f[1:]) for f in forms],
-                    "gold": names.index(it["answer"])}
-            return out
+            return {f"{it['id']}: {shorten(it['premise'], 50, placeholder=' …')}": teaching_example(it)
+                    for it in load_teaching_set()}
         task = load_task(source, limit=20)
         return {f"{it.id}: {shorten(it.premise, 50, placeholder=' …')}": {
             "premise": it.premise, "domain_premise": it.domain_premise, "options": list(it.options),

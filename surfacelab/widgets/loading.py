@@ -4,13 +4,14 @@ to load becomes a message and the views keep the one they had (a mixin of ``Work
 from __future__ import annotations
 
 import html
+import os
 import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ..backends.vllm import normalize_url
+from ..backends.vllm import SERVER_ENV, normalize_url
 from ..models import DEFAULT_LM, DEFAULT_MLM, load_lm, load_mlm
 from .inputs import Problem
 from .scheduler import ViewState
@@ -19,6 +20,25 @@ from .scheduler import ViewState
 def server_url(lm: Any) -> str:
     """The URL of the server ``lm`` scores on ("" for an in-process model)."""
     return str(getattr(getattr(lm, "backend", None), "url", "") or "")
+
+
+def default_server(lm: Any, server: str | None) -> str | None:
+    """The server a new workbench's causal LM scores on: ``server`` when given; with neither an LM nor a server,
+    the one ``$SURFACELAB_SERVER`` names (``make app SERVER=...``: every visitor's kernel scores on one shared
+    server), else None (in-process). ``$SURFACELAB_API_KEY`` goes only to that same server (``load_lm``).
+
+    Raises:
+        ValueError: ``$SURFACELAB_SERVER`` is used and is not an http(s) URL.
+    """
+    if server is not None or lm is not None:
+        return server
+    named = os.environ.get(SERVER_ENV, "").strip()
+    if not named:
+        return None
+    try:
+        return normalize_url(named)
+    except ValueError as err:  # say where the bad URL came from: no argument of the call names it
+        raise ValueError(f"${SERVER_ENV}: {err}") from None
 
 
 def load_failure(key: tuple[str, str, str], err: Exception, current: Any) -> str:

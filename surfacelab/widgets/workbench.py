@@ -53,7 +53,8 @@ from ..models import list_presets
 from .examples import CUSTOM, DATASETS, SAVED, TEACHING, Examples
 from .exporting import DEFAULT_EXPORT_DIR, Exports
 from .inputs import Inputs, OptionRow, Problem, boxed, problems
-from .loading import ModelSlots, server_url
+from .lesson_build import LessonExport
+from .loading import ModelSlots, default_server, server_url
 from .scheduler import Updates, ViewState
 from .view import INFO_MARK, VIEWS, View, close_tree
 from . import views  # noqa: F401  (registers the six views in VIEWS)
@@ -80,7 +81,7 @@ def _check_arguments(debounce: Any, top_k: Any, export_dir: Any, server: Any) ->
         raise TypeError(f"server: expected a URL string or None, got {type(server).__name__}")
 
 
-class Workbench(ModelSlots, Examples, Exports, w.VBox):
+class Workbench(ModelSlots, Examples, Exports, LessonExport, w.VBox):
     """Side-by-side views of one multiple-choice item; edit anything and every view follows.
 
     Args:
@@ -92,7 +93,8 @@ class Workbench(ModelSlots, Examples, Exports, w.VBox):
         export_dir: the folder the export buttons and "save state" write to (shown and editable in the
             widget); None: ``DEFAULT_EXPORT_DIR`` (``~/surfacelab-exports``).
         server: URL of a vLLM (OpenAI-compatible) server that scores the causal LM (``load_lm(lm,
-            server=...)``); shown and editable in the "server" box next to the model picker. None: in-process.
+            server=...)``); shown and editable in the "server" box next to the model picker. None: in-process,
+            unless no ``lm`` is given either: then the server ``$SURFACELAB_SERVER`` names, if any (``make app``).
         api_key: the API key of ``server``, or of a server typed into the server box (default:
             ``$SURFACELAB_API_KEY`` for the server ``$SURFACELAB_SERVER`` names); kept in the kernel only: never
             shown, synced to the browser or written by ``save_state``. A server named by a file (a saved state, an
@@ -105,6 +107,7 @@ class Workbench(ModelSlots, Examples, Exports, w.VBox):
                  top_k: int = 5, export_dir: str | Path | None = None, server: str | None = None,
                  api_key: str | None = None, key_for_server: bool = True) -> None:
         _check_arguments(debounce, top_k, export_dir, server)
+        server = default_server(lm, server)
         self.live, self.debounce, self.top_k = live, float(debounce), top_k
         self._api_key = api_key
         # the servers the person gave (this argument, typed in the box, confirmed): the only ones the key goes to
@@ -182,6 +185,7 @@ class Workbench(ModelSlots, Examples, Exports, w.VBox):
                                  style={"description_width": "initial"})
         self.save_button = w.Button(description="save state", icon="save", tooltip="save the inputs and models as JSON")
         self.files_note = w.HTML("")
+        lesson_controls = self._build_lesson_controls()  # "export lesson" (of this item or the teaching set)
         for widget, cls in [(self.lm_picker, "sl-lm-picker"), (self.server_box, "sl-server"),
                             (self.mlm_picker, "sl-mlm-picker"),
                             (self.source_picker, "sl-example-source"), (self.example_picker, "sl-example-picker"),
@@ -205,7 +209,7 @@ class Workbench(ModelSlots, Examples, Exports, w.VBox):
             self.premise_box, self.domain_box, w.HTML(f"<div class='sl-rule'>{RULE}</div>"), self.options_box,
             row([self.add_button, self.score_button, self.progress, self.status], "sl-actions"),
             row([self.message, self.fix_spaces, self.trust_button], "sl-messages"),
-            row([self.export_box, self.save_button, self.files_note], "sl-files"),
+            row([self.export_box, self.save_button, *lesson_controls, self.files_note], "sl-files"),
         ])
         controls.add_class("sl-controls")
         return controls
@@ -513,6 +517,7 @@ class Workbench(ModelSlots, Examples, Exports, w.VBox):
             super().close()
             return
         self.updates.close()  # the update threads stop at their next check
+        self.close_lesson()  # a lesson being built stops at its next item
         for child in self.children:
             close_tree(child)
         self.layout.close()

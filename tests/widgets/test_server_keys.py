@@ -140,3 +140,33 @@ def test_a_server_given_in_code_or_typed_gets_the_key(recorder, tiny_lm, tiny_ml
     bench.update()
     assert _keys(seen) == {f"Bearer {KEY}"} and bench.trust_button.layout.display == "none"
     bench.close()
+
+
+def test_with_neither_an_lm_nor_a_server_the_workbench_takes_surfacelab_server(monkeypatch):
+    from surfacelab.widgets.loading import default_server
+
+    monkeypatch.setenv("SURFACELAB_SERVER", " http://gpu-box:8000 ")  # make app SERVER=...
+    assert default_server(None, None) == "http://gpu-box:8000/v1"
+    assert default_server("smollm2-135m", None) is None  # an LM asked for by name: in-process, as before
+    assert default_server(None, "http://other:1/v1") == "http://other:1/v1"  # a server given wins
+    assert default_server(None, "") == ""  # "" given: in-process
+    monkeypatch.setenv("SURFACELAB_SERVER", "")  # make app without SERVER=
+    assert default_server(None, None) is None
+    monkeypatch.setenv("SURFACELAB_SERVER", "gpu-box:8000")
+    with pytest.raises(ValueError, match=r"^\$SURFACELAB_SERVER: .*http\(s\) URL"):
+        default_server(None, None)
+
+
+@pytest.mark.slow  # the default preset's tokenizer (its converted copy)
+def test_workbench_without_an_lm_scores_on_surfacelab_server_with_its_key(recorder, tiny_lm, tiny_mlm, monkeypatch,
+                                                                          tmp_path):
+    url, seen = recorder
+    monkeypatch.setenv("SURFACELAB_SERVER", url)
+    monkeypatch.setenv("SURFACELAB_API_KEY", KEY)
+    with pytest.raises(ServerError, match=r"a key was sent"):  # the recorder refuses every key
+        Workbench(mlm=tiny_mlm, live=False, export_dir=tmp_path)
+    assert _keys(seen) == {f"Bearer {KEY}"}
+    seen.clear()
+    bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=False, export_dir=tmp_path)  # an LM given: no server
+    assert seen == [] and bench.server_box.value == ""
+    bench.close()
