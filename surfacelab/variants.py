@@ -24,8 +24,9 @@ _ARTICLES = ("a", "an", "the")
 
 
 @functools.cache
-def _inflect() -> tuple[Any, Any]:
-    """inflect's engines, modern and classical ("cacti", "indices"); imported on first use (it takes seconds)."""
+def inflect_engines() -> tuple[Any, Any]:
+    """inflect's engines, modern and classical ("cacti", "indices"); imported on first use (it takes seconds: its
+    functions are type-checked as they are defined), so a widget may call this in the background ahead of a run."""
     import inflect
 
     modern, classical = inflect.engine(), inflect.engine()
@@ -62,7 +63,7 @@ def plural(phrase: str) -> str:
     an acronym takes a lower-case "s" ("MBA" -> "MBAs": inflect would write "MBAS")."""
     if _acronym(_head(phrase)):
         return phrase + "s"
-    return _as_common_noun(_inflect()[0].plural_noun, phrase)
+    return _as_common_noun(inflect_engines()[0].plural_noun, phrase)
 
 
 def singular(phrase: str) -> str | None:
@@ -82,7 +83,7 @@ def singular(phrase: str) -> str | None:
 
 
 def _singular(phrase: str) -> str | None:
-    modern, classical = _inflect()
+    modern, classical = inflect_engines()
     for engine in (classical, modern):
         cand = engine.singular_noun(phrase)
         if cand and cand != phrase and engine.plural_noun(cand) == phrase:
@@ -95,7 +96,7 @@ def _singular(phrase: str) -> str | None:
 
 def indefinite_article(phrase: str) -> str:
     """ "a" or "an" before ``phrase``, by its sound ("an hour", "a university", "an FBI agent")."""
-    return _inflect()[0].a(text.check_text(phrase, "phrase", allow_empty=False)).split(" ", 1)[0]
+    return inflect_engines()[0].a(text.check_text(phrase, "phrase", allow_empty=False)).split(" ", 1)[0]
 
 
 def _number_forms(core: str, article: str) -> tuple[str, dict[str, str]]:
