@@ -37,7 +37,9 @@ from ..lm_eval_log import from_lm_eval
 from ..variants import inflect_engines
 from .exporting import DEFAULT_EXPORT_DIR
 from .ablation import CODE, Ablation, message_html
+from .opening import Opening
 from .plot import PlotView
+from .prefetch import Prefetch
 from .reveal import Reveal
 from .scheduler import Run, Runner
 from .view import close_tree
@@ -80,7 +82,7 @@ def _column_classes(columns: Sequence[str]) -> list[dict]:
     return [{"targets": targets, "className": kind} for kind, targets in kinds.items() if targets]
 
 
-class Explorer(Ablation, w.VBox):
+class Explorer(Ablation, Opening, w.VBox):
     """A dataset's runs side by side, filtered down to the item worth opening in the workbench (see the module).
 
     Args:
@@ -114,6 +116,8 @@ class Explorer(Ablation, w.VBox):
         self._hold = False
         self._template = template if template is not None and not isinstance(template, str) else None
         self.runner = Runner("explorer", on_error=self._failed)
+        self.prefetch = Prefetch()  # the workbench's scores of the first rows, ahead of a click
+        self.running = False  # a run is scoring (the rows it shows are not the ones to prefetch yet)
         # a run's verdict labels need inflect, whose import takes seconds: done now, before Run is clicked
         threading.Thread(target=inflect_engines, name="surfacelab-inflect", daemon=True).start()
         # a click that opens an item scrolls the workbench into view in the browser (made on the first click: the
@@ -251,24 +255,6 @@ class Explorer(Ablation, w.VBox):
 
     # --- runs -------------------------------------------------------------------------------
 
-    @property
-    def workbench(self) -> Any:
-        """The workbench rows open in (made, with this explorer's model, and shown below it when first needed)."""
-        if self._workbench is None:
-            from .workbench import Workbench
-
-            self._workbench = Workbench(lm=self.get_lm())
-            self._workbench.add_class(self.reveal.target)
-            self.children = (*self.children, self._workbench)
-        return self._workbench
-
-    def _bench_missing(self, change: dict) -> None:
-        if change["new"]:
-            self.message.value = ("<span class='sl-error'>⚠ the workbench this explorer opens items in is not on "
-                                  "the page: display it (its variable on the last line of a cell) to see the "
-                                  "item</span>")
-            self.reveal.missing = False  # the next click checks again
-
     def get_lm(self) -> Any:
         """The causal LM (loaded on first use when given by name or not at all)."""
         from ..models import LM, load_lm
@@ -327,10 +313,11 @@ class Explorer(Ablation, w.VBox):
                     self._put(name, part, source)
                     drawn[0] = time.monotonic()
 
+            self.running = True
             try:
                 result = explore.evaluate_in_chunks(lm, task, self.scorers, chunk=self.chunk, on_chunk=on_chunk)
             finally:
-                self.cancel_button.disabled = True
+                self.cancel_button.disabled, self.running = True, False
             self._put(name, result, source)
             self.progress_line.value += " · " + ("cancelled: kept the chunks done" if "stopped_at" in result.meta
                                                  else "done")
@@ -522,6 +509,7 @@ class Explorer(Ablation, w.VBox):
             self.table.update(table, selected_rows=[], columnDefs=_column_classes(table.columns), **TABLE_OPTIONS)
         finally:
             self._hold = False
+        self._prefetch()
         total = len(next(iter(runs.values())).items)
         words = self.search_box.value.strip()
         self.count.value = f"<b>{len(rows)}</b> of {total} items" + (
@@ -531,60 +519,10 @@ class Explorer(Ablation, w.VBox):
         """The table as shown (filtered rows of ``explore.item_table``)."""
         return self.table.df
 
-    # --- opening an item --------------------------------------------------------------------
-
-    def _row_clicked(self, change: dict) -> None:
-        if self._hold:
-            return
-        if not change["new"] and change["old"]:  # a click on the selected row unselects it: it opens it again
-            self._select(change["old"][0])
-        rows = change["new"] or change["old"]
-        if rows:
-            self.open_row(rows[0])
-
-    def _select(self, k: int | None) -> None:
-        """Mark row ``k`` of the table as the one open (None: none), without opening it."""
-        want = [k] if k is not None else []
-        if list(self.table.selected_rows) != want:
-            self._hold = True
-            try:
-                self.table.selected_rows = want
-            finally:
-                self._hold = False
-
-    def open_row(self, k: int) -> None:
-        """Open the ``k``-th row of the table (as filtered) in the workbench."""
-        self.open_item(int(self.rows[k]))
-
-    def open_item(self, position: int, run: str | None = None) -> None:
-        """Load item ``position`` exactly as run ``run`` (default: the first) scored it into the workbench, with
-        previous / next within the filtered rows."""
-        runs = self.shown()
-        name = run or next(iter(runs))
-        res = runs[name]
-        item = res.items.iloc[position]
-        rows = res.scores[res.scores["item"] == item["item"]].sort_values("option_index")
-        contexts = rows["context"].astype(str).unique()
-        if len(contexts) != 1:
-            self._show_error(ValueError(f"item {item['id']}: each option has its own premise; the workbench "
-                                        "shows items with one premise"))
-            return
-        domain = item.get("domain_premise")
-        domain = domain if isinstance(domain, str) and domain.strip() else None
-        where = (f"lm-eval log {Path(self.sources[name]['log']).name}" if "log" in self.sources.get(name, {})
-                 else f"{res.task}/{res.split}")
-        source = f"{where} #{position} {item['id']} · template {res.template} · run {name}"
-        k = np.flatnonzero(self.rows == position)
-        step = (lambda d: (lambda: self.open_item(int(self.rows[k[0] + d]), run))) if len(k) else None
-        previous = step(-1) if step and k[0] > 0 else None
-        following = step(1) if step and k[0] + 1 < len(self.rows) else None
-        self.workbench.load_item(contexts[0], rows["option"].astype(str).tolist(), domain_premise=domain,
-                                 gold=int(item["gold"]), source=source, previous=previous, next=following)
-        self._select(int(k[0]) if len(k) else None)  # the table marks the item open (previous / next move it)
-
     def close(self) -> None:
         """Stop the runs and close the explorer's widgets (and the workbench it made, not one it was given)."""
         self.runner.close()
+        self.prefetch.close()
         for child in self.children:  # the workbench closes its own (its update threads first)
             child.close() if child is self._workbench else close_tree(child)
         super().close()

@@ -91,6 +91,25 @@ def test_filter_then_click_loads_the_item_into_the_workbench(ran, bench):
         assert bench.premise_box.value == runs["code"].items["premise"].iloc[rows[1]]
 
 
+def test_the_first_rows_are_scored_ahead_of_a_click(ran, bench, monkeypatch):
+    """After a run, the workbench's scores (with top-k) of the first rows are computed in the background, so a click
+    on one forwards nothing."""
+    from surfacelab.scoring import score_items
+    from surfacelab.widgets.prefetch import ROWS
+
+    assert ran.prefetch.runner.wait(120)
+    res = ran.runs["code"]
+    calls = []
+    real = bench.lm.backend.score
+    monkeypatch.setattr(bench.lm.backend, "score", lambda encs, **kw: calls.append(len(encs)) or real(encs, **kw))
+    for position in ran.rows[:ROWS]:
+        item = res.items.iloc[int(position)]
+        options = res.scores[res.scores["item"] == item["item"]].sort_values("option_index")["option"].tolist()
+        score_items(bench.lm, [(item["premise"], options, item["domain_premise"] or None)], progress=False,
+                    top_k=bench.top_k)
+    assert sum(calls) == 0, calls
+
+
 def test_ablation_adds_a_run_and_a_flip_list(ran, tmp_path):
     run = ran.ablate(domain_premise=" then", name="then")
     assert run is not None and ran.wait(300) and run.error is None

@@ -1,0 +1,110 @@
+"""Opening an item from the Explorer (a mixin of ``widgets.explorer.Explorer``): a row click, previous / next, the
+workbench items open in (made on the first click when none was given), and the prefetch of the first rows'
+workbench scores (``prefetch.Prefetch``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..evaluate import EvalResult
+from .prefetch import ROWS as PREFETCH_ROWS
+
+
+class Opening:
+    """The opening part of ``Explorer`` (its widgets, runs and table are the explorer's)."""
+
+    @property
+    def workbench(self) -> Any:
+        """The workbench rows open in (made, with this explorer's model, and shown below it when first needed)."""
+        if self._workbench is None:
+            from .workbench import Workbench
+
+            self._workbench = Workbench(lm=self.get_lm())
+            self._workbench.add_class(self.reveal.target)
+            self.children = (*self.children, self._workbench)
+        return self._workbench
+
+    def _bench_missing(self, change: dict) -> None:
+        if change["new"]:
+            self.message.value = ("<span class='sl-error'>⚠ the workbench this explorer opens items in is not on "
+                                  "the page: display it (its variable on the last line of a cell) to see the "
+                                  "item</span>")
+            self.reveal.missing = False  # the next click checks again
+
+    def _row_clicked(self, change: dict) -> None:
+        if self._hold:
+            return
+        if not change["new"] and change["old"]:  # a click on the selected row unselects it: it opens it again
+            self._select(change["old"][0])
+        rows = change["new"] or change["old"]
+        if rows:
+            self.open_row(rows[0])
+
+    def _select(self, k: int | None) -> None:
+        """Mark row ``k`` of the table as the one open (None: none), without opening it."""
+        want = [k] if k is not None else []
+        if list(self.table.selected_rows) != want:
+            self._hold = True
+            try:
+                self.table.selected_rows = want
+            finally:
+                self._hold = False
+
+    def open_row(self, k: int) -> None:
+        """Open the ``k``-th row of the table (as filtered) in the workbench."""
+        self.open_item(int(self.rows[k]))
+
+    def _inputs(self, res: EvalResult, position: int) -> tuple[str, list[str], str | None]:
+        """Item ``position`` of ``res`` as the workbench loads it: (premise, options, domain premise), exactly as
+        scored (a ``ValueError`` for an item whose options have premises of their own)."""
+        item = res.items.iloc[position]
+        rows = res.scores[res.scores["item"] == item["item"]].sort_values("option_index")
+        contexts = rows["context"].astype(str).unique()
+        if len(contexts) != 1:
+            raise ValueError(f"item {item['id']}: each option has its own premise; the workbench shows items "
+                             "with one premise")
+        domain = item.get("domain_premise")
+        domain = domain if isinstance(domain, str) and domain.strip() else None
+        return contexts[0], rows["option"].astype(str).tolist(), domain
+
+    def _prefetch(self) -> None:
+        """Compute the workbench's scores of the first rows in the background, with the workbench's model (when there
+        is a workbench and no run is scoring)."""
+        runs = self.shown()
+        if not runs or self._workbench is None or self.running:
+            return
+        res = next(iter(runs.values()))
+        items = []
+        for position in self.rows[:PREFETCH_ROWS]:
+            try:
+                items.append(self._inputs(res, int(position)))
+            except ValueError:
+                continue
+        self.prefetch.start(self._workbench.lm, items, self._workbench.top_k)
+
+    def open_item(self, position: int, run: str | None = None) -> None:
+        """Load item ``position`` exactly as run ``run`` (default: the first) scored it into the workbench, with
+        previous / next within the filtered rows."""
+        self.prefetch.cancel()  # the click's own update gets the CPU
+        runs = self.shown()
+        name = run or next(iter(runs))
+        res = runs[name]
+        item = res.items.iloc[position]
+        try:
+            premise, options, domain = self._inputs(res, position)
+        except ValueError as err:
+            self._show_error(err)
+            return
+        where = (f"lm-eval log {Path(self.sources[name]['log']).name}" if "log" in self.sources.get(name, {})
+                 else f"{res.task}/{res.split}")
+        source = f"{where} #{position} {item['id']} · template {res.template} · run {name}"
+        k = np.flatnonzero(self.rows == position)
+        step = (lambda d: (lambda: self.open_item(int(self.rows[k[0] + d]), run))) if len(k) else None
+        previous = step(-1) if step and k[0] > 0 else None
+        following = step(1) if step and k[0] + 1 < len(self.rows) else None
+        self.workbench.load_item(premise, options, domain_premise=domain, gold=int(item["gold"]), source=source,
+                                 previous=previous, next=following)
+        self._select(int(k[0]) if len(k) else None)  # the table marks the item open (previous / next move it)

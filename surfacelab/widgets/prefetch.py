@@ -1,0 +1,44 @@
+"""``Prefetch``: the workbench's scores (with their top-k alternatives) of the items a person is about to open,
+computed in the background, so that opening one from the explorer draws its views from the engine's caches.
+
+The workbench's scorer and token views read ``score_items(..., top_k=k)``: its log-probs are on the disk cache a run
+filled, but the top-k alternatives live in the engine's in-memory cache only, so a new item costs a forward pass
+when it is opened. The explorer asks for the first rows of its table after a run and after every filter change;
+opening an item cancels what is left (the click's own update has the CPU to itself).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..scoring import score_items
+from .scheduler import Run, Runner
+
+#: Rows of the table whose workbench scores are computed ahead of a click.
+ROWS = 10
+
+
+class Prefetch:
+    """A background ``Runner`` that scores items as the workbench will (one newer request replaces an older one)."""
+
+    def __init__(self) -> None:
+        self.runner = Runner("surfacelab-prefetch")
+
+    def start(self, lm: Any, items: Sequence[tuple[str, list[str], str | None]], top_k: int) -> Run:
+        """Score ``items`` ((premise, options, domain premise), as the workbench loads them) with ``top_k``
+        alternatives, one item at a time, in the background; a newer ``start`` or ``cancel`` stops it."""
+        items = list(items)[:ROWS]
+
+        def job(run: Run) -> None:
+            for item in items:
+                run.check()
+                score_items(lm, [item], progress=False, top_k=top_k)
+
+        return self.runner.submit(job, cancel_running=True)
+
+    def cancel(self) -> None:
+        """Stop the prefetch (an item is being opened)."""
+        self.runner.cancel()
+
+    def close(self) -> None:
+        self.runner.close()
