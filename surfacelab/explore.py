@@ -39,6 +39,8 @@ CHUNK = 25
 FIRST_CHUNK = 5
 #: Characters of the premise the item table shows.
 PREMISE_CHARS = 80
+#: Decimals of the LM margin (nats) the item table shows (``items["gap_lm"]`` keeps every digit).
+MARGIN_DECIMALS = 3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,9 +176,9 @@ def _correct(runs: Mapping[str, EvalResult], col: str) -> np.ndarray:
 
 def item_table(runs: Mapping[str, EvalResult]) -> pd.DataFrame:
     """One row per item: ``item``, ``id``, ``premise`` (shortened), ``gold``, then per ``<run>:<scorer>`` the
-    picked option with ✓ or ✗, and per run its LM ``margin`` (gold minus the option it is compared with) and
-    verdict label (``why``), then ``truncated`` (context tokens cut in any run). Raw values, not markup: whoever
-    shows the table escapes it."""
+    picked option with ✓ or ✗, and per run its LM ``margin`` (gold minus the option it is compared with, in nats to
+    ``MARGIN_DECIMALS``) and verdict label (``why``), then ``truncated`` (context tokens cut in any run). Raw values,
+    not markup: whoever shows the table escapes it."""
     names = _check_runs(runs)
     first = runs[names[0]].items
     short = [p if len(p) <= PREMISE_CHARS else p[:PREMISE_CHARS - 1] + "…" for p in first["premise"].astype(str)]
@@ -191,7 +193,7 @@ def item_table(runs: Mapping[str, EvalResult]) -> pd.DataFrame:
             marks = np.where(run.items[f"correct_{s}"].to_numpy(dtype=bool), "✓", "✗")
             table[f"{name}:{s}"] = [f"{m} {o}" for m, o in zip(marks, picks)]
         if "gap_lm" in run.items:
-            table[f"{name}:margin"] = run.items["gap_lm"].to_numpy(dtype=float)
+            table[f"{name}:margin"] = run.items["gap_lm"].to_numpy(dtype=float).round(MARGIN_DECIMALS)
         if "why" in run.items:
             table[f"{name}:why"] = run.items["why"].astype(str).to_numpy()
     table["truncated"] = np.any([run.items["truncated"].to_numpy() > 0 for run in runs.values()], axis=0)
