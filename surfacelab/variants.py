@@ -24,10 +24,21 @@ _ARTICLES = ("a", "an", "the")
 
 
 @functools.cache
-def inflect_engines() -> tuple[Any, Any]:
-    """inflect's engines, modern and classical ("cacti", "indices"); imported on first use (it takes seconds: its
-    functions are type-checked as they are defined), so a widget may call this in the background ahead of a run."""
-    import inflect
+def _inflect() -> tuple[Any, Any]:
+    """inflect's engines, modern and classical ("cacti", "indices"), imported on first use.
+
+    inflect wraps its functions in typeguard's ``@typechecked``, which re-parses and re-compiles each one as the
+    module is imported: 2 s on an idle 2-core CPU, 6 s on a busy one, paid by the first run or Why view. surfacelab
+    passes inflect plain strings only, so inflect is imported with that decorator as the identity (0.1 s); the
+    decorator is restored at once."""
+    import typeguard
+
+    checked = typeguard.typechecked
+    typeguard.typechecked = lambda target=None, **_: target if target is not None else (lambda f: f)
+    try:
+        import inflect
+    finally:
+        typeguard.typechecked = checked
 
     modern, classical = inflect.engine(), inflect.engine()
     classical.classical(all=True)
@@ -63,7 +74,7 @@ def plural(phrase: str) -> str:
     an acronym takes a lower-case "s" ("MBA" -> "MBAs": inflect would write "MBAS")."""
     if _acronym(_head(phrase)):
         return phrase + "s"
-    return _as_common_noun(inflect_engines()[0].plural_noun, phrase)
+    return _as_common_noun(_inflect()[0].plural_noun, phrase)
 
 
 def singular(phrase: str) -> str | None:
@@ -83,7 +94,7 @@ def singular(phrase: str) -> str | None:
 
 
 def _singular(phrase: str) -> str | None:
-    modern, classical = inflect_engines()
+    modern, classical = _inflect()
     for engine in (classical, modern):
         cand = engine.singular_noun(phrase)
         if cand and cand != phrase and engine.plural_noun(cand) == phrase:
@@ -96,7 +107,7 @@ def _singular(phrase: str) -> str | None:
 
 def indefinite_article(phrase: str) -> str:
     """ "a" or "an" before ``phrase``, by its sound ("an hour", "a university", "an FBI agent")."""
-    return inflect_engines()[0].a(text.check_text(phrase, "phrase", allow_empty=False)).split(" ", 1)[0]
+    return _inflect()[0].a(text.check_text(phrase, "phrase", allow_empty=False)).split(" ", 1)[0]
 
 
 def _number_forms(core: str, article: str) -> tuple[str, dict[str, str]]:

@@ -34,7 +34,6 @@ from .._checks import check_int
 from ..evaluate import EvalResult
 from ..explore import CHUNK, Progress
 from ..lm_eval_log import from_lm_eval
-from ..variants import inflect_engines
 from .exporting import DEFAULT_EXPORT_DIR
 from .ablation import CODE, Ablation, message_html
 from .opening import Opening
@@ -118,8 +117,6 @@ class Explorer(Ablation, Opening, w.VBox):
         self.runner = Runner("explorer", on_error=self._failed)
         self.prefetch = Prefetch()  # the workbench's scores of the first rows, ahead of a click
         self.running = False  # a run is scoring (the rows it shows are not the ones to prefetch yet)
-        # a run's verdict labels need inflect, whose import takes seconds: done now, before Run is clicked
-        threading.Thread(target=inflect_engines, name="surfacelab-inflect", daemon=True).start()
         # a click that opens an item scrolls the workbench into view in the browser (made on the first click: the
         # browser waits for it; given: it should be on the page already, else the person is told to display it)
         self.reveal = Reveal(wait_ms=MADE_WAIT_MS if workbench is None else GIVEN_WAIT_MS)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..evaluate import EvalResult
+from .prefetch import AFTER_OPEN_S
 from .prefetch import ROWS as PREFETCH_ROWS
 
 
@@ -70,20 +71,20 @@ class Opening:
         domain = domain if isinstance(domain, str) and domain.strip() else None
         return contexts[0], rows["option"].astype(str).tolist(), domain
 
-    def _prefetch(self) -> None:
-        """Compute the workbench's scores of the first rows in the background, with the workbench's model (when there
-        is a workbench and no run is scoring)."""
+    def _prefetch(self, start: int = 0, delay: float = 0.0) -> None:
+        """Compute the workbench's scores of the rows from ``start`` on in the background after ``delay`` seconds,
+        with the workbench's model (when there is a workbench and no run is scoring)."""
         runs = self.shown()
         if not runs or self._workbench is None or self.running:
             return
         res = next(iter(runs.values()))
         items = []
-        for position in self.rows[:PREFETCH_ROWS]:
+        for position in self.rows[start:start + PREFETCH_ROWS]:
             try:
                 items.append(self._inputs(res, int(position)))
             except ValueError:
                 continue
-        self.prefetch.start(self._workbench.lm, items, self._workbench.top_k)
+        self.prefetch.start(self._workbench.lm, items, self._workbench.top_k, delay=delay)
 
     def open_item(self, position: int, run: str | None = None) -> None:
         """Load item ``position`` exactly as run ``run`` (default: the first) scored it into the workbench, with
@@ -108,3 +109,5 @@ class Opening:
         self.workbench.load_item(premise, options, domain_premise=domain, gold=int(item["gold"]), source=source,
                                  previous=previous, next=following)
         self._select(int(k[0]) if len(k) else None)  # the table marks the item open (previous / next move it)
+        if len(k):
+            self._prefetch(int(k[0]) + 1, delay=AFTER_OPEN_S)  # the rows "next" opens
