@@ -97,12 +97,13 @@ class Examples:
         paraphrases) in one update pass, and show where it came from (``source``, a line under the title) with
         previous / next buttons that call ``previous`` / ``next`` (disabled when None)."""
         self._steps = {-1: previous, 1: next}
+        self.load_example({"premise": premise, "domain_premise": domain_premise, "options": list(options),
+                           "gold": gold})
+        # the origin line changes after the fields: it names the item they already hold
         self.origin.value = (f"<span class='sl-hint'>item from <b>{html.escape(source)}</b></span>"
                              if source else "")
         self.previous_button.disabled, self.next_button.disabled = previous is None, next is None
         self.origin_row.layout.display = None if source or previous or next else "none"
-        self.load_example({"premise": premise, "domain_premise": domain_premise, "options": list(options),
-                           "gold": gold})
 
     def step_item(self, delta: int) -> None:
         """Go to the previous (-1) or next (1) item of the list ``load_item`` came from (nothing at its ends)."""

@@ -180,7 +180,9 @@ def test_an_ablation_of_the_domain_premise_adds_a_run_and_its_flips(session):
     page.locator(f"{bench} .sl-origin").filter(has_text=f"{item_id} · template").filter(
         has_text="run edited").wait_for(timeout=60_000)
     assert page.locator(f"{bench} .sl-premise textarea").input_value() == context
-    assert page.locator(f"{bench} .sl-domain-premise input").input_value() == DOMAIN
+    # each widget's new value reaches the page in its own message, in no set order between widgets
+    page.wait_for_function("([s, v]) => document.querySelector(s)?.value === v",
+                           arg=[f"{bench} .sl-domain-premise input", DOMAIN], timeout=10_000)
     assert in_view(page, bench)
 
 
