@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 #: Items per chunk of a run: rows appear after each chunk, and a cancel keeps the chunks already done.
 CHUNK = 25
 #: Items of a run's first chunk: the first rows show within seconds, before the larger chunks that keep batches full.
-FIRST_CHUNK = 5
+FIRST_CHUNK = 3
 #: Characters of the premise the item table shows.
 PREMISE_CHARS = 80
 #: Decimals of the LM margin (nats) the item table shows (``items["gap_lm"]`` keeps every digit).

@@ -33,7 +33,7 @@ def runs(tiny_lm, copa, whole):
 
 def test_a_run_in_chunks_equals_one_run_and_reports_each_chunk(tiny_lm, copa, whole):
     seen = []
-    run = explore.evaluate_in_chunks(tiny_lm, copa, SCORERS, chunk=5,
+    run = explore.evaluate_in_chunks(tiny_lm, copa, SCORERS, chunk=5, first_chunk=5,
                                      on_chunk=lambda r, p: seen.append((len(r.items), p)))
     assert [n for n, _ in seen] == [5, 10, 12] and [p.done for _, p in seen] == [5, 10, 12]
     assert seen[-1][1].total == 12 and "12 / 12 items" in seen[-1][1].line()
@@ -63,7 +63,8 @@ def test_a_cancel_keeps_the_finished_chunks(tiny_lm, copa, monkeypatch, tmp_path
         calls.append(progress.done)
 
     with engine.cancelled_when(lambda: len(calls) >= 2):
-        run = explore.evaluate_in_chunks(tiny_lm, copa, SCORERS, chunk=4, on_chunk=stop_after_two)
+        run = explore.evaluate_in_chunks(tiny_lm, copa, SCORERS, chunk=4, first_chunk=4,
+                                         on_chunk=stop_after_two)
     assert run.meta["stopped_at"] == len(run.items) == 8
     assert run.items["id"].tolist() == [it.id for it in copa.items[:8]]
     assert "stopped after 8 items" in explore.run_line(run)

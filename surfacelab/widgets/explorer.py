@@ -112,7 +112,9 @@ class Explorer(Ablation, Opening, w.VBox):
         self._lock = threading.RLock()
         self._filters: dict[str, w.Dropdown] = {}
         self._cells: dict[tuple[str, str], w.Button] = {}
+        self._label_buttons: dict[str, w.Button] = {}
         self._hold = False
+        self._reopen: threading.Timer | None = None  # the open row, unselected, opens again unless a row follows
         self._template = template if template is not None and not isinstance(template, str) else None
         self.runner = Runner("explorer", on_error=self._failed)
         self.prefetch = Prefetch()  # the workbench's scores of the first rows, ahead of a click
@@ -396,7 +398,9 @@ class Explorer(Ablation, Opening, w.VBox):
                                            layout=w.Layout(width="auto")) for c in cols}
             for d in self._filters.values():
                 d.observe(lambda _: self._filter_changed(), "value")
-            self.filter_box.children = tuple(self._filters.values())
+            old_boxes, self.filter_box.children = self.filter_box.children, tuple(self._filters.values())
+            for box in old_boxes:
+                box.close()
             pairs = [(a, b) for i, a in enumerate(cols) for b in cols[i + 1:]
                      if a.rpartition(":")[2] == b.rpartition(":")[2] or len(runs) == 1]
             self._hold = True
@@ -434,24 +438,29 @@ class Explorer(Ablation, Opening, w.VBox):
                     button.on_click(lambda _, a=a, b=b: self.filter(right=[a], wrong=[b]))
                     self._cells[(a, b)] = button
                     cells.append(button)
-            self.matrix.children = tuple(cells)
+            old, self.matrix.children = self.matrix.children, tuple(cells)
+            for cell in old:
+                cell.close()
             self.matrix.layout.grid_template_columns = f"max-content repeat({len(cols)}, minmax(4em, max-content))"
         for (a, b), button in self._cells.items():
             button.description = str(int(counts.loc[a, b]))
             button.disabled = not counts.loc[a, b]  # nothing to list
 
     def _build_labels(self, runs: Mapping[str, EvalResult]) -> None:
+        """One button per verdict label with its count; a label's button is kept across redraws (a run redraws
+        every few seconds: new widgets would cost the browser a render each)."""
         first = next(iter(runs.values()))
-        if "why" not in first.items:
-            self.labels.children = ()
-            return
-        counts = first.items["why"].astype(str).value_counts()
-        buttons = []
+        counts = first.items["why"].astype(str).value_counts() if "why" in first.items else pd.Series(dtype=int)
+        for label in [lb for lb in self._label_buttons if lb not in counts]:
+            self._label_buttons.pop(label).close()
         for label, k in counts.items():
-            b = w.Button(description=f"{label} ({k})")
-            b.on_click(lambda _, label=label: self.filter(label=label))
-            buttons.append(b)
-        self.labels.children = tuple(buttons)
+            if label not in self._label_buttons:
+                self._label_buttons[label] = b = w.Button()
+                b.on_click(lambda _, label=label: self.filter(label=label))
+            self._label_buttons[label].description = f"{label} ({k})"
+        buttons = tuple(self._label_buttons[label] for label in counts.index)
+        if self.labels.children != buttons:
+            self.labels.children = buttons
 
     def filter(self, *, right: Sequence[str] = (), wrong: Sequence[str] = (), disagree: bool = False,
                flipped: tuple[str, str] | None = None, label: str | None = None, text: str = "") -> np.ndarray:
@@ -520,6 +529,8 @@ class Explorer(Ablation, Opening, w.VBox):
         """Stop the runs and close the explorer's widgets (and the workbench it made, not one it was given)."""
         self.runner.close()
         self.prefetch.close()
+        if self._reopen is not None:
+            self._reopen.cancel()
         for child in self.children:  # the workbench closes its own (its update threads first)
             child.close() if child is self._workbench else close_tree(child)
         super().close()

@@ -4,14 +4,18 @@ workbench scores (``prefetch.Prefetch``)."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
 from ..evaluate import EvalResult
 from .prefetch import AFTER_OPEN_S
 from .prefetch import ROWS as PREFETCH_ROWS
+
+#: Seconds after the open row was unselected before it opens again (when no other row was selected meanwhile).
+REOPEN_S = 0.3
 
 
 class Opening:
@@ -38,11 +42,26 @@ class Opening:
     def _row_clicked(self, change: dict) -> None:
         if self._hold:
             return
-        if not change["new"] and change["old"]:  # a click on the selected row unselects it: it opens it again
-            self._select(change["old"][0])
-        rows = change["new"] or change["old"]
-        if rows:
-            self.open_row(rows[0])
+        with self._lock:
+            if self._reopen is not None:
+                self._reopen.cancel()
+                self._reopen = None
+            if not change["new"] and change["old"]:
+                # the table unselects the open row before it selects a clicked one, in two messages: the second is
+                # sent once this one is answered, so the answer is quick and the open row opens again only when
+                # no other row follows (a click on the open row unselects it: it opens it again)
+                self._reopen = threading.Timer(REOPEN_S, self._reopened, args=(change["old"][0],))
+                self._reopen.daemon = True
+                self._reopen.start()
+                return
+        if change["new"]:
+            self.open_row(change["new"][0])
+
+    def _reopened(self, k: int) -> None:
+        with self._lock:
+            self._reopen = None
+        self._select(k)
+        self.open_row(k)
 
     def _select(self, k: int | None) -> None:
         """Mark row ``k`` of the table as the one open (None: none), without opening it."""
@@ -78,13 +97,15 @@ class Opening:
         if not runs or self._workbench is None or self.running:
             return
         res = next(iter(runs.values()))
-        items = []
-        for position in self.rows[start:start + PREFETCH_ROWS]:
-            try:
-                items.append(self._inputs(res, int(position)))
-            except ValueError:
-                continue
-        self.prefetch.start(self._workbench.lm, items, self._workbench.top_k, delay=delay)
+        positions = [int(p) for p in self.rows[start:start + PREFETCH_ROWS]]
+
+        def items() -> Iterator[tuple[str, list[str], str | None]]:  # read in the background, not on the click
+            for position in positions:
+                try:
+                    yield self._inputs(res, position)
+                except ValueError:
+                    continue
+        self.prefetch.start(self._workbench.lm, items(), self._workbench.top_k, delay=delay)
 
     def open_item(self, position: int, run: str | None = None) -> None:
         """Load item ``position`` exactly as run ``run`` (default: the first) scored it into the workbench, with

@@ -126,6 +126,9 @@ function render({ model, el }) {
 
   model.on("change:revision", schedule);
   schedule();
+  // plotly.js is read once per page: read it while the page is idle, not on the first figure (a run's first rows)
+  const idle = globalThis.requestIdleCallback || ((f) => setTimeout(f, 200));
+  idle(() => loadPlotly(model).catch(() => {}));
   return () => {
     model.off("change:revision", schedule);
     io.disconnect();

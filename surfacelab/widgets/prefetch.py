@@ -10,7 +10,8 @@ rows after it (what "next" opens).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from itertools import islice
+from typing import Any, Iterable
 
 from ..scoring import score_items
 from .scheduler import Run, Runner
@@ -27,15 +28,14 @@ class Prefetch:
     def __init__(self) -> None:
         self.runner = Runner("surfacelab-prefetch")
 
-    def start(self, lm: Any, items: Sequence[tuple[str, list[str], str | None]], top_k: int, *,
+    def start(self, lm: Any, items: Iterable[tuple[str, list[str], str | None]], top_k: int, *,
               delay: float = 0.0) -> Run:
-        """Score ``items`` ((premise, options, domain premise), as the workbench loads them) with ``top_k``
-        alternatives, one item at a time, in the background after ``delay`` seconds; a newer ``start`` or
-        ``cancel`` stops it."""
-        items = list(items)[:ROWS]
+        """Score the first ``ROWS`` of ``items`` ((premise, options, domain premise), as the workbench loads them;
+        read in the background) with ``top_k`` alternatives, one item at a time, in the background after ``delay``
+        seconds; a newer ``start`` or ``cancel`` stops it."""
 
         def job(run: Run) -> None:
-            for item in items:
+            for item in islice(items, ROWS):
                 run.check()
                 score_items(lm, [item], progress=False, top_k=top_k)
 

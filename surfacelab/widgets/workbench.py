@@ -259,13 +259,16 @@ class Workbench(ModelSlots, Examples, Exports, LessonExport, w.VBox):
         if any(not isinstance(p, str) for p in paraphrases):
             raise TypeError('paraphrases: expected one "form, form" string per option')
         gold = check_gold(gold, len(options))
-        old = self.rows
-        with self.holding():
-            self.rows = [OptionRow(self, o, p) for o, p in zip(options, paraphrases)]
-            if gold is not None:
-                self.rows[gold].gold.value = True
-            self.options_box.children = tuple(self.rows)
-        for r in old:
+        kept, dropped = self.rows[:len(options)], self.rows[len(options):]
+        with self.holding():  # the rows there are take the new texts (new widgets cost the browser a redraw)
+            for r, o, p in zip(kept, options, paraphrases):
+                r.text.value, r.paraphrases.value, r.new = boxed(o), p, False
+            self.rows = [*kept, *(OptionRow(self, o, p) for o, p in zip(options[len(kept):], paraphrases[len(kept):]))]
+            for i, r in enumerate(self.rows):
+                r.gold.value = i == gold
+            if dropped or len(self.options_box.children) != len(self.rows):
+                self.options_box.children = tuple(self.rows)
+        for r in dropped:
             close_tree(r)
         self.edited()
 

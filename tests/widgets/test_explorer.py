@@ -54,13 +54,28 @@ def test_run_fills_the_table_in_chunks_and_finishes(ran, tiny_lm):
     assert ran._cells[("code:dcpmi", "code:lm")].description == str(counts.loc["code:dcpmi", "code:lm"])
 
 
+def test_a_redraw_keeps_the_label_buttons_and_their_counts_follow_the_run(ran):
+    counts = ran.runs["code"].items["why"].astype(str).value_counts()
+    shown = {b.description: b.model_id for b in ran.labels.children}
+    assert list(shown) == [f"{label} ({k})" for label, k in counts.items()]
+    matrix = [c.model_id for c in ran.matrix.children]
+    ran.refresh()  # what every chunk of a run does
+    assert {b.description: b.model_id for b in ran.labels.children} == shown
+    assert [c.model_id for c in ran.matrix.children] == matrix
+    before = list(ran.labels.children)
+    ran.runs["code"] = sl.evaluate(ran.lm, sl.tasks.load("copa", limit=1), ran.scorers, progress=False)
+    ran.refresh()  # one item: one label
+    assert len(before) > 1 and len(ran.labels.children) == 1
+    assert all(b.comm is None for b in before if b not in ran.labels.children)  # the labels gone are closed
+
+
 def test_cancel_keeps_the_finished_chunks(tiny_lm, bench):
     ex = Explorer(tiny_lm, workbench=bench, task="copa", split="val", n=N, chunk=5)
-    ex.table.observe(lambda ch: ex.cancel() if len(ex.rows) >= 5 else None, "_dt_args")
+    ex.table.observe(lambda ch: ex.cancel() if len(ex.rows) else None, "_dt_args")  # on the first rows
     run = ex.run()
     assert ex.wait(300) and run.error is None
     res = ex.runs["code"]
-    assert 5 <= len(res.items) < N and res.meta["stopped_at"] == len(res.items)
+    assert explore.FIRST_CHUNK <= len(res.items) < N and res.meta["stopped_at"] == len(res.items)
     assert "cancelled" in ex.progress_line.value and len(ex.item_frame()) == len(res.items)
     ex.close()
 
@@ -89,6 +104,32 @@ def test_filter_then_click_loads_the_item_into_the_workbench(ran, bench):
         bench.step_item(1)
         bench.wait()
         assert bench.premise_box.value == runs["code"].items["premise"].iloc[rows[1]]
+
+
+def test_a_click_on_another_row_opens_only_that_row(ran, bench):
+    """The table unselects the open row, then selects the clicked one (two messages): the first opens nothing."""
+    import time
+
+    from surfacelab.widgets.opening import REOPEN_S
+
+    res = ran.runs["code"]
+    ran.table.selected_rows = [0]
+    bench.wait()
+    loaded = []
+    real = bench.load_item
+    bench.load_item = lambda premise, *a, **k: loaded.append(premise) or real(premise, *a, **k)
+    ran.table.selected_rows = []
+    ran.table.selected_rows = [1]
+    time.sleep(REOPEN_S + 0.5)
+    bench.wait()
+    assert loaded == [res.items["premise"].iloc[1]] and list(ran.table.selected_rows) == [1]
+    # a click on the open row unselects it: it opens again (an edit made to it is undone), still marked open
+    bench.premise_box.value = "edited"
+    ran.table.selected_rows = []
+    time.sleep(REOPEN_S + 0.5)
+    bench.wait()
+    assert loaded[1:] == [res.items["premise"].iloc[1]] and bench.premise_box.value == loaded[1]
+    assert list(ran.table.selected_rows) == [1]
 
 
 def test_the_first_rows_are_scored_ahead_of_a_click(ran, bench, monkeypatch):

@@ -152,6 +152,22 @@ def test_gold_must_be_an_index(wb):
     assert wb.gold == 2
 
 
+def test_set_options_fills_the_rows_there_are_and_makes_or_drops_the_rest(wb):
+    rows = list(wb.rows)
+    wb.rows[1].paraphrases.value = "soaps"
+    wb.set_options([" a", " b\nc", " d", " e"], gold=3)
+    assert wb.rows == rows and list(wb.options_box.children) == rows  # the same widgets, the browser keeps them
+    assert wb.options == [" a", " b\nc", " d", " e"] and wb.gold == 3
+    assert [r.paraphrases.value for r in wb.rows] == [""] * 4 and [r.number.value for r in wb.rows] == list("1234")
+    wb.set_options([" x", " y"], ["ys", ""])
+    assert wb.rows == rows[:2] and list(wb.options_box.children) == rows[:2] and wb.gold is None
+    assert all(r.comm is None for r in rows[2:])  # the rows dropped are closed
+    wb.set_options([" x", " y", " z"], gold=2)
+    assert wb.rows[:2] == rows[:2] and wb.rows[2] not in rows and len(wb.options_box.children) == 3
+    wb.update()
+    assert wb.frames()["scores"]["option"].tolist() == [" x", " y", " z"] and wb.gold == 2
+
+
 def test_export_dir_none_uses_the_default_folder(tiny_lm, tiny_mlm):
     bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=False, export_dir=None)
     assert bench.export_dir == wbmod.DEFAULT_EXPORT_DIR and bench.export_box.value == str(wbmod.DEFAULT_EXPORT_DIR)
