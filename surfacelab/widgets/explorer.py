@@ -53,6 +53,9 @@ PLOT_HEIGHT = 300
 #: row (no downsampling), cells as text, a click anywhere on a column's header sorts by it, 10 rows a page.
 TABLE_OPTIONS = {"maxBytes": 0, "allow_html": False, "text_in_header_can_be_selected": False, "pageLength": 10,
                  "lengthMenu": [10, 25, 50, 100], "select": {"style": "single"}}
+#: A hidden column of the item table with the whole premise: the table's search box finds words the shortened
+#: premise cuts off.
+SEARCHED = "whole premise"
 #: Seconds between two redraws of the rows while a run goes on (a redraw costs the browser CPU the run shares; the
 #: progress line follows every chunk).
 REDRAW_S = 3.0
@@ -70,15 +73,19 @@ def _head(run: EvalResult, k: int) -> EvalResult:
     return explore.combine([part], n_boot=0)
 
 
-def _column_classes(columns: Sequence[str]) -> list[dict]:
-    """DataTables column classes of the item table (``explorer.css`` gives each kind its width): the premise, the
-    options (the gold and every run's pick), and short values (ids, numbers, labels)."""
+def _column_defs(columns: Sequence[str]) -> list[dict]:
+    """DataTables column definitions of the item table: each column's class (``explorer.css`` gives each kind its
+    width: the premise, the options (the gold and every run's pick), and short values (ids, numbers, labels)), and
+    ``SEARCHED`` hidden (the table's search box reads it)."""
     kinds: dict[str, list[int]] = {"sl-c-premise": [], "sl-c-option": [], "sl-c-short": []}
     for k, col in enumerate(columns):
+        if col == SEARCHED:
+            continue
         picked = ":" in col and col.rpartition(":")[2] not in ("margin", "why")
         kind = "sl-c-premise" if col == "premise" else "sl-c-option" if col == "gold" or picked else "sl-c-short"
         kinds[kind].append(k)
-    return [{"targets": targets, "className": kind} for kind, targets in kinds.items() if targets]
+    defs = [{"targets": targets, "className": kind} for kind, targets in kinds.items() if targets]
+    return defs + [{"targets": [list(columns).index(SEARCHED)], "visible": False}] if SEARCHED in columns else defs
 
 
 class Explorer(Ablation, Opening, w.VBox):
@@ -509,10 +516,11 @@ class Explorer(Ablation, Opening, w.VBox):
         table = explore.item_table(runs).iloc[rows].reset_index(drop=True)
         if "truncated" in table and not table["truncated"].any():  # a column of "false" only takes room
             table = table.drop(columns="truncated")
+        table[SEARCHED] = next(iter(runs.values())).items["premise"].astype(str).to_numpy()[rows]
         self.rows = rows
         self._hold = True
         try:
-            self.table.update(table, selected_rows=[], columnDefs=_column_classes(table.columns), **TABLE_OPTIONS)
+            self.table.update(table, selected_rows=[], columnDefs=_column_defs(table.columns), **TABLE_OPTIONS)
         finally:
             self._hold = False
         self._prefetch()
@@ -523,7 +531,7 @@ class Explorer(Ablation, Opening, w.VBox):
 
     def item_frame(self) -> pd.DataFrame:
         """The table as shown (filtered rows of ``explore.item_table``)."""
-        return self.table.df
+        return self.table.df.drop(columns=SEARCHED, errors="ignore")
 
     def close(self) -> None:
         """Stop the runs and close the explorer's widgets (and the workbench it made, not one it was given)."""

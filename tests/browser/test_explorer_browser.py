@@ -82,6 +82,19 @@ def test_run_fills_the_table(session):
     assert shown_ids(box) == items["id"][:10]  # the first page, in the run's order
     assert "code:dcpmi" in box.locator(".sl-x-columns").inner_text()  # a filter per run and scorer
     assert box.locator(".sl-x-plot .main-svg").count() >= 1  # the accuracy figure
+    # the table's search box finds a word that the shortened premise cuts off (of the longest premise, the word
+    # found in the fewest premises)
+    premises = kernel_json(page, "ex.runs['code'].items['premise'].tolist()")
+    cut = kernel_json(page, "sl.explore.PREMISE_CHARS") - 1
+    k = max(range(N), key=lambda i: len(premises[i]))
+    words = {w.strip(".,?!:;()\"'") for w in premises[k][cut:].split()} - set(premises[k][:cut].split())
+    word = min((w for w in words if len(w) > 3), key=lambda w: sum(w.lower() in p.lower() for p in premises))
+    assert "whole premise" not in box.locator(".sl-item-table thead").inner_text()  # searched, not shown
+    box.locator(".dt-search input").fill(word)
+    box.locator(".dt-info").filter(has_text="filtered").wait_for(timeout=10_000)
+    assert items["id"][k] in shown_ids(box), (word, premises[k])
+    box.locator(".dt-search input").fill("")
+    box.locator(".dt-info").filter(has_not_text="filtered").wait_for(timeout=10_000)
 
 
 def test_the_rescue_cell_filters_and_a_row_click_shows_the_item_in_the_workbench(session):

@@ -11,6 +11,7 @@ import pytest
 import surfacelab as sl
 from surfacelab import explore
 from surfacelab.widgets import Explorer, Workbench
+from surfacelab.widgets.explorer import SEARCHED
 
 LOGS = Path(__file__).resolve().parents[1] / "lm_eval_logs" / "out"
 N = 30
@@ -44,6 +45,8 @@ def test_run_fills_the_table_in_chunks_and_finishes(ran, tiny_lm):
     # rows after the first (small) chunk, then at most once per REDRAW_S, and all of them at the end
     assert ran.seen[0] == explore.FIRST_CHUNK and ran.seen[-1] == N and ran.seen == sorted(ran.seen)
     assert len(ran.item_frame()) == N and list(ran.rows) == list(range(N))
+    # the table's search box reads the whole premise, from a column the page does not show
+    assert ran.table.df[SEARCHED].tolist() == res.items["premise"].tolist() and SEARCHED not in ran.item_frame()
     assert ran.progress.value == 1 and f"{N} / {N} items" in ran.progress_line.value
     assert "requests" in ran.run_lines.value and "done" in ran.progress_line.value
     assert ran.plot.figure["data"] and ran.cancel_button.disabled
