@@ -56,9 +56,11 @@ TABLE_OPTIONS = {"maxBytes": 0, "allow_html": False, "text_in_header_can_be_sele
 #: A hidden column of the item table with the whole premise: the table's search box finds words the shortened
 #: premise cuts off.
 SEARCHED = "whole premise"
-#: Seconds between two redraws of the rows while a run goes on (a redraw costs the browser CPU the run shares; the
-#: progress line follows every chunk).
+#: Seconds between the first two redraws of the rows while a run goes on; each later wait is twice the one before, up
+#: to ``REDRAW_MAX_S`` (the table is rebuilt in the browser at each redraw, on the CPU the run shares; the progress
+#: line follows every chunk).
 REDRAW_S = 3.0
+REDRAW_MAX_S = 24.0
 #: Milliseconds a click that opens an item waits for a workbench given to the explorer to be on the page.
 GIVEN_WAIT_MS = 3_000
 #: ... and for the one the explorer makes on the first click (a model load under a busy CPU).
@@ -311,13 +313,13 @@ class Explorer(Ablation, Opening, w.VBox):
             lm = self.get_lm()
             source["model"] = lm.name
 
-            drawn = [0.0]  # when the rows were last redrawn: the first chunk at once, then once per REDRAW_S
+            due = [0.0, REDRAW_S]  # when the rows are redrawn next, the wait after that: the first chunk at once
 
             def on_chunk(part: EvalResult, progress: Progress) -> None:
                 self._report(progress)
-                if not drawn[0] or time.monotonic() - drawn[0] >= REDRAW_S:
+                if time.monotonic() >= due[0]:
                     self._put(name, part, source)
-                    drawn[0] = time.monotonic()
+                    due[:] = [time.monotonic() + due[1], min(2 * due[1], REDRAW_MAX_S)]
 
             self.running = True
             try:

@@ -42,7 +42,7 @@ def test_run_fills_the_table_in_chunks_and_finishes(ran, tiny_lm):
     assert list(ran.runs) == ["code"]
     res = ran.runs["code"]
     assert len(res.items) == N and "stopped_at" not in res.meta
-    # rows after the first (small) chunk, then at most once per REDRAW_S, and all of them at the end
+    # rows after the first (small) chunk, then after REDRAW_S and longer waits, and all of them at the end
     assert ran.seen[0] == explore.FIRST_CHUNK and ran.seen[-1] == N and ran.seen == sorted(ran.seen)
     assert len(ran.item_frame()) == N and list(ran.rows) == list(range(N))
     # the table's search box reads the whole premise, from a column the page does not show
