@@ -61,6 +61,10 @@ SEARCHED = "whole premise"
 #: line follows every chunk).
 REDRAW_S = 3.0
 REDRAW_MAX_S = 24.0
+#: Seconds a button that reads the text fields waits before it reads them: ipykernel (7.4) handles a widget's messages
+#: on the subshell that last wrote to it, so a field's new value, sent before the click, can be handled after it, on
+#: another thread.
+FIELDS_S = 0.2
 #: Milliseconds a click that opens an item waits for a workbench given to the explorer to be on the page.
 GIVEN_WAIT_MS = 3_000
 #: ... and for the one the explorer makes on the first click (a model load under a busy CPU).
@@ -210,18 +214,18 @@ class Explorer(Ablation, Opening, w.VBox):
                             (self.table, "sl-item-table"), (self.ablate_button, "sl-x-ablate"),
                             (self.comparison_html, "sl-x-comparison"), (self.flips, "sl-x-flips")]:
             widget.add_class(cls)
-        self.run_button.on_click(lambda _: self.run())
+        self.run_button.on_click(lambda _: self._after_fields(self.run))
         self.cancel_button.on_click(lambda _: self.cancel())
         for widget in (self.disagree_box, self.flipped_picker, self.label_picker, self.search_box):
             widget.observe(lambda _: self._filter_changed(), "value")
         self.clear_button.on_click(lambda _: self.filter())
         self.table.observe(self._row_clicked, "selected_rows")
         self.preset_picker.observe(lambda ch: self._preset_chosen(ch["new"]), "value")
-        self.ablate_button.on_click(lambda _: self.ablate())
-        self.save_button.on_click(lambda _: self._files(lambda f: self.save_session(f)))
-        self.load_button.on_click(lambda _: self._files(lambda f: self.load_session(f)))
+        self.ablate_button.on_click(lambda _: self._after_fields(self.ablate))
+        self.save_button.on_click(lambda _: self._after_fields(lambda: self._files(self.save_session)))
+        self.load_button.on_click(lambda _: self._after_fields(lambda: self._files(self.load_session)))
         for key, b in self.export_buttons.items():
-            b.on_click(lambda _, key=key: self._files(lambda f, key=key: self.export(f / key)))
+            b.on_click(lambda _, key=key: self._after_fields(lambda: self._files(lambda f: self.export(f / key))))
 
     def _layout(self) -> list:
         """The explorer top to bottom: the source and Run; once a run is open, the summary (accuracy beside who
@@ -262,6 +266,12 @@ class Explorer(Ablation, Opening, w.VBox):
                 self.message, self.run_lines, self.results]
 
     # --- runs -------------------------------------------------------------------------------
+
+    def _after_fields(self, action: Any) -> None:
+        """Call ``action`` (a button's) in ``FIELDS_S`` seconds, once the field values sent before the click are in."""
+        timer = threading.Timer(FIELDS_S, action)
+        timer.daemon = True
+        timer.start()
 
     def get_lm(self) -> Any:
         """The causal LM (loaded on first use when given by name or not at all)."""
