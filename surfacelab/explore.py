@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from .engine import Cancelled
+from .engine import Cancelled, reporting
 from .evaluate import EvalResult, accuracy_table, evaluate, mcnemar, paired_table
 from .tasks import Task, Template
 from .tasks.core import resolve_template
@@ -33,10 +33,13 @@ from .why.verdicts import label_counts
 if TYPE_CHECKING:
     from .models import LM
 
-#: Items per chunk of a run: rows appear after each chunk, and a cancel keeps the chunks already done.
-CHUNK = 25
-#: Items of a run's first chunk: the first rows show within seconds, before the larger chunks that keep batches full.
+#: Items of a run's first chunk: the first rows show within seconds.
 FIRST_CHUNK = 3
+#: Items of a run's second chunk; each later chunk holds twice the one before, up to ``MAX_CHUNK``. Rows appear after
+#: each chunk and a cancel keeps the chunks done; larger chunks fill the batches (200 ARC items in chunks of 25 took
+#: 5 % longer than in one ``evaluate``, in growing chunks the same: docs/benchmarks.md).
+CHUNK = 25
+MAX_CHUNK = 100
 #: Characters of the premise the item table shows.
 PREMISE_CHARS = 80
 #: Decimals of the LM margin (nats) the item table shows (``items["gap_lm"]`` keeps every digit).
@@ -67,45 +70,78 @@ class Progress:
         return f"{self.done} / {self.total} items{rate}{left}"
 
 
+def chunk_sizes(total: int, *, chunk: int = CHUNK, first_chunk: int = FIRST_CHUNK,
+                max_chunk: int = MAX_CHUNK) -> list[int]:
+    """The items of each chunk of a run of ``total`` items: ``first_chunk``, then ``chunk``, then each twice the one
+    before up to ``max_chunk`` (the last one takes what is left).
+
+    >>> chunk_sizes(200)
+    [3, 25, 50, 100, 22]
+    """
+    for name, value in (("chunk", chunk), ("first_chunk", first_chunk), ("max_chunk", max_chunk)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name}: expected a positive int, got {value!r}")
+    sizes, size, left = [], first_chunk, total
+    while left > 0:
+        sizes.append(min(size, left))
+        left -= sizes[-1]
+        size = chunk if len(sizes) == 1 else min(2 * size, max_chunk)
+    return sizes
+
+
 def evaluate_in_chunks(lm: LM, task: Task, scorers: str | Sequence[str] | None = None, *, chunk: int = CHUNK,
-                       first_chunk: int = FIRST_CHUNK, on_chunk: Callable[[EvalResult, Progress], None] | None = None,
-                       batch_size: int | str = "auto", n_boot: int = 1000, seed: int = 0,
-                       too_long: str = "skip") -> EvalResult:
+                       first_chunk: int = FIRST_CHUNK, max_chunk: int = MAX_CHUNK,
+                       on_chunk: Callable[[EvalResult, Progress], None] | None = None,
+                       on_progress: Callable[[Progress], None] | None = None, batch_size: int | str = "auto",
+                       n_boot: int = 1000, seed: int = 0, too_long: str = "skip") -> EvalResult:
     """``evaluate`` chunk by chunk, so that rows can be shown as they are scored and a cancel keeps what is done.
 
     Args:
         lm, task, scorers, batch_size, n_boot, seed, too_long: as in :func:`surfacelab.evaluate` (an item whose
             option cannot fit the window is skipped by default: one long item does not end a dataset run).
-        chunk: items per ``evaluate`` call.
-        first_chunk: items of the first call (at most ``chunk``): the first rows come sooner.
+        chunk, first_chunk, max_chunk: the items of each ``evaluate`` call (``chunk_sizes``).
         on_chunk: called after every chunk with the run so far (all finished chunks combined) and the progress.
+        on_progress: called within a chunk, after each batch of forward passes that changes the count, with the
+            items done estimated from the chunk's requests done (``engine.reporting``).
 
     Returns:
         The combined run. A ``Cancelled`` raised by the engine (``engine.cancelled_when``) ends the run early: the
         finished chunks are returned with ``meta["stopped_at"]`` = items done (absent when the run finished).
     """
-    for name, value in (("chunk", chunk), ("first_chunk", first_chunk)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name}: expected a positive int, got {value!r}")
+    sizes = chunk_sizes(len(task.items), chunk=chunk, first_chunk=first_chunk, max_chunk=max_chunk)
     parts: list[EvalResult] = []
     t0 = time.perf_counter()
-    total = len(task.items)
-    first = min(first_chunk, chunk)
-    for start in [0, *range(first, total, chunk)] if total > first else [0]:
-        sub = dataclasses.replace(task, items=task.items[start:first if start == 0 else start + chunk])
+    total, start = len(task.items), 0
+    for size in sizes or [0]:  # no items: evaluate's own message
+        sub = dataclasses.replace(task, items=task.items[start:start + size])
         try:
-            parts.append(evaluate(lm, sub, scorers, batch_size=batch_size, progress=False, n_boot=0, seed=seed,
-                                  too_long=too_long))
+            with reporting(_items_done(start, size, total, t0, on_progress) if on_progress is not None else None):
+                parts.append(evaluate(lm, sub, scorers, batch_size=batch_size, progress=False, n_boot=0, seed=seed,
+                                      too_long=too_long))
         except Cancelled:
             if not parts:
                 raise
             run = combine(parts, n_boot=n_boot, seed=seed)
             run.meta["stopped_at"] = len(run.items)
             return run
+        start += size
         if on_chunk is not None:
-            on_chunk(combine(parts, n_boot=0, seed=seed), Progress(start + len(sub.items), total,
-                                                                  time.perf_counter() - t0))
+            on_chunk(combine(parts, n_boot=0, seed=seed), Progress(start, total, time.perf_counter() - t0))
     return combine(parts, n_boot=n_boot, seed=seed)
+
+
+def _items_done(start: int, size: int, total: int, t0: float,
+                on_progress: Callable[[Progress], None]) -> Callable[[int, int], None]:
+    """An ``engine.reporting`` callback for the chunk of ``size`` items from ``start``: ``on_progress`` with the
+    items done estimated from the requests done, when that count changes."""
+    shown = [start]
+
+    def on_batch(done: int, of: int) -> None:
+        now = start + size * done // max(of, 1)
+        if now != shown[0]:
+            shown[0] = now
+            on_progress(Progress(now, total, time.perf_counter() - t0))
+    return on_batch
 
 
 def combine(parts: Sequence[EvalResult], *, n_boot: int = 1000, seed: int = 0) -> EvalResult:

@@ -419,6 +419,28 @@ def test_a_cancelled_forward_stops_between_layers_and_leaves_the_backend_sound(t
         assert abs(s.total - reference_sum(tiny_lm, *s.request)[0]) <= 1e-4
 
 
+
+def test_reporting_counts_the_distinct_requests_done_after_each_batch_on_this_thread_only(tiny_lm, tmp_path):
+    import threading
+
+    store = ScoreCache(tmp_path / "scores.sqlite")
+    first = [(f"{w} sat on the warm mat by the door of the old house in the town", " today")  # one a row
+             for w in ("a cat", "the dog", "my bird", "one fox", "his cow", "an owl")]
+    engine.logprobs(tiny_lm, first[:2], cache=store, progress=False)  # two answered by the cache
+    seen, elsewhere = [], []
+    with engine.reporting(lambda done, total: seen.append((done, total))):
+        engine.logprobs(tiny_lm, first + first[:1], batch_size=2, cache=store, progress=False)  # 6 distinct
+        thread = threading.Thread(target=lambda: engine.logprobs(tiny_lm, [("a dog", " ran")], cache=False,
+                                                                 progress=False))
+        thread.start(), thread.join()
+    assert seen == [(4, 6), (6, 6)] and not elsewhere  # two rows a batch; the cached two count from the start
+    with engine.reporting(lambda done, total: elsewhere.append(done)), engine.reporting(None):
+        engine.logprobs(tiny_lm, [("a dog", " sat")], cache=False, progress=False)
+    assert not elsewhere  # the inner block reports nothing, and the outer one is back after it
+    with engine.reporting(lambda done, total: elsewhere.append(done)):
+        engine.logprobs(tiny_lm, [("a dog", " sat")], cache=False, progress=False)
+    assert elsewhere == [1]
+
 # ------------------------------------------------------------------ masked copies (PLL's forwards)
 
 def test_masked_copies_run_once_match_a_plain_forward_and_are_cached_by_their_positions(tiny_mlm, tmp_path):
@@ -579,3 +601,4 @@ def test_the_own_cancellation_hook_keeps_the_cache_on_and_any_other_hook_turns_i
     finally:
         handle.remove()
     assert hooked.stats.cached == 0
+

@@ -52,6 +52,28 @@ def test_a_run_in_chunks_equals_one_run_and_reports_each_chunk(tiny_lm, copa, wh
         explore.evaluate_in_chunks(tiny_lm, copa, SCORERS, first_chunk=0)
 
 
+
+def test_chunks_grow_from_the_second_to_the_cap_and_the_last_takes_what_is_left():
+    assert explore.chunk_sizes(200) == [3, 25, 50, 100, 22]
+    assert explore.chunk_sizes(500, chunk=10, first_chunk=2, max_chunk=30) == [2, 10, 20, 30] + [30] * 14 + [18]
+    assert explore.chunk_sizes(2) == [2] and explore.chunk_sizes(0) == []
+    assert sum(explore.chunk_sizes(1234)) == 1234
+    with pytest.raises(ValueError, match="max_chunk: expected a positive int, got 0"):
+        explore.chunk_sizes(10, max_chunk=0)
+
+
+def test_progress_within_a_chunk_follows_its_batches_and_never_runs_ahead(tiny_lm, copa, monkeypatch, tmp_path):
+    from surfacelab.engine.cache import ScoreCache
+
+    fresh = ScoreCache(tmp_path / "scores.sqlite")  # every request forwarded: one report a batch
+    monkeypatch.setattr(engine, "default_cache", lambda: fresh)
+    within, chunks = [], []
+    explore.evaluate_in_chunks(tiny_lm, copa, SCORERS, chunk=12, first_chunk=12, batch_size=4,
+                               on_progress=within.append, on_chunk=lambda r, p: chunks.append(p.done))
+    done = [p.done for p in within]
+    assert chunks == [12] and len(done) >= 3  # one chunk of 12 items, reported batch by batch inside it
+    assert done == sorted(set(done)) and 0 < done[0] and done[-1] == 12 and {p.total for p in within} == {12}
+
 def test_a_cancel_keeps_the_finished_chunks(tiny_lm, copa, monkeypatch, tmp_path):
     from surfacelab.engine.cache import ScoreCache
 

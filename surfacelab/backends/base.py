@@ -42,6 +42,8 @@ Changes to the first draft of this contract (so that both backends fit it):
   live view after a newer edit) stops within a layer with ``Cancelled``. The batches finished before
   it are committed as usual. A server backend checks before each HTTP call. Its forward pre-hook is the one hook
   that leaves the caches on: any other forward hook on the model (``foreign_hooks``) switches them off for a call.
+* **Progress.** Inside ``reporting(on_batch)`` the engine passes each batch a backend reports to ``on_done`` on to
+  ``on_batch`` (requests done of the call's total), so that a caller's progress bar moves within one long call.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ from __future__ import annotations
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Protocol, Sequence
+from typing import Any, Callable, ContextManager, Iterator, Protocol, Sequence
 
 import numpy as np
 
@@ -62,24 +64,42 @@ class Cancelled(Exception):
 
 
 _cancel = threading.local()
+_report = threading.local()
 
 
 @contextmanager
-def cancelled_when(check: Callable[[], bool] | None) -> Iterator[None]:
-    """Within the block, on this thread, forward passes stop with ``Cancelled`` as soon as ``check()`` is true
-    (checked between batches and between layers); None: never (e.g. a self-check that must run to its end)."""
-    before = getattr(_cancel, "check", None)
-    _cancel.check = check
+def _set_for_thread(store: threading.local, value: Any) -> Iterator[None]:
+    """``store.value`` is ``value`` within the block (on this thread), and what it was before after it."""
+    before = getattr(store, "value", None)
+    store.value = value
     try:
         yield
     finally:
-        _cancel.check = before
+        store.value = before
+
+
+def cancelled_when(check: Callable[[], bool] | None) -> ContextManager[None]:
+    """Within the block, on this thread, forward passes stop with ``Cancelled`` as soon as ``check()`` is true
+    (checked between batches and between layers); None: never (e.g. a self-check that must run to its end)."""
+    return _set_for_thread(_cancel, check)
+
+
+def reporting(on_batch: Callable[[int, int], None] | None) -> ContextManager[None]:
+    """Within the block, on this thread, every ``engine.logprobs`` call reports its progress: ``on_batch(done,
+    total)`` after each batch it forwards, in distinct requests (those the cache answered count as done from the
+    start). A progress bar follows a long call with it; None: no reports."""
+    return _set_for_thread(_report, on_batch)
+
+
+def progress_callback() -> Callable[[int, int], None] | None:
+    """This thread's ``reporting`` callback (None outside one)."""
+    return getattr(_report, "value", None)
 
 
 def raise_if_cancelled(*_: Any) -> None:
     """Raise ``Cancelled`` if this thread's ``cancelled_when`` check is true (the arguments are ignored: it is
     also a forward pre-hook)."""
-    check = getattr(_cancel, "check", None)
+    check = getattr(_cancel, "value", None)
     if check is not None and check():
         raise Cancelled("cancelled: its result is no longer wanted")
 

@@ -30,7 +30,7 @@ import pandas as pd
 from .._checks import is_int
 from .. import text
 from ..backends.base import (RANK_TOL, Cancelled, EngineStats, NextTokenScores, TokenScores, cancelled_when,
-                            foreign_hooks)
+                            foreign_hooks, progress_callback, reporting)
 from ..backends.masked import MaskedBackend, MaskedCopy, MaskedScores, MaskedStats
 from ..backends.packing import unique_prefix_tokens
 from .cache import ScoreCache, default_cache, masked_key, request_key
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Cancelled", "EngineStats", "MaskedCopy", "MaskedScores", "MaskedStats", "NextToken", "RANK_TOL",
            "Results", "Scored", "cancelled_when", "check_batch_size", "check_requests", "clear_top_cache",
-           "logprobs", "masked_logprobs", "next_token_logprobs"]
+           "logprobs", "masked_logprobs", "next_token_logprobs", "reporting"]
 
 Request = tuple[str, str]
 #: Requests whose top-k alternatives are kept in memory (``logprobs(..., top_k=k)``).
@@ -273,10 +273,16 @@ def logprobs(
     stats.tokens_needed = sum(len(uniq_encs[i].input_ids) - 1 for i in todo)
     stats.tokens_unique = unique_prefix_tokens([uniq_encs[i].input_ids[:-1] for i in todo])
 
+    on_batch = progress_callback()
+    forwarded = [0]
+
     def commit(done: list[int], scores: list[TokenScores]) -> None:
         if store is not None:
             store.put_many({keys[todo[d]]: _score_entry(s) for d, s in zip(done, scores)
                             if keys[todo[d]] not in stored})
+        if on_batch is not None:
+            forwarded[0] += len(done)
+            on_batch(stats.cached + forwarded[0], stats.unique)
 
     computed = lm.backend.score([uniq_encs[i] for i in todo], top_k=top_k, batch_size=rows, progress=progress,
                                 stats=stats, on_done=commit) if todo else []

@@ -59,7 +59,7 @@ SEARCHED = "whole premise"
 #: Seconds between the first two redraws of the rows while a run goes on; each later wait is twice the one before, up
 #: to ``REDRAW_MAX_S`` (the table is rebuilt in the browser at each redraw, on the CPU the run shares; the progress
 #: line follows every chunk).
-REDRAW_S = 3.0
+REDRAW_S = 2.0
 REDRAW_MAX_S = 24.0
 #: Seconds a button that reads the text fields waits before it reads them: ipykernel (7.4) handles a widget's messages
 #: on the subshell that last wrote to it, so a field's new value, sent before the click, can be handled after it, on
@@ -108,7 +108,7 @@ class Explorer(Ablation, Opening, w.VBox):
         scorers: the scorers of a run.
         runs: runs to open (an ``EvalResult`` or ``{name: EvalResult}`` of the same items); no model needed.
         log: an lm-eval samples file or folder (``from_lm_eval``), opened as the run "lm-eval"; no model needed.
-        chunk: items per chunk of a run (rows appear after each).
+        chunk: items of a run's second chunk (``explore.chunk_sizes``: later ones grow; rows appear after each).
         folder: where sessions and exports go (editable in the widget).
     """
 
@@ -333,7 +333,8 @@ class Explorer(Ablation, Opening, w.VBox):
 
             self.running = True
             try:
-                result = explore.evaluate_in_chunks(lm, task, self.scorers, chunk=self.chunk, on_chunk=on_chunk)
+                result = explore.evaluate_in_chunks(lm, task, self.scorers, chunk=self.chunk, on_chunk=on_chunk,
+                                                     on_progress=self._report)
             finally:
                 self.cancel_button.disabled, self.running = True, False
             self._put(name, result, source)
