@@ -23,6 +23,7 @@ import pandas as pd
 import torch
 
 from ._checks import is_int
+from .backends import openmp
 from .fingerprint import Fingerprint
 from .paths import cache_dir
 from .registry import Registry
@@ -439,6 +440,7 @@ def _finish(model: Any, tokenizer: Any, device: Any, dtype: Any,
         model = model.to(device=dev, dtype=dt)
     model = model.eval()
     model.requires_grad_(False)
+    openmp.release()  # the load's parallel regions on the main thread (see ``backends.openmp``)
     return model, dev, dt
 
 

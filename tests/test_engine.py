@@ -1,6 +1,8 @@
 """Engine: parity with an independent full-sequence forward, batch invariance, dedup, cache."""
 
+import os
 import sqlite3
+import time
 
 import numpy as np
 import pytest
@@ -602,3 +604,32 @@ def test_the_own_cancellation_hook_keeps_the_cache_on_and_any_other_hook_turns_i
         handle.remove()
     assert hooked.stats.cached == 0
 
+
+# ------------------------------------------------------------------ OpenMP workers of the main thread
+
+def _threads_settle(expected: int) -> int:
+    """The process's thread count once it reaches ``expected`` (released workers exit on their own), or after 2 s."""
+    end = time.monotonic() + 2.0
+    while len(os.listdir("/proc/self/task")) != expected and time.monotonic() < end:
+        time.sleep(0.01)
+    return len(os.listdir("/proc/self/task"))
+
+
+def test_the_main_thread_frees_its_openmp_workers_after_a_forward_and_a_background_thread_keeps_its_own(tiny_lm):
+    import threading
+
+    from surfacelab.backends import openmp
+
+    if not openmp.release() or torch.get_num_threads() < 2 or not os.path.isdir("/proc/self/task"):
+        pytest.skip("torch runs on no libgomp here, or on one thread")
+    workers = torch.get_num_threads() - 1
+    bare = len(os.listdir("/proc/self/task"))
+    x = torch.randn(1024, 1024)
+    x @ x  # a parallel region on the main thread: libgomp starts its pool of workers
+    assert _threads_settle(bare + workers) == bare + workers
+    engine.logprobs(tiny_lm, [("the cat sat on the", " mat")], cache=False, progress=False)
+    assert _threads_settle(bare) == bare  # the backend let them go after its forwards
+    got = []
+    thread = threading.Thread(target=lambda: got.append(openmp.release()))
+    thread.start(), thread.join()
+    assert got == [False]  # a background thread's pool goes with the thread

@@ -34,6 +34,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from . import openmp
 from .base import OnDone, raise_if_cancelled
 from .transformers import back_off, token_budget
 
@@ -187,4 +188,5 @@ class MaskedBackend:
                 step += 1
                 bar.update(len(batch))
         bar.close()
+        openmp.release()
         return out

@@ -34,7 +34,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from . import arch, packing
+from . import arch, openmp, packing
 from .base import (RANK_TOL, EngineStats, NextTokenScores, OnDone, TokenScores, cancelled_when, foreign_hooks,
                    raise_if_cancelled)
 
@@ -464,6 +464,7 @@ class TransformersBackend:
                     stats.oom_backoffs += 1
                 todo = [i for i in todo if results[i] is None]
         bar.close()
+        openmp.release()
         return results
 
     # ------------------------------------------------------------------ self-check
