@@ -57,8 +57,9 @@ TABLE_OPTIONS = {"maxBytes": 0, "allow_html": False, "text_in_header_can_be_sele
 #: premise cuts off.
 SEARCHED = "whole premise"
 #: Seconds between the first two redraws of the rows while a run goes on; each later wait is twice the one before, up
-#: to ``REDRAW_MAX_S`` (the table is rebuilt in the browser at each redraw, on the CPU the run shares; the progress
-#: line follows every chunk).
+#: to ``REDRAW_MAX_S``. A redraw after the first is left out when the run will end within that wait: its end draws
+#: every row. (The table is rebuilt in the browser at each redraw, on the CPU the run shares; the progress line
+#: follows every batch.)
 REDRAW_S = 2.0
 REDRAW_MAX_S = 24.0
 #: Seconds a button that reads the text fields waits before it reads them: ipykernel (7.4) handles a widget's messages
@@ -327,7 +328,8 @@ class Explorer(Ablation, Opening, w.VBox):
 
             def on_chunk(part: EvalResult, progress: Progress) -> None:
                 self._report(progress)
-                if time.monotonic() >= due[0]:
+                first, ending = name not in self.runs, progress.left_seconds < due[1]
+                if time.monotonic() >= due[0] and (first or not ending):
                     self._put(name, part, source)
                     due[:] = [time.monotonic() + due[1], min(2 * due[1], REDRAW_MAX_S)]
 
