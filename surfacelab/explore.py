@@ -36,8 +36,8 @@ if TYPE_CHECKING:
 #: Items of a run's first chunk: the first rows show within seconds.
 FIRST_CHUNK = 3
 #: Items of a run's second chunk; each later chunk holds twice the one before, up to ``MAX_CHUNK``. Rows appear after
-#: each chunk and a cancel keeps the chunks done; larger chunks fill the batches (200 ARC items in chunks of 25 took
-#: 5 % longer than in one ``evaluate``, in growing chunks the same: docs/benchmarks.md).
+#: each chunk and a cancel keeps the chunks done; larger chunks fill the batches, so that a run costs what one
+#: ``evaluate`` of its items costs (docs/benchmarks.md).
 CHUNK = 25
 MAX_CHUNK = 100
 #: Characters of the premise the item table shows.
