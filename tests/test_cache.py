@@ -1,5 +1,6 @@
 """The score cache: round trip, and use from a worker thread (as the workbench does)."""
 
+import contextlib
 import threading
 
 import numpy as np
@@ -219,3 +220,71 @@ def test_a_damaged_file_is_moved_aside_with_its_journal_and_nothing_is_deleted(t
     assert (tmp_path / f"scores.sqlite.corrupt-{stamp}-wal").read_bytes() == b"journal-wal"
     assert set(ScoreCache(path).get_many(["a"])) == {"a"}  # the fresh file works
 
+
+
+_HOLD_THE_WRITE_LOCK = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")  # the write lock, as another process's long transaction holds it
+print("HELD", flush=True)
+time.sleep(float(sys.argv[2]))
+conn.execute("COMMIT")
+"""
+
+
+@contextlib.contextmanager
+def _write_lock_held(path, seconds):
+    """A second process holding ``path``'s write lock for ``seconds`` (from when this yields), then committing."""
+    import subprocess
+    import sys
+
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD_THE_WRITE_LOCK, str(path), str(seconds)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "HELD"
+        yield
+    finally:
+        holder.wait(timeout=30)
+    assert holder.returncode == 0
+
+
+def test_a_write_lock_held_by_another_process_delays_the_writes_and_loses_none(tmp_path):
+    """A third process holding the write lock for 2.5 s: the writes that meet it are kept and retried with back-off,
+    one warning says so, and once the lock is free every row is in the file; the cache is still written afterwards."""
+    import time
+    import warnings
+
+    path = tmp_path / "c.sqlite"
+    store = ScoreCache(path)
+    store.put_many({"before": _row(2)})
+    with _write_lock_held(path, 2.5):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            store.put_many({"during": _row(3)})  # waits sqlite's busy timeout, then keeps the row
+            assert set(store.pending) == {"during"}
+            assert set(store.get_many(["during"])) == {"during"}  # this process still reads what it holds
+            store.put_many({"during2": _row(4)})  # within the back-off: kept, no second wait
+        assert [str(w.message) for w in caught] == [
+            f"surfacelab cache {path}: locked by another process; 1 results are kept in memory and written once it "
+            "is free (results are still correct)"]
+    time.sleep(0.3)  # past the first back-off
+    store.put_many({"after": _row(1)})
+    assert store.pending == {} and store.not_written == ""
+    assert set(ScoreCache(path).get_many(["before", "during", "during2", "after"])) == {
+        "before", "during", "during2", "after"}
+
+
+def test_rows_kept_for_a_locked_file_are_written_by_flush(tmp_path):
+    """``flush`` (what a process's exit runs) waits for the lock to go and writes what is kept."""
+    import warnings
+
+    path = tmp_path / "c.sqlite"
+    store = ScoreCache(path)
+    store.put_many({"a": _row(1)})
+    with _write_lock_held(path, 2.5):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            store.put_many({"b": _row(2)})
+        assert set(store.pending) == {"b"}
+        assert store.flush(10.0)
+    assert set(ScoreCache(path).get_many(["a", "b"])) == {"a", "b"}

@@ -4,13 +4,16 @@ copy, its masked and scored positions).
 Every stored blob carries a checksum over its key and bytes; a blob that fails it (a tampered or
 torn write) is treated as missing and recomputed. Nothing here ever fails a run, and nothing here ever
 deletes a file: a file that fails sqlite's integrity check is moved aside with its ``-wal`` / ``-shm``
-(or, where it cannot be moved, left alone and skipped); any other failure (a full disk, a read-only or
-locked file, an I/O error) keeps every file and stops writing for this process, or, for a read, stops
-using the cache; a read-only one is read but not written; each case warns once with what really happened.
+(or, where it cannot be moved, left alone and skipped). A file another process holds locked is passing: a write
+that finds it locked keeps its rows in memory and tries again with back-off (at the next write, or at exit), a read
+that finds it locked is a miss. Any other failure (a full disk, a read-only file, an I/O error) keeps every file
+and stops writing for this process, or, for a read, stops using the cache; a read-only one is read but not written;
+each case warns once with what really happened.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import sqlite3
@@ -27,6 +30,15 @@ from ..paths import cache_dir
 _SCHEMA = "CREATE TABLE IF NOT EXISTS blobs (key TEXT PRIMARY KEY, data BLOB, digest BLOB)"
 #: sqlite's result codes for a damaged file (SQLITE_CORRUPT, SQLITE_NOTADB); every other error leaves the file be
 _CORRUPT_CODES = {11, 26}
+#: sqlite's result codes for a file another connection holds (SQLITE_BUSY, SQLITE_LOCKED): a passing state
+_LOCKED_CODES = {5, 6}
+#: Seconds before the first retry of a write that found the file locked; each failed retry doubles it, up to the last
+RETRY_S = (0.25, 30.0)
+#: Rows a cache keeps in memory while its file is locked; past it the oldest are dropped (they are recomputed if asked
+#: for again) and the warning says how many
+MAX_PENDING = 20_000
+#: Seconds a process's exit waits for a locked file, to write what it still holds
+EXIT_WAIT_S = 5.0
 _DTYPES = {"<f4", "<i4", "|u1"}
 
 
@@ -88,6 +100,14 @@ def _looks_corrupt(err: Exception) -> bool:
         m in str(err) for m in ("malformed", "not a database"))
 
 
+def _is_locked(err: Exception) -> bool:
+    """Whether sqlite said another connection holds the file (busy or locked): a state that passes."""
+    code = getattr(err, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in _LOCKED_CODES
+    return "locked" in str(err) or "busy" in str(err)
+
+
 def _reason(err: Exception) -> str:
     """A sqlite failure in a few words: what to fix, not the error class."""
     text = str(err)
@@ -108,6 +128,11 @@ class ScoreCache:
         self.read_only = False
         self.not_written = ""  # why this process stopped writing (a full disk, ...); "" while it writes
         self.rejected = 0  # blobs that failed their checksum (treated as missing)
+        self.pending: dict[str, bytes] = {}  # packed rows a locked file could not take yet, written at the next try
+        self.dropped = 0  # pending rows given up past MAX_PENDING (recomputed if asked for again)
+        self._retry_at = 0.0  # no write is tried before this time (time.monotonic) while the file is locked
+        self._retry_s = RETRY_S[0]
+        self._warned_locked = False
         self._lock = threading.RLock()  # one connection, shared by threads (e.g. a widget's worker)
 
     def _open(self) -> sqlite3.Connection:
@@ -146,6 +171,9 @@ class ScoreCache:
         try:
             self._conn = self._open()
         except sqlite3.DatabaseError as err:
+            if _is_locked(err):  # another process holds it: no cache for this call, the next one opens it
+                self._close()
+                return None
             self._recover(err)
         except OSError as err:
             self._give_up(f"cannot open it ({err})")
@@ -184,6 +212,8 @@ class ScoreCache:
         else keeps every file and stops writing (a failed write) or using the cache (a failed read), saying why."""
         if _looks_corrupt(err) and not self._intact():
             self._recover(err)
+        elif _is_locked(err):
+            return  # a read misses (recomputed), a write keeps its rows pending: see put_many
         elif writing:
             if not self.not_written:
                 self.not_written = _reason(err)
@@ -232,8 +262,9 @@ class ScoreCache:
             return self._get_many(keys)
 
     def _get_many(self, keys: list[str]) -> dict[str, dict[str, np.ndarray]]:
+        found = {k: unpack(self.pending[k]) for k in keys if k in self.pending}  # not written yet: a file was locked
+        keys = [k for k in keys if k not in found]
         conn = self._connect()
-        found: dict[str, dict[str, np.ndarray]] = {}
         if conn is None or not keys:
             return found
         try:
@@ -247,7 +278,6 @@ class ScoreCache:
                         found[key] = entry
         except sqlite3.DatabaseError as err:
             self._failed(err, writing=False)
-            return {}
         return found
 
     def _check(self, key: str, data: object, digest: object) -> dict[str, np.ndarray] | None:
@@ -261,21 +291,66 @@ class ScoreCache:
         return None
 
     def put_many(self, rows: dict[str, dict[str, np.ndarray]]) -> None:
-        """Store many results in one transaction; a locked, read-only or broken cache only warns."""
+        """Store many results in one transaction; a read-only, full or broken cache only warns, and rows a locked
+        file cannot take yet are kept and written at a later try (``pending``)."""
         with self._lock:
-            self._put_many(rows)
+            if self._broken or self.read_only or self.not_written:
+                return
+            self.pending.update((k, pack(v)) for k, v in rows.items())
+            if len(self.pending) > MAX_PENDING:
+                for key in list(self.pending)[:len(self.pending) - MAX_PENDING]:
+                    del self.pending[key]
+                    self.dropped += 1
+            if self.pending and time.monotonic() >= self._retry_at:
+                self._write_pending()
 
-    def _put_many(self, rows: dict[str, dict[str, np.ndarray]]) -> None:
+    def _write_pending(self) -> bool:
+        """Try to write every pending row in one transaction; True when none is left pending."""
         conn = self._connect()
-        if conn is None or not rows or self.read_only or self.not_written:
-            return
-        blobs = [(k, pack(v)) for k, v in rows.items()]
+        if conn is None:
+            if self._broken or self.read_only:
+                self.pending.clear()
+                return True
+            return self._locked()  # the file could not even be opened: another process holds it
+        if self.read_only:
+            self.pending.clear()
+            return True
         try:
             with conn:
                 conn.executemany("INSERT OR REPLACE INTO blobs VALUES (?, ?, ?)",
-                                 [(k, data, _digest(k, data)) for k, data in blobs])
+                                 [(k, data, _digest(k, data)) for k, data in self.pending.items()])
         except sqlite3.DatabaseError as err:
+            if _is_locked(err):
+                return self._locked()
+            self.pending.clear()
             self._failed(err, writing=True)
+            return True
+        self.pending.clear()
+        self._retry_at, self._retry_s = 0.0, RETRY_S[0]
+        return True
+
+    def _locked(self) -> bool:
+        """A write found the file locked: keep the rows, try again after a back-off that doubles; warn once."""
+        self._retry_at = time.monotonic() + self._retry_s
+        self._retry_s = min(2 * self._retry_s, RETRY_S[1])
+        if not self._warned_locked:
+            self._warned_locked = True
+            warnings.warn(f"surfacelab cache {self.path}: locked by another process; {len(self.pending)} results are "
+                          "kept in memory and written once it is free (results are still correct)", stacklevel=5)
+        return False
+
+    def flush(self, wait_s: float = 0.0) -> bool:
+        """Write the rows a locked file could not take yet, trying for up to ``wait_s`` seconds; True when none is
+        left (rows still pending are dropped at exit: they are recomputed if asked for again)."""
+        deadline = time.monotonic() + wait_s
+        with self._lock:
+            while self.pending:
+                if self._write_pending():
+                    return True
+                if time.monotonic() + self._retry_s > deadline:
+                    return False
+                time.sleep(min(self._retry_s, max(deadline - time.monotonic(), 0.0)))
+            return True
 
     def clear(self) -> None:
         """Delete every cached result."""
@@ -297,3 +372,10 @@ def default_cache() -> ScoreCache | None:
     if path not in _default:
         _default[path] = ScoreCache(path)
     return _default[path]
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    """At exit, each process-wide cache writes what a locked file kept it from writing (waiting a little)."""
+    for store in _default.values():
+        store.flush(EXIT_WAIT_S)
