@@ -19,7 +19,7 @@ surfacelab.registry.UnknownName: colour: unknown colour 'rde' (did you mean 'red
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -38,11 +38,13 @@ class Registry(Mapping[str, T], Generic[T]):
     Args:
         kind: what the objects are ("scorer", "task", ...), used in messages.
         argument: the argument name that messages blame (default: ``kind``).
+        note: a few words said of an object after its name in the list of known names ("not shipped"), or "".
     """
 
-    def __init__(self, kind: str, argument: str | None = None) -> None:
+    def __init__(self, kind: str, argument: str | None = None, note: Callable[[T], str] | None = None) -> None:
         self.kind = kind
         self.argument = argument or kind
+        self.note = note
         self._items: dict[str, T] = {}
 
     def register(self, name: str, obj: T, *, overwrite: bool = False) -> T:
@@ -62,14 +64,25 @@ class Registry(Mapping[str, T], Generic[T]):
         return obj
 
     def close_matches(self, name: object, n: int = 3) -> list[str]:
-        """The registered names closest to ``name`` (difflib), best first."""
-        return difflib.get_close_matches(str(name), list(self._items), n=n, cutoff=0.6)
+        """The registered names closest to ``name``, best first: those it begins (``arc`` -> ``arc-challenge``),
+        then difflib's.
+
+        >>> tasks = Registry("task"); _ = [tasks.register(t, t) for t in ("arc-challenge", "arc-easy", "copa")]
+        >>> tasks.close_matches("arc"), tasks.close_matches("cop")
+        (['arc-challenge', 'arc-easy'], ['copa'])
+        """
+        text = str(name)
+        starts = [k for k in self._items if len(text) >= 2 and k.lower().startswith(text.lower()) and k != text]
+        similar = difflib.get_close_matches(text, list(self._items), n=n, cutoff=0.6)
+        return list(dict.fromkeys(starts + similar))[:n]
 
     def unknown(self, name: object) -> UnknownName:
-        """The error for an unknown ``name``: the argument, the closest names and every known name."""
+        """The error for an unknown ``name``: the argument, the closest names and every known name (with its
+        ``note``)."""
         close = self.close_matches(name)
         hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
-        return UnknownName(f"{self.argument}: unknown {self.kind} {name!r}{hint}; known: {', '.join(self._items)}")
+        known = ", ".join(f"{k} ({self.note(v)})" if self.note and self.note(v) else k for k, v in self._items.items())
+        return UnknownName(f"{self.argument}: unknown {self.kind} {name!r}{hint}; known: {known}")
 
     def __getitem__(self, name: str) -> T:
         try:

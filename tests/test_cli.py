@@ -292,7 +292,8 @@ def test_bad_options_and_data_are_one_line(lm_dir, tmp_path, capsys):
         (score_args(lm_dir)[:5] + ["--option", " bathtub"], "--option: duplicate option(s) [' bathtub']"),
         (["score", "--premise", "x", "--option", " a", "--option", "  ", "--model", lm_dir],
          "--option[1]: an option must contain more than whitespace"),
-        (["score", "--premise", "x", "--option", " a", "--model", "smollm2-135n"], "name_or_path"),
+        (["score", "--premise", "x", "--option", " a", "--option", " b", "--model", "smollm2-135n"],
+         "--model: unknown preset, folder or hub id 'smollm2-135n' (did you mean 'smollm2-135m'?)"),
         (["eval", "--task", "copa", "--data-dir", str(bad), "--model", lm_dir], f"{bad}: line 1: item 'x': gold=7"),
         (["eval", "--task", "copa", "--batch-size", "0", "--model", lm_dir], "--batch-size: expected a positive"),
     ]
@@ -326,10 +327,36 @@ def test_preset_whose_package_is_missing_names_it_and_the_install(kind, hub_id, 
 
 def test_usage_errors_are_one_line(capsys):
     with pytest.raises(SystemExit) as exc:
-        cli.main(["score", "--premise", "x"])
+        cli.main(["score", "--option", " a"])
     err = capsys.readouterr().err
     assert exc.value.code == 2 and len(err.strip().splitlines()) == 1
-    assert "the following arguments are required: --option (see surfacelab score --help)" in err
+    assert "the following arguments are required: --premise (see surfacelab score --help)" in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["score", "--premise", "x"], "surfacelab score: error: --option: required: repeat it for each option"),
+    (["score", "--premise", "x", "--option", " a"],
+     "surfacelab score: error: --option: give at least two (got one, ' a')"),
+    (["score", "--premise", "x", "--options", " a", " b"],
+     "surfacelab score: error: --options: unknown option (did you mean --option?); see surfacelab score --help"),
+    (["eval", "--taks", "copa"], "surfacelab eval: error: --taks: unknown option (did you mean --task?)"),
+    (["eval", "--task", "arc"], "surfacelab eval: error: --task: unknown task 'arc' (did you mean 'arc-challenge' "
+                                "or 'arc-easy'?); known: copa, copa-flipped, storycloze (not shipped), arc-challenge"),
+])
+def test_a_mistyped_command_line_names_the_flag_and_what_was_meant(argv, message, capsys, tmp_path, monkeypatch):
+    """Refused before any model loads: one option is not a comparison, a near-miss option or task name is answered
+    with the one meant, and the list of tasks says which need their data fetched."""
+    monkeypatch.chdir(tmp_path)
+    rc, out, err = run(capsys, argv)
+    assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(message), err
+
+
+def test_a_model_that_is_not_there_is_blamed_on_the_model_flag(capsys, tmp_path):
+    missing = str(tmp_path / "no-such-model")
+    for argv in (score_args(missing), ["pll", "--sentence", "x", "--model", missing]):
+        rc, out, err = run(capsys, argv)
+        assert rc == 2 and err.startswith(f"surfacelab {argv[0]}: error: --model: "), err
 
 
 # --- the installed entry point, bytes in argv, Ctrl-C --------------------------------------------

@@ -32,8 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``surfacelab`` argument parser with all sub-commands."""
     parser = _Parser(prog="surfacelab", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    parser.commands = {}  # sub-command -> its parser (what an unknown option is compared with)
     for command in (score, models, pll, evaluate):
-        command.add_cli(sub)
+        p = command.add_cli(sub)
+        parser.commands[p.prog.split()[-1]] = p
     return parser
 
 
@@ -64,9 +66,11 @@ def _no_loading_bars() -> Iterator[None]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``surfacelab`` command; returns the exit status (0, 2 for a user's mistake, 130 on Ctrl-C)."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
     try:
         with _no_loading_bars():
+            _checks.unknown_options(extra, parser.commands[args.command])
             _checks.argument_text(args)
             return args.func(args)
     except KeyboardInterrupt:

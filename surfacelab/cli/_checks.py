@@ -7,12 +7,66 @@ with exit status 2; so a mistake costs nothing and a finished run never dies on 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import difflib
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Iterator, Mapping
 
 from .. import text
+
+if TYPE_CHECKING:
+    from ..models import LM, MLM
+
+
+#: load_lm / load_mlm's argument names -> the flags that set them
+MODEL_FLAGS = {"name_or_path": "--model", "device": "--device", "server": "--server", "served_model": "--served-model"}
+
+
+def causal_lm(args: argparse.Namespace) -> LM:
+    """The causal LM ``--model`` / ``--device`` / ``--server`` / ``--served-model`` name (errors name the flag)."""
+    from ..models import load_lm
+
+    with flags(MODEL_FLAGS):
+        return load_lm(args.model, device=args.device, server=args.server, served_model=args.served_model)
+
+
+def masked_lm(args: argparse.Namespace) -> MLM:
+    """The masked LM ``--model`` / ``--device`` name (errors name the flag)."""
+    from ..models import load_mlm
+
+    with flags(MODEL_FLAGS):
+        return load_mlm(args.model, device=args.device)
+
+
+@contextlib.contextmanager
+def flags(names: Mapping[str, str]) -> Iterator[None]:
+    """A library ``ValueError`` that names one of ``names``' arguments ("name_or_path: ...") names its flag instead
+    ("--model: ...")."""
+    try:
+        yield
+    except ValueError as err:
+        arg, sep, rest = str(err).partition(": ")
+        if sep and arg in names:
+            raise ValueError(f"{names[arg]}: {rest}") from None
+        raise
+
+
+def unknown_options(extra: list[str], parser: argparse.ArgumentParser) -> None:
+    """Refuse what ``parse_known_args`` left over, naming the closest option of ``parser`` (``--options`` ->
+    ``--option``)."""
+    if not extra:
+        return
+    known = sorted(set(re.findall(r"--[A-Za-z][\w-]*", parser.format_help())))
+    flag = next((e.split("=", 1)[0] for e in extra if e.startswith("--")), None)
+    if flag is None:
+        raise ValueError(f"{extra[0]}: unexpected argument (see {parser.prog} --help)")
+    close = difflib.get_close_matches(flag, known, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    raise ValueError(f"{flag}: unknown option{hint}; see {parser.prog} --help")
 
 
 def _probe_writable(folder: Path, what: str) -> None:

@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``surfacelab eval`` from parsed arguments; prints the results and returns the exit code."""
     from .. import tasks
     from ..evaluate import evaluate
-    from ..models import DEFAULT_LM, load_lm
+    from ..models import DEFAULT_LM
 
     if args.from_lm_eval is not None:
         return from_lm_eval.run(args)
@@ -69,19 +69,14 @@ def run(args: argparse.Namespace) -> int:
     _checks.machine(args.device)
     out = _checks.output_file(args.out, "--out", ".csv")
     save_dir = _checks.output_dir(args.save_dir, "--save-dir")
-    try:
+    with _checks.flags(LOAD_FLAGS):  # name the flag, not tasks.load's argument
         task = tasks.load(args.task, args.split, source=args.data_dir, limit=args.limit, sample=args.sample,
                           seed=args.seed,
                           variant=args.variant, n_shot=args.n_shot, shot_seed=args.shot_seed)
-    except ValueError as err:  # name the flag, not tasks.load's argument
-        arg, sep, rest = str(err).partition(": ")
-        if sep and arg in LOAD_FLAGS:
-            raise ValueError(f"{LOAD_FLAGS[arg]}: {rest}") from None
-        raise
     if out is None:
         model = (args.model or DEFAULT_LM).replace("/", "_")
         out = _checks.output_file(f"eval-{task.name}-{task.split}-{model}.csv", "--out", ".csv")
-    lm = load_lm(args.model, device=args.device, server=args.server, served_model=args.served_model)
+    lm = _checks.causal_lm(args)
     with warnings.catch_warnings():  # truncation is reported below, as a note
         warnings.filterwarnings("ignore", message="Truncated to fit")
         res = evaluate(lm, task, scorers, batch_size=batch, progress=not args.no_progress, too_long=args.too_long)

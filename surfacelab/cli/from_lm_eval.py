@@ -58,7 +58,6 @@ def _notes(res: Any) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     """Read ``args.from_lm_eval`` (a samples file or folder), score it with ``--model`` if given, print the
     accuracies and write the per-document CSV; returns the exit code."""
-    from ..models import load_lm
     from ..lm_eval_log import from_lm_eval
 
     if args.domain is not None and args.model is None:
@@ -69,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     lm = None
     if args.model is not None:
         _checks.machine(args.device)
-        lm = load_lm(args.model, device=args.device, server=args.server, served_model=args.served_model)
+        lm = _checks.causal_lm(args)
     # eval's default scorer list names model scorers; a log's run takes every scorer the log (and model) can give
     scorers = None if args.scorers == DEFAULT_SCORERS else args.scorers
     with warnings.catch_warnings():  # disagreements, the log-prob check and truncation are printed as notes

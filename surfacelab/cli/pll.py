@@ -94,12 +94,10 @@ def _sentences(args: argparse.Namespace, mlm: MLM, batch: int | str, printer: _o
 
 def run(args: argparse.Namespace) -> int:
     """Run ``surfacelab pll`` from parsed arguments; prints the results and returns the exit code."""
-    from ..models import load_mlm
-
     batch = _checks.batch_size(args.batch_size)
     _checks.machine(args.device)
     csv_path = _checks.output_file(args.csv, "--csv", ".csv")
-    mlm = load_mlm(args.model, device=args.device)
+    mlm = _checks.masked_lm(args)
     printer = _output.Printer(args.format, args.wide)
     if mlm.note:
         printer.note(f"note: {mlm.note}")

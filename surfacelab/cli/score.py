@@ -57,14 +57,18 @@ def view(result: Any, scorers: list[str]) -> _output.View:
 def run(args: argparse.Namespace) -> int:
     """Run ``surfacelab score`` from parsed arguments; prints the results and returns the exit code."""
     scorers = scorer_list(args.scorers)
+    if not args.option:
+        raise ValueError("--option: required: repeat it for each option, e.g. --option ' bathtub' --option ' sink'")
+    if len(args.option) < 2:
+        raise ValueError(f"--option: give at least two (got one, {args.option[0]!r}): a winner and a margin need "
+                         "two; repeat --option for each")
     text.check_options(args.option, "--option")
     _checks.machine(args.device)
     csv_path = _checks.output_file(args.csv, "--csv", ".csv")
     json_path = _checks.output_file(args.json, "--json", ".json")
-    from ..models import load_lm
     from ..scoring import score
 
-    lm = load_lm(args.model, device=args.device, server=args.server, served_model=args.served_model)
+    lm = _checks.causal_lm(args)
     with warnings.catch_warnings(record=True) as caught:  # truncation is reported in the explanation's first sentence
         warnings.simplefilter("always")
         result = score(lm, args.premise, args.option, domain_premise=args.domain)
@@ -90,7 +94,7 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser("score", help="score options under a premise with every scorer", description=__doc__,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--premise", required=True, help="the premise (context)")
-    p.add_argument("--option", action="append", required=True, help="an option; repeat for each option")
+    p.add_argument("--option", action="append", help="an option; repeat for each option (at least two)")
     p.add_argument("--domain", default=None, help="domain premise for Unc and DC-PMI")
     p.add_argument("--scorers", default=DEFAULT_SCORERS,
                    help=f"comma-separated scorers to show (default: {DEFAULT_SCORERS}; --wide shows all)")

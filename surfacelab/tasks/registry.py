@@ -278,7 +278,8 @@ def _variants(code: Template, paper: Template | None = None, harness: str | None
 
 
 #: Every task by name, in listing order (``register_task`` adds to it).
-SPECS: Registry[TaskSpec] = Registry("task", argument="name")
+SPECS: Registry[TaskSpec] = Registry("task", argument="name",
+                                     note=lambda spec: "" if spec.shipped else "not shipped")
 
 
 def register_task(spec: TaskSpec, *, overwrite: bool = False) -> TaskSpec:
