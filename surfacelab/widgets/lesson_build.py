@@ -57,8 +57,9 @@ class LessonItem:
 
 
 def lesson_items(items: Any) -> tuple[list[LessonItem], bool]:
-    """The items of ``items`` (see ``ITEMS_HELP``) and whether they are the packaged teaching set's items (then the
-    lesson text of notebook 02 goes with them). Errors name ``items`` and say what is wrong."""
+    """The items of ``items`` (see ``ITEMS_HELP``) and whether they are the whole packaged teaching set (then the
+    lesson text of notebook 02, written for the whole set, goes with them). Errors name ``items`` and say what is
+    wrong."""
     if isinstance(items, str) and items.strip().lower() in TEACHING_NAMES:
         return teaching_items(load_teaching_set()), True
     if isinstance(items, (str, Path)):
@@ -70,8 +71,8 @@ def lesson_items(items: Any) -> tuple[list[LessonItem], bool]:
     if not items:
         raise ValueError("items: an empty list; a lesson needs at least one item")
     if all(isinstance(it, dict) and "concepts" in it for it in items):
-        packaged = {it["id"]: it for it in load_teaching_set()}
-        return teaching_items(items), all(packaged.get(it.get("id")) == it for it in items)
+        # notebook 02's text is the whole set's lesson (its table lists all of them): a part of it goes without
+        return teaching_items(items), list(items) == load_teaching_set()
     out = []
     for i, it in enumerate(items):
         where = f"items[{i}]"

@@ -365,10 +365,7 @@ class WhyView(View):
         notes = [] if unmeasured.empty else [unmeasured["sentence"].iloc[0]]
         if occluded:
             notes.append(f"Occlusion: each of the {int((result.attribution['method'] == 'remove').sum())} premise "
-                         f"words removed, and replaced by {result.meta['neutral']!r}; "
-                         f"{result.meta['forwarded_tokens']} "
-                         "tokens forwarded for this account (numbers already in the score cache are not forwarded "
-                         "again).")
+                         f"words removed, and replaced by {result.meta['neutral']!r}.")
         elif (words := len(premise_units(inp.premise))) > MAX_OCCLUDED_WORDS:
             notes.append(f"No premise map: the premise has {words} words, and removing and replacing each under both "
                          f"options ({4 * words} scored requests) is left out above {MAX_OCCLUDED_WORDS} words here; "
