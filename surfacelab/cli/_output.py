@@ -12,12 +12,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -25,6 +23,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+
+from ..paths import write_atomic
 
 FORMATS = ("table", "csv", "json", "markdown")
 #: numeric columns shown as integers even when their dtype is float (ranks are computed as floats)
@@ -198,25 +198,6 @@ def _markdown(view: View, wide: bool) -> str:
     if view.caption:
         lines += ["", view.caption]
     return "\n".join(lines)
-
-
-def write_atomic(path: Path, write: Callable[[Path], Any]) -> Path:
-    """Call ``write(tmp)`` on a temporary file beside ``path`` (same suffix), then move it onto ``path``.
-
-    A run that fails while writing leaves no half-written file behind.
-    """
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=f".partial{path.suffix}")
-    os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
-    try:
-        write(Path(tmp))
-        os.chmod(tmp, 0o666 & ~umask)  # as an ordinary new file (mkstemp makes it private)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
 
 
 def finish(printer: Printer, res: Any, notes: list[str], out: Path, save_dir: Path | None) -> None:

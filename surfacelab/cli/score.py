@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import text
 from . import _checks, _output
+from ..paths import write_atomic
 
 #: the scorers a person reads first (the paper's four and lm-eval's acc_norm); --wide shows every column
 DEFAULT_SCORERS = "lm,avg,per_char,unc,dcpmi"
@@ -85,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         printer.note(result.explain())
     for path in (csv_path, json_path):
         if path is not None:
-            printer.note(f"wrote {_output.write_atomic(path, result.save)}")
+            printer.note(f"wrote {write_atomic(path, result.save)}")
     return 0
 
 

@@ -13,9 +13,7 @@ from __future__ import annotations
 import base64
 import html
 import mimetypes
-import os
 import re
-import tempfile
 from datetime import datetime
 from pathlib import Path
 from textwrap import wrap
@@ -27,6 +25,7 @@ from plotly.offline import get_plotlyjs, get_plotlyjs_version
 
 from .. import viz
 from .._format import visible
+from ..paths import write_atomic
 from ..models import MLM
 from .loading import server_url
 
@@ -204,15 +203,8 @@ def write_figure(fig: go.Figure, path: Path) -> Path:
         return viz.save(fig, path)
     path.parent.mkdir(parents=True, exist_ok=True)
     js, bundle = path.parent / f"plotly-{get_plotlyjs_version()}.min.js", get_plotlyjs().encode("utf-8")
-    if not js.exists() or js.stat().st_size != len(bundle):
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".plotly-", suffix=".tmp")  # never a half-written copy
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(bundle)
-            os.replace(tmp, js)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+    if not js.exists() or js.stat().st_size != len(bundle):  # never a half-written copy, readable as the pages are
+        write_atomic(js, lambda tmp: tmp.write_bytes(bundle))
     missing = (f"<script>if (!window.Plotly) document.body.insertAdjacentHTML('afterbegin', '<p>This page draws its "
                f"figure with {js.name}, which sits beside it in the export folder: put a copy next to this file."
                "</p>')</script>")

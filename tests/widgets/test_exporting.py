@@ -108,9 +108,19 @@ def test_html_pages_share_one_plotly_js_beside_them(bench):
         assert page.stat().st_size < PAGE_LIMIT and f'src="{js.name}"' in text
         assert "put a copy next to this file" in text  # what a page opened without it says
     assert list(bench.export_dir.glob("*.js")) == [js] and js.read_text() == get_plotlyjs()
+    # readable by whoever may read the pages (a folder copied to a web server serves both)
+    assert {oct(p.stat().st_mode & 0o777) for p in [js, *pages]} == {oct(0o666 & ~_umask())}
     js.write_text("cut short")  # a copy that is not whole is written again
     bench.export("letters", bench.export_dir / "again.html")
     assert js.read_text() == get_plotlyjs()
+
+
+def _umask() -> int:
+    import os
+
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def test_the_header_names_the_server_and_never_the_api_key():
