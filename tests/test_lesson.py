@@ -306,7 +306,7 @@ def test_cancel_stops_a_lesson_being_built(tiny_lm, tiny_mlm, tmp_path):
 @pytest.mark.slow
 def test_a_lesson_from_the_real_default_models(real_lm, real_mlm, tmp_path):
     items = load_teaching_set()[:3]
-    path = sl.lesson(items, tmp_path / "real.html", lm=real_lm, mlm=real_mlm, progress=False)
+    path = sl.lesson(items, tmp_path / "real.html", lm=real_lm, mlm=real_mlm, progress=False, lesson_text=True)
     text = path.read_text(encoding="utf-8")
     page = Page(text)
     assert list(page.pages) == ["lesson", "item-1", "item-2", "item-3"]
