@@ -165,7 +165,7 @@ def synthetic(monkeypatch):
         for j, o in enumerate(opts):
             content[(q, o)] = 0.7 if j == gold else 0.1
         items.append((q, opts, gold))
-    monkeypatch.setattr(letters, "_variant_logprobs", _fake_variants(content))
+    monkeypatch.setattr(letters.evaluation, "variant_logprobs", _fake_variants(content))
     return items
 
 
@@ -248,7 +248,7 @@ def test_multi_token_variants_of_several_prompts_each_read_their_own_request(tin
     # several prompts of different lengths (as permutations give), IDs of one and of several tokens
     ids = ("A", "10", "112")
     prompts = ["Q: pick one\nAnswer:", "Question: which of these three?\nAnswer:", "Answer:"]
-    got = letters._variant_logprobs(tiny_lm, prompts, ids, "Answer:", cache=False)
+    got = letters.reading.variant_logprobs(tiny_lm, prompts, ids, "Answer:", cache=False)
     plan = letters.id_variants(tiny_lm, ids)
     assert (~plan.single).any()
     for row, prompt in enumerate(prompts):
