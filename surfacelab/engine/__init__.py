@@ -22,7 +22,7 @@ import threading
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Container, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -203,10 +203,46 @@ def _cache_for(lm: LM | MLM, cache: bool | ScoreCache) -> bool | ScoreCache:
     return False
 
 
+def _lookup(keys: Sequence[str], store: ScoreCache | None, top_k: int,
+            cache: bool | ScoreCache) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(found, stored) for ``keys``: ``stored`` what the disk holds; ``found`` what the call can use without a
+    forward: the disk's entries, or with ``top_k`` the in-memory top-k cache's (the disk keeps no alternatives)."""
+    stored = store.get_many(keys) if store is not None else {}
+    if top_k:
+        return (_TOP_CACHE.get_many(keys, top_k) if cache is not False else {}), stored
+    return dict(stored), stored
+
+
+def _dispatch(pending: dict[str, Any], run: Callable[[list[Any], Callable[[list[int], list[Any]], None]], list[Any]],
+              store: ScoreCache | None, entry: Callable[[Any], dict[str, np.ndarray]], *,
+              stored: Container[str] = (), on_commit: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """The part every engine call shares: the ``pending`` inputs (key -> input, each key once) go to ``run(inputs,
+    on_done)`` (the backend), and each batch it finishes is committed to ``store`` as it comes back (as ``entry``
+    makes it; keys in ``stored`` are there already), so that an interrupted or cancelled call keeps them.
+
+    Returns:
+        key -> the backend's result, for every pending key.
+    """
+    order = list(pending)
+
+    def commit(done: list[int], results: list[Any]) -> None:
+        if store is not None:
+            store.put_many({order[d]: entry(r) for d, r in zip(done, results) if order[d] not in stored})
+        if on_commit is not None:
+            on_commit(len(done))
+
+    return dict(zip(order, run(list(pending.values()), commit))) if order else {}
+
+
 def _check_top_k(top_k: Any) -> int:
     if not is_int(top_k) or top_k < 0:
         raise ValueError(f"top_k: expected an int >= 0, got {top_k!r}")
     return top_k
+
+
+def _next_entry(s: NextTokenScores) -> dict[str, np.ndarray]:
+    """What the disk cache keeps of a next-token distribution: the selected ids' log-probs and the entropy."""
+    return {"selected": s.selected, "entropy": np.array([s.entropy], np.float32)}
 
 
 def _score_entry(s: TokenScores) -> dict[str, np.ndarray]:
@@ -263,35 +299,30 @@ def logprobs(
     stats.unique = len(uniq_encs)
     store = _store(cache)
     keys = [request_key(lm.fingerprint, e.input_ids, e.start) for e in uniq_encs]
-    stored = store.get_many(keys) if store is not None else {}
-    if top_k:  # top-k lives in memory only; the disk still supplies the scores (one value per request)
-        found = _TOP_CACHE.get_many(keys, top_k) if cache is not False else {}
-    else:
-        found = dict(stored)
+    # top-k lives in memory only; the disk still supplies the scores (one value per request)
+    found, stored = _lookup(keys, store, top_k, cache)
     stats.cached = len(found)
-    todo = [i for i, k in enumerate(keys) if k not in found]
-    stats.tokens_needed = sum(len(uniq_encs[i].input_ids) - 1 for i in todo)
-    stats.tokens_unique = unique_prefix_tokens([uniq_encs[i].input_ids[:-1] for i in todo])
+    pending = {k: e for k, e in zip(keys, uniq_encs) if k not in found}
+    stats.tokens_needed = sum(len(e.input_ids) - 1 for e in pending.values())
+    stats.tokens_unique = unique_prefix_tokens([e.input_ids[:-1] for e in pending.values()])
 
     on_batch = progress_callback()
     forwarded = [0]
 
-    def commit(done: list[int], scores: list[TokenScores]) -> None:
-        if store is not None:
-            store.put_many({keys[todo[d]]: _score_entry(s) for d, s in zip(done, scores)
-                            if keys[todo[d]] not in stored})
+    def report(n: int) -> None:
         if on_batch is not None:
-            forwarded[0] += len(done)
+            forwarded[0] += n
             on_batch(stats.cached + forwarded[0], stats.unique)
 
-    computed = lm.backend.score([uniq_encs[i] for i in todo], top_k=top_k, batch_size=rows, progress=progress,
-                                stats=stats, on_done=commit) if todo else []
+    computed = _dispatch(pending, lambda encs, on_done: lm.backend.score(
+        encs, top_k=top_k, batch_size=rows, progress=progress, stats=stats, on_done=on_done), store, _score_entry,
+        stored=stored, on_commit=report)
     fresh = {}
-    for i, s in zip(todo, computed):
-        entry = dict(stored.get(keys[i], _score_entry(s)))  # one value per request, whichever pass stored it
+    for key, s in computed.items():
+        entry = dict(stored.get(key, _score_entry(s)))  # one value per request, whichever pass stored it
         if top_k:
             entry.update(top_ids=s.top_ids, top_logprobs=s.top_logprobs)
-        fresh[keys[i]] = entry
+        fresh[key] = entry
     if top_k and cache is not False:
         _TOP_CACHE.put_many(fresh, top_k)
     found.update(fresh)
@@ -377,10 +408,7 @@ def next_token_logprobs(
     store = _store(cache) if sel and not top_k else None
     tag = f"{lm.fingerprint}|next-token|{','.join(map(str, sel))}"
     keys = [request_key(tag, p, 0) for p in prompts]
-    if top_k:
-        found = _TOP_CACHE.get_many(keys, top_k) if cache is not False else {}
-    else:
-        found = store.get_many(keys) if store is not None else {}
+    found, _ = _lookup(keys, store, top_k, cache)
     todo = {k: p for k, p in zip(keys, prompts) if k not in found}
     stats = EngineStats(requests=len(prompts), unique=len(set(keys)), cached=len(found), backend=lm.backend.kind)
     recall = getattr(lm.backend, "remembered", None)  # an in-process backend's recent scoring contexts
@@ -393,21 +421,14 @@ def next_token_logprobs(
             stats.count_path("recalled", len(recalled))
     stats.tokens_needed = sum(len(p) for p in todo.values())
     stats.tokens_unique = unique_prefix_tokens(list(todo.values()))
-    todo_keys = list(todo)
-
-    def commit(keys: list[str], scores: list[NextTokenScores]) -> None:
-        if store is not None:
-            store.put_many({k: {"selected": s.selected, "entropy": np.array([s.entropy], np.float32)}
-                            for k, s in zip(keys, scores)})
-
-    commit(list(recalled), list(recalled.values()))
-    computed = dict(zip(todo_keys, lm.backend.next_token(
-        list(todo.values()), token_ids=sel, top_k=top_k, batch_size=rows, progress=False, stats=stats,
-        on_done=lambda done, scores: commit([todo_keys[d] for d in done], scores)))) if todo else {}
+    if store is not None and recalled:
+        store.put_many({k: _next_entry(s) for k, s in recalled.items()})
+    computed = _dispatch(todo, lambda ids, on_done: lm.backend.next_token(
+        ids, token_ids=sel, top_k=top_k, batch_size=rows, progress=False, stats=stats, on_done=on_done),
+        store, _next_entry)
     computed.update(recalled)
     if top_k and cache is not False:
-        _TOP_CACHE.put_many({k: {"selected": r.selected, "entropy": np.array([r.entropy], np.float32),
-                                 "top_ids": r.top_ids, "top_logprobs": r.top_logprobs}
+        _TOP_CACHE.put_many({k: {**_next_entry(r), "top_ids": r.top_ids, "top_logprobs": r.top_logprobs}
                              for k, r in computed.items()}, top_k)
     out = Results(stats=stats)
     for c, p, k in zip(contexts, prompts, keys):
@@ -472,17 +493,12 @@ def masked_logprobs(
     unique = list(dict.fromkeys(copies))
     keys = [masked_key(mlm.fingerprint, c.input_ids, c.masked, c.scored) for c in unique]
     store = _store(cache)
-    found = {k: MaskedScores(e["logprob"], e["rank"].astype(np.int64))
-             for k, e in (store.get_many(keys) if store is not None else {}).items()}
-    todo = [i for i, k in enumerate(keys) if k not in found]
+    stored, _ = _lookup(keys, store, 0, cache)
+    found = {k: MaskedScores(e["logprob"], e["rank"].astype(np.int64)) for k, e in stored.items()}
     stats = MaskedStats(requests=len(copies), unique=len(unique), cached=len(found), backend=backend.kind)
-
-    def commit(done: list[int], scores: list[MaskedScores]) -> None:
-        if store is not None:
-            store.put_many({keys[todo[d]]: {"logprob": s.logprob, "rank": s.rank} for d, s in zip(done, scores)})
-
-    computed = backend.score([unique[i] for i in todo], batch_size=rows, progress=progress, stats=stats,
-                             on_done=commit) if todo else []
-    found.update((keys[i], s) for i, s in zip(todo, computed))
+    pending = {k: c for k, c in zip(keys, unique) if k not in found}
+    found.update(_dispatch(pending, lambda todo, on_done: backend.score(
+        todo, batch_size=rows, progress=progress, stats=stats, on_done=on_done), store,
+        lambda s: {"logprob": s.logprob, "rank": s.rank}))
     by_copy = {c: found[k] for c, k in zip(unique, keys)}
     return Results([by_copy[c] for c in copies], stats=stats)
