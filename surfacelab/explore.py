@@ -27,7 +27,7 @@ import pandas as pd
 from .engine import Cancelled, reporting
 from .evaluate import EvalResult, accuracy_table, evaluate, mcnemar, paired_table
 from .tasks import Task, Template
-from .tasks.core import resolve_template
+from .tasks.task import resolve_template
 from .why.verdicts import label_counts
 
 if TYPE_CHECKING:

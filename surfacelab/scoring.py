@@ -106,13 +106,6 @@ class MCResult(JSONResult):
         """Plain words on why the LM winner differs from the DC-PMI winner (length, prior, costly tokens)."""
         return explain(self)
 
-    def why(self, lm: LM, **kwargs: Any) -> Any:
-        """Why the gold lost (or won), reusing these scores: ``surfacelab.why.from_result(lm, self, **kwargs)``
-        (``gold`` defaults to ``self.gold``; ``against``, ``scorer``, ... as in ``surfacelab.why.why``)."""
-        from .why import from_result
-
-        return from_result(lm, self, **kwargs)
-
     def show(self) -> Any:
         """The scorer table figure (``viz.scorer_table``), gold marked."""
         from . import viz

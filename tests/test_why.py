@@ -253,12 +253,12 @@ def test_competitors_frame_of_a_result_reads_one_next_token_call(tiny_why):
 def test_a_second_account_of_the_same_question_reuses_the_next_token_forward(tiny_lm):
     engine.clear_top_cache()
     result = sl.score(tiny_lm, PREMISE, OPTIONS, domain_premise=DOMAIN)
-    first = result.why(tiny_lm, gold=0, occlusion=False)  # the workbench's first part
-    rest = result.why(tiny_lm, gold=0)  # then the whole account
+    first = sl.why(tiny_lm, result, gold=0, occlusion=False)  # the workbench's first part
+    rest = sl.why(tiny_lm, result, gold=0)  # then the whole account
     assert first.meta["cost"]["next_token"]["cached"] == 0
     assert rest.meta["cost"]["next_token"]["cached"] == 1 and rest.meta["cost"]["next_token"]["tokens_forwarded"] == 0
     pd.testing.assert_frame_equal(first.competitors, rest.competitors)
-    off = result.why(tiny_lm, gold=0, occlusion=False, cache=False)
+    off = sl.why(tiny_lm, result, gold=0, occlusion=False, cache=False)
     assert off.meta["cost"]["next_token"]["cached"] == 0  # cache=False: computed again
 
 
@@ -298,12 +298,12 @@ def test_save_load_round_trip(tiny_lm, tmp_path):
         WhyResult.load(tmp_path / "other.json")
 
 
-def test_mcresult_why_reuses_the_scores(tiny_lm, monkeypatch):
+def test_why_of_a_scored_result_reuses_the_scores(tiny_lm, monkeypatch):
     r = sl.score(tiny_lm, PREMISE, OPTIONS, domain_premise=DOMAIN, gold=2)
     calls = []
     real = engine.logprobs
     monkeypatch.setattr(engine, "logprobs", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
-    w = r.why(tiny_lm)
+    w = sl.why(tiny_lm, r)
     monkeypatch.setattr(engine, "logprobs", real)
     assert len(calls) == 1 and all(ctx != PREMISE for ctx, _ in calls[0])  # occlusion only, no rescoring
     assert w.gold == 2 and "score" not in w.meta["cost"]
@@ -375,7 +375,11 @@ def test_bad_input_names_the_argument(tiny_lm):
         from_result(tiny_lm, "not a result")
     r = sl.score(tiny_lm, PREMISE, OPTIONS)
     with pytest.raises(ValueError, match="gold"):
-        r.why(tiny_lm)  # the result has no gold
+        sl.why(tiny_lm, r)  # the result has no gold
+    with pytest.raises(ValueError, match="options: not with a scored MCResult"):
+        sl.why(tiny_lm, r, OPTIONS, gold=0)
+    with pytest.raises(ValueError, match="options: the options to compare"):
+        sl.why(tiny_lm, PREMISE, gold=0)
 
 
 def test_a_shared_token_prefix_cancels_and_is_not_ranked(tiny_lm):
@@ -473,5 +477,5 @@ def test_scores_that_are_not_finite_are_not_blamed_on_a_missing_domain_premise(t
     r = sl.MCResult("The man took a bath in the", [" tub", " bathtub"], " the", "m",
                     sl.scoring.option_table(raw), pd.DataFrame(), gold=1)
     with pytest.raises(ValueError, match=r"scorer: the scores of 'lm' are not finite \(' tub' \(nan\)\)") as err:
-        r.why(tiny_lm)
+        sl.why(tiny_lm, r)
     assert "domain premise" not in str(err.value)

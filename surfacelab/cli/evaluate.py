@@ -13,7 +13,7 @@ import warnings
 from typing import Any
 
 from . import _checks, _output, from_lm_eval
-from ..tasks.loader import VARIANTS
+from ..tasks.registry import FAMILIES
 from .score import DEFAULT_SCORERS, scorer_list
 
 
@@ -113,7 +113,7 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
     subset.add_argument("--sample", type=int, default=None, metavar="N",
                         help="evaluate a random sample of N items (see --seed)")
     p.add_argument("--seed", type=int, default=0, help="seed of the --sample draw")
-    p.add_argument("--variant", default="code", choices=list(VARIANTS),
+    p.add_argument("--variant", default="code", choices=list(FAMILIES),
                    help="template family (default: code, the paper's public code; paper_table: its Table 7)")
     p.add_argument("--n-shot", type=int, default=0, help="few-shot examples prepended to every premise")
     p.add_argument("--shot-seed", type=int, default=0, help="seed of the few-shot draw")

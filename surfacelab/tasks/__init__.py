@@ -11,19 +11,20 @@ gives its Table 7 where the two differ (HellaSwag, RTE, BoolQ, AG News domain pr
 ``variant="lm-eval"`` gives lm-evaluation-harness 0.4.13's prompt for the tasks the harness has
 (:mod:`surfacelab.tasks.harness`; ``harness_table()`` lists them with the YAML each follows).  Each
 item keeps its raw record in ``meta["raw"]`` and the template's input in ``meta["fields"]``,
-so ``task.with_template(...)`` re-renders a loaded task (see :mod:`surfacelab.tasks.core`).
+so ``task.with_template(...)`` re-renders a loaded task (see :mod:`surfacelab.tasks.task`).
 """
 
 from __future__ import annotations
 
 from . import harness
-from .core import Item, Task, Template, resolve_template
+from .core import Item, Template
 from .harness import LMEvalTemplate
 from .harness import table as harness_table
 from .loader import DATA_DIR, default_data_root, fewshot, list_tasks, load, read_jsonl
 from .blimp import load_blimp
 from .parsers import detokenize
 from .registry import SPECS, TaskSpec, register_task
+from .task import Task, resolve_template
 from .templates import available as available_templates
 from .templates import templates
 

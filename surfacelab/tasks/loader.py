@@ -26,26 +26,14 @@ from typing import Any
 import pandas as pd
 
 from .._checks import check_int, is_int
-from .core import Item, Task
-from .registry import FAMILIES, SPECS, TaskSpec
+from .core import Item
+from .registry import SPECS, TaskSpec, check_variant
 from .render import render_item
+from .task import Task
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: the evaluation data shipped with surfacelab: ``<DATA_DIR>/<folder>/<split>.jsonl`` (licences in its README.md)
 DATA_DIR = REPO_ROOT / "data" / "eval"
-VARIANTS = FAMILIES
-
-
-def check_variant(spec: TaskSpec, variant: str) -> None:
-    """Raise a ValueError naming ``variant`` unless the task has that template family."""
-    if variant not in VARIANTS:
-        raise ValueError(f"variant: unknown variant {variant!r}; choose one of {list(VARIANTS)}")
-    if variant not in spec.templates:
-        with_it = [n for n, s in SPECS.items() if variant in s.templates]
-        raise ValueError(f"variant: task {spec.name!r} has no {variant!r} template (lm-evaluation-harness 0.4.13 has "
-                         f"no such task); tasks with one: {', '.join(with_it)}")
-
-
 def default_data_root() -> Path | None:
     """The data root used when ``source`` is None: ``$SURFACELAB_DATA`` if set, else ``DATA_DIR`` (None if absent)."""
     env = os.environ.get("SURFACELAB_DATA")

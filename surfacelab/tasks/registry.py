@@ -364,3 +364,13 @@ for _s in [
           shipped=False),
 ]:
     register_task(_s)
+
+
+def check_variant(spec: TaskSpec, variant: str) -> None:
+    """Raise a ValueError naming ``variant`` unless the task has that template family."""
+    if variant not in FAMILIES:
+        raise ValueError(f"variant: unknown variant {variant!r}; choose one of {list(FAMILIES)}")
+    if variant not in spec.templates:
+        with_it = [n for n, s in SPECS.items() if variant in s.templates]
+        raise ValueError(f"variant: task {spec.name!r} has no {variant!r} template (lm-evaluation-harness 0.4.13 has "
+                         f"no such task); tasks with one: {', '.join(with_it)}")

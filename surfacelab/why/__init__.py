@@ -430,10 +430,10 @@ def from_result(
 
 def why(
     lm: LM,
-    premise: str,
-    options: Sequence[str],
+    premise: str | MCResult,
+    options: Sequence[str] | None = None,
     *,
-    gold: int | str,
+    gold: int | str | None = None,
     domain_premise: str | None = None,
     against: int | str | None = None,
     scorer: str = "lm",
@@ -456,8 +456,9 @@ def why(
     Args:
         lm: a loaded ``LM``.
         premise, options, domain_premise: as in ``score``; without a domain premise the empty
-            context (BOS/EOS) is the prior context.
-        gold: the correct option (index or string).
+            context (BOS/EOS) is the prior context. ``premise`` may instead be an ``MCResult`` (of ``score``),
+            whose scores are reused: then no ``options`` or ``domain_premise``.
+        gold: the correct option (index or string); for an ``MCResult``, default its own gold.
         against: the option to compare with; default: the winner under ``scorer``, or its
             runner-up when the gold wins.
         scorer: the scorer that picks ``against`` (the decomposition is always of the LM gap).
@@ -479,13 +480,22 @@ def why(
         >>> r.verdict in LABELS, abs(r.term("LM gap") - parts) < 1e-6  # the gap splits exactly into its terms
         (True, True)
     """
+    settings = dict(against=against, scorer=scorer, neutral=neutral, sentences=sentences, all_options=all_options,
+                    gradient=gradient, top_k=top_k, batch_size=batch_size, cache=cache, occlusion=occlusion)
+    if isinstance(premise, MCResult):
+        for name, value in (("options", options), ("domain_premise", domain_premise)):
+            if value is not None:
+                raise ValueError(f"{name}: not with a scored MCResult (it holds its own); pass the result alone")
+        return from_result(lm, premise, gold=gold, **settings)
+    if options is None:
+        raise ValueError("options: the options to compare are needed (or pass an MCResult as premise)")
+    if gold is None:
+        raise ValueError("gold: the correct option is needed (an index or the option's text)")
     opts = list(options) if not isinstance(options, str) else options
     t0 = time.perf_counter()
     result = score(lm, premise, opts, domain_premise=domain_premise, batch_size=batch_size, cache=cache)
     cost = engine_cost(t0, result.meta["engine"])
-    out = from_result(lm, result, gold=_index(gold, result.options, "gold"), against=against, scorer=scorer,
-                      neutral=neutral, sentences=sentences, all_options=all_options, gradient=gradient, top_k=top_k,
-                      batch_size=batch_size, cache=cache, occlusion=occlusion)
+    out = from_result(lm, result, gold=_index(gold, result.options, "gold"), **settings)
     out.meta["cost"] = {"score": cost, **out.meta["cost"]}
     out.meta["forwarded_tokens"] += int(cost["tokens_forwarded"])
     return out

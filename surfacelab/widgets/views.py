@@ -20,6 +20,7 @@ from ..paraphrase import mass
 from ..pll import pll_metrics
 from ..scorers import SCORER_LABELS
 from ..scoring import score_items
+from ..why import why
 from ..why.occlusion import premise_units
 from .heatmap import TokenHeatmap, attribution_rows, heatmap_rows
 from .plot import PlotView
@@ -334,8 +335,8 @@ class WhyView(View):
         against = self.against.value
         if against == AUTO or against == inp.gold or not 0 <= against < len(inp.options):
             against = None
-        return self.bench.views["scores"].result_for(inp).why(self.bench.lm, gold=inp.gold, against=against,
-                                                               all_options=False, occlusion=occlusion)
+        return why(self.bench.lm, self.bench.views["scores"].result_for(inp), gold=inp.gold, against=against,
+                   all_options=False, occlusion=occlusion)
 
     def show(self, inp: "Inputs", result: Any) -> None:
         self.sync_choices(inp)
