@@ -38,7 +38,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 
-Renderer = str | Callable[[dict[str, Any]], str]
+#: The flat fields a parser makes of one record and a template renders (see the module docstring).
+Fields = dict[str, Any]
+Renderer = str | Callable[[Fields], str]
 OptionRenderer = str | Sequence[str] | Callable[[dict[str, Any]], list[str]]
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"

@@ -43,9 +43,8 @@ from typing import Any
 
 import pandas as pd
 
-from .core import LETTERS, Template
+from .core import Fields, LETTERS, Template
 
-Fields = dict[str, Any]
 
 LM_EVAL_VERSION = "0.4.13"
 

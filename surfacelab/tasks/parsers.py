@@ -12,10 +12,9 @@ import ast
 import re
 from typing import Any
 
-from .core import LETTERS
+from .core import Fields, LETTERS
 
 
-Fields = dict[str, Any]
 
 
 def _lc_first(s: str) -> str:

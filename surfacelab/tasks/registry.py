@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..registry import Registry
-from .core import Template
+from .core import Fields, Template
 from .harness import TEMPLATES as LM_EVAL_TEMPLATES
-from .parsers import (Fields, explode_race, parse_agn, parse_arc, parse_boolq, parse_cb, parse_copa, parse_cqa,
+from .parsers import (explode_race, parse_agn, parse_arc, parse_boolq, parse_cb, parse_copa, parse_cqa,
                       parse_hellaswag, parse_mmlu, parse_obqa, parse_race, parse_rte, parse_sst2, parse_sst5,
                       parse_storycloze, parse_trec)
 
