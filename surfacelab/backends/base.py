@@ -26,24 +26,23 @@ backend may treat it as requests per HTTP call. A backend reports its work into 
 the list given), so that the engine commits finished work to the cache before the call ends: a
 crash or SIGKILL mid-call then loses at most the batches in flight.
 
-Changes to the first draft of this contract (so that both backends fit it):
+What a backend reports and honours besides its results:
 
-* ``EngineStats`` and ``RANK_TOL`` live here (the engine re-exports them): a backend fills the
-  stats of the call it serves, and a call's stats come back with its results (``Results.stats``),
-  never through a module global.
-* ``next_token`` takes ``progress`` like ``score``.
-* ``EngineStats.paths`` says how many requests ran on which execution path (``"plain"``: one row
-  per request; ``"packed"``: rows of several requests, each shared prefix once, under a 4-D mask; ``"kv"``:
-  a prefix pass with a key/value cache, then the suffixes on it; ``"server"``: a completions server), and
-  ``EngineStats.rule`` why the transformers backend may or may not pack rows on this model;
-  ``EngineStats.plan_seconds`` the time a backend spent planning (0 where it plans nothing).
+* **Counters.** It fills the ``EngineStats`` of the call it serves (a call's stats come back with its results,
+  ``Results.stats``, never through a module global): forwarded tokens, batches, ``paths`` (how many requests ran on
+  which execution path: ``"plain"``, one row per request; ``"packed"``, rows of several requests, each shared prefix
+  once, under a 4-D mask; ``"kv"``, a prefix pass with a key/value cache, then the suffixes on it; ``"server"``, a
+  completions server), ``rule`` (why the transformers backend may or may not pack rows on this model) and
+  ``plan_seconds`` (the time it spent planning; 0 where it plans nothing). ``RANK_TOL`` and ``EngineStats`` live
+  here; the engine re-exports them.
 * **Cancellation.** Inside ``cancelled_when(check)`` an in-process backend calls ``raise_if_cancelled``
   between batches and between the model's layers: a forward whose result is no longer wanted (a
   live view after a newer edit) stops within a layer with ``Cancelled``. The batches finished before
   it are committed as usual. A server backend checks before each HTTP call. Its forward pre-hook is the one hook
   that leaves the caches on: any other forward hook on the model (``foreign_hooks``) switches them off for a call.
 * **Progress.** Inside ``reporting(on_batch)`` the engine passes each batch a backend reports to ``on_done`` on to
-  ``on_batch`` (requests done of the call's total), so that a caller's progress bar moves within one long call.
+  ``on_batch`` (requests done of the call's total), so that a caller's progress bar moves within one long call;
+  ``next_token`` takes ``progress`` like ``score``.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ libgomp (the OpenMP runtime of torch's Linux CPU wheels) gives every thread that
 worker threads of its own, kept until that thread ends. While libgomp manages more threads than there are CPUs, its
 workers stop spinning between parallel regions and sleep on a futex instead, to be woken at the next one. A Jupyter
 kernel's main thread never ends, so after one computation there (a model load, an ``evaluate`` in a cell) every
-background run (the explorer's, the workbench's lanes) ran in that mode: 200 ARC items took about 10 % longer,
-with 10,000+ sleeps of each pool thread against under 300 (docs/benchmarks.md).
+background run (the explorer's, the workbench's lanes) would run in that slower mode (measured in
+docs/benchmarks.md, "The explorer in the browser").
 
 ``release`` frees the calling thread's pool (``omp_pause_resource_all``); the in-process backends call it after
 their forward passes on the main thread, and ``load_lm`` after a load. The next parallel region there starts a new
