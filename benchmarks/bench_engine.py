@@ -259,7 +259,8 @@ def bench(models: list[str], items: dict[str, int], gemma_items: dict[str, int],
     Peers run at every batch size given; the one with the least CPU time is kept. A failing child is
     logged and its workload skipped; ``partial(rows)`` is called after each workload.
     """
-    from surfacelab.models import PRESETS, cache_dir
+    from surfacelab.models import PRESETS
+    from surfacelab.paths import cache_dir
 
     rows: list[dict] = []
     for preset in models:

@@ -88,7 +88,8 @@ def bench(model: str, items: int, lm_eval_configs: list[tuple[int, int]], config
           python: str, log=print) -> tuple[list[dict], dict]:
     """Start a server, run every tool once (lm-eval once per configuration); rows and run facts."""
     from surfacelab.backends.vllm_server import LocalServer
-    from surfacelab.models import PRESETS, cache_dir
+    from surfacelab.models import PRESETS
+    from surfacelab.paths import cache_dir
 
     folder = str(PRESETS[model].locate(cache_dir()))
     reqs, source = requests_for("a", items)

@@ -12,7 +12,7 @@ from . import alternatives, letters, paraphrase, tasks
 from .engine import logprobs, next_token_logprobs
 from .evaluate import EvalResult, ablate, evaluate, evaluate_fewshot
 from .lm_eval_log import from_lm_eval
-from .models import DEFAULT_LM, DEFAULT_MLM, LM, MLM, list_presets, load_lm, load_mlm
+from .models import DEFAULT_LM, DEFAULT_MLM, LM, MLM, list_backends, list_presets, load_lm, load_mlm
 from .pll import BlimpResult, PLLResult, pll, pll_blimp, pll_metrics
 from .tasks.blimp import load_blimp
 from .paraphrase import MassResult, load_teaching_set, mass, mass_items
@@ -42,6 +42,7 @@ __all__ = [
     "from_lm_eval",
     "lesson",
     "letters",
+    "list_backends",
     "list_presets",
     "list_scorers",
     "load_blimp",

@@ -308,9 +308,10 @@ def test_bad_options_and_data_are_one_line(lm_dir, tmp_path, capsys):
 ])
 def test_preset_whose_package_is_missing_names_it_and_the_install(kind, hub_id, argv, capsys, monkeypatch, tmp_path):
     from surfacelab import models
+    from surfacelab.models.packaged import package_dir
 
     def locate(cache):  # what every real preset does: find its registry package, which is not installed here
-        return models._package_dir("surfacelab_no_such_package", "surfacelab-no-such-package")
+        return package_dir("surfacelab_no_such_package", "surfacelab-no-such-package")
 
     preset = models.Preset("ghost-preset", kind, "surfacelab-no-such-package", hub_id, "a preset for this test", locate)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

@@ -80,8 +80,8 @@ def test_max_length_past_the_position_table_is_refused(tiny_lm):
 _HOLD_TEMP = """
 import os, signal, sys, time
 from pathlib import Path
-from surfacelab import models
-with models._temp_folder(Path(sys.argv[1])) as tmp:
+from surfacelab.models.packaged import temp_folder
+with temp_folder(Path(sys.argv[1])) as tmp:
     (tmp / "model.safetensors").write_bytes(b"x" * 1000)
     print(tmp, flush=True)
     if sys.argv[2] == "kill":

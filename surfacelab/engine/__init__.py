@@ -31,7 +31,7 @@ from .._checks import is_int
 from .. import text
 from ..backends.base import (RANK_TOL, Cancelled, EngineStats, NextTokenScores, TokenScores, cancelled_when,
                             foreign_hooks, progress_callback, reporting)
-from ..backends.masked import MaskedBackend, MaskedCopy, MaskedScores, MaskedStats
+from ..backends.masked import MaskedCopy, MaskedScores, MaskedStats
 from ..backends.packing import unique_prefix_tokens
 from .cache import ScoreCache, default_cache, masked_key, request_key
 
@@ -489,7 +489,7 @@ def masked_logprobs(
     rows = check_batch_size(batch_size)
     copies = _check_copies(copies)
     cache = _cache_for(mlm, cache)
-    backend = MaskedBackend(mlm.model, mlm.device, mask_id=mlm.mask_id, name=mlm.name)
+    backend = mlm.backend
     unique = list(dict.fromkeys(copies))
     keys = [masked_key(mlm.fingerprint, c.input_ids, c.masked, c.scored) for c in unique]
     store = _store(cache)
