@@ -275,7 +275,7 @@ def _scores_frame(task: Task, plan: Plan, scores: Scores, j: int, scorers: list[
 def _items_frame(task: Task, scores: pd.DataFrame, scorers: list[str],
                  mass: dict[int, dict[str, float]] | None = None) -> pd.DataFrame:
     """One row per item: predictions, correct and tie flags per scorer, and the verdict columns
-    (``mass``: item -> ``why.mass_numbers`` of the items whose split mass was measured)."""
+    (``mass``: item -> ``why.first_token_numbers`` of the items whose split mass was measured)."""
     n_items = len(task.items)
     gold = np.array([it.gold for it in task.items])
     items = pd.DataFrame({

@@ -222,7 +222,7 @@ def test_labels_table_and_one_extra_next_token_call(tiny_lm, copa20, monkeypatch
     assert w.against == row["against"] and w.verdict == row["why"]
     assert w.term("LM gap") == pytest.approx(row["gap_lm"], abs=1e-5)
     assert w.term("length", "gap") == pytest.approx(row["gap_length"], abs=1e-5)
-    assert w.term("gold ratio", "mass") == pytest.approx(row["mass_ratio"], rel=1e-3)
+    assert w.term("gold ratio", "first token") == pytest.approx(row["mass_ratio"], rel=1e-3)
 
 
 def test_copa_flipped_collapses_every_scorer_onto_lm(tiny_lm, data_root):

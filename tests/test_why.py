@@ -15,7 +15,7 @@ import surfacelab as sl
 from surfacelab import engine
 from surfacelab._format import percent
 from surfacelab.why import WhyResult, from_result
-from surfacelab.why.mass import MassPlan, competitors_frame, mass_numbers, mass_plan
+from surfacelab.why.first_token import FirstTokenPlan, competitors_frame, first_token_numbers, first_token_plan
 from surfacelab.why.occlusion import occlude, premise_units
 from surfacelab.why.rules import decompose, verdict
 
@@ -212,7 +212,7 @@ def test_competitor_grouping_on_a_hand_built_top_k(tiny_lm):
     forms = pd.DataFrame({"option": [0, 0, 1, 0, 1], "form": [" Tub", " tubs", " Sink", " a tub", " a sink"],
                           "rule": ["capitalised", "plural", "capitalised", "article=a", "article=a"],
                           "token_id": [11, 10, 13, 14, 14]})
-    plan = MassPlan("in the", 0, [10, 12], forms, {10: {0}, 11: {0}, 12: {1}, 13: {1}, 14: {0, 1}})
+    plan = FirstTokenPlan("in the", 0, [10, 12], forms, {10: {0}, 11: {0}, 12: {1}, 13: {1}, 14: {0, 1}})
     probs = {10: 0.05, 11: 0.15, 12: 0.20, 13: 0.02, 14: 0.08, 15: 0.30, 16: 0.10}
     top = [15, 12, 11, 16]  # the top-k, most likely first
     nt = engine.NextToken("in the", (), np.log([probs[t] for t in plan.token_ids]).astype(np.float32),
@@ -224,7 +224,7 @@ def test_competitor_grouping_on_a_hand_built_top_k(tiny_lm):
     assert comp.loc[[15, 12, 11, 16, 10], "rank"].tolist() == [1, 2, 3, 4, 0]
     np.testing.assert_allclose(comp.loc[list(probs), "prob"], list(probs.values()), rtol=1e-6)
     assert "' tubs'" in comp.loc[10, "forms"] and "(listed)" in comp.loc[10, "forms"]
-    m = mass_numbers(plan, {t: math.log(probs[t]) for t in plan.token_ids}, 0, 1)
+    m = first_token_numbers(plan, {t: math.log(probs[t]) for t in plan.token_ids}, 0, 1)
     assert m["gold_listed"] == pytest.approx(0.05) and m["gold_unlisted"] == pytest.approx(0.15)
     assert m["gold_ratio"] == pytest.approx(3.0)  # unlisted forms hold 3x the listed form's token
     assert m["against_ratio"] == pytest.approx(0.1) and m["shared"] == pytest.approx(0.08)
@@ -232,13 +232,13 @@ def test_competitor_grouping_on_a_hand_built_top_k(tiny_lm):
 
 
 def test_mass_plan_reads_the_first_token_where_options_differ(tiny_lm):
-    plan = mass_plan(tiny_lm, "A cat sat on", [" the mat", " the dog"])
+    plan = first_token_plan(tiny_lm, "A cat sat on", [" the mat", " the dog"])
     assert plan.shared == 1 and plan.prompt == "A cat sat on the" and not plan.reason
     ids = [sl.engine.text.encode(tiny_lm, "A cat sat on", o).scored_ids[1] for o in (" the mat", " the dog")]
     assert plan.listed == list(ids)
     assert plan.owners[ids[0]] == {0} and plan.owners[ids[1]] == {1}
     assert (plan.forms["form"].str.startswith(" the")).all()
-    assert mass_plan(tiny_lm, "Hello", ["!!", "!!!"]).reason  # one option is a token prefix of the other
+    assert first_token_plan(tiny_lm, "Hello", ["!!", "!!!"]).reason  # one option is a token prefix of the other
 
 
 def test_competitors_frame_of_a_result_reads_one_next_token_call(tiny_why):
@@ -247,7 +247,7 @@ def test_competitors_frame_of_a_result_reads_one_next_token_call(tiny_why):
     assert (comp["in_top_k"] == (comp["rank"] > 0)).all() and comp["in_top_k"].sum() == tiny_why.meta["top_k"]
     gold_row = comp[comp["group"] == "gold"]
     assert len(gold_row) == 1
-    assert tiny_why.term("gold listed", "mass") == pytest.approx(float(gold_row["prob"].iloc[0]))
+    assert tiny_why.term("gold listed", "first token") == pytest.approx(float(gold_row["prob"].iloc[0]))
 
 
 def test_a_second_account_of_the_same_question_reuses_the_next_token_forward(tiny_lm):
@@ -390,7 +390,7 @@ def test_a_shared_token_prefix_cancels_and_is_not_ranked(tiny_lm):
     assert shared["gap_lm"].sum() == pytest.approx(0.0, abs=1e-6)
     ranks = tok.loc[~tok["shared"], "rank_cost"]
     assert sorted(ranks) == list(range(1, len(ranks) + 1))
-    assert w.meta["mass_shared_tokens"] == 1 and w.meta["mass_prompt"] == "A cat sat on the"
+    assert w.meta["first_token_shared"] == 1 and w.meta["first_token_prompt"] == "A cat sat on the"
 
 
 def test_edge_items_empty_premise_and_no_distinguishing_token(tiny_lm, tmp_path):
@@ -400,7 +400,7 @@ def test_edge_items_empty_premise_and_no_distinguishing_token(tiny_lm, tmp_path)
         w.term("LM gap"), abs=1e-6)
     # one option is a token prefix of the other: no position where they differ, said in words
     w = sl.why(tiny_lm, PREMISE, [" bath", " bathtub"], gold=1, domain_premise=DOMAIN)
-    assert w.competitors.empty and w.meta["mass_unavailable"]
+    assert w.competitors.empty and w.meta["first_token_unavailable"]
     assert "not measured" in w.explain()
     back = WhyResult.load(w.save(tmp_path / "edge.json"))
     pd.testing.assert_frame_equal(back.competitors, w.competitors)
@@ -462,7 +462,7 @@ def test_probabilities_a_tenth_of_a_nat_apart_print_apart(tiny_lm, monkeypatch):
             "shared": 0.00052, "against_ratio": 0.0, "gold_ratio": 0.000547 / 0.000500}
     mass["mass_gain"] = math.log1p(mass["gold_ratio"])
     # the module (``surfacelab.why`` is the function): the account reads these numbers instead of measuring them
-    monkeypatch.setattr(importlib.import_module("surfacelab.why"), "mass_numbers", lambda *args: mass)
+    monkeypatch.setattr(importlib.import_module("surfacelab.why"), "first_token_numbers", lambda *args: mass)
     w = sl.why(tiny_lm, PREMISE, OPTIONS, gold=0, domain_premise=DOMAIN, occlusion=False)
     said = w.terms.set_index("term")["sentence"]
     assert said["gold listed"].endswith("(P = 0.0500%).")

@@ -67,7 +67,8 @@ from .._format import change, gap, percent, signed
 from .._results import JSONResult
 from ..scorers import get_scorer
 from ..scoring import MCResult, score
-from .mass import COMPETITOR_COLUMNS, MASS_KEYS, MassPlan, competitors_frame, mass_numbers, mass_plan, mass_terms
+from .first_token import (COMPETITOR_COLUMNS, FIRST_TOKEN_KEYS, FirstTokenPlan, competitors_frame, first_token_numbers,
+                          first_token_plan, first_token_terms)
 from .occlusion import engine_cost, premise_attribution
 from .rules import LABELS, decompose, is_option_ids, shares, verdict
 
@@ -168,7 +169,7 @@ def _terms_frame(result: MCResult, gold: int, against: int, d: dict[str, float],
             f"{s.label}: {og} {_gap_word(diff)} {oa} by {abs(diff):.3g} {unit}; "
             + ("the gold wins." if top == gold else f"the top option is {_q(result.options[top])}."))
     for row in mass:
-        add("mass", *row)
+        add("first token", *row)
     add("verdict", label, 0.0 if label in ("right", "tie") else float("nan"), "", "", label_detail)
     return pd.DataFrame(rows, columns=["group", "term", "value", "unit", "formula", "sentence"])
 
@@ -211,7 +212,8 @@ class WhyResult(JSONResult):
         terms: one row per number with its sentence (group, term, value, unit, formula, sentence):
             group ``gap`` (length, prior per token, premise evidence, LM gap: the first three sum
             to the last), ``prior``, ``length`` (the LM gap split by tokens and by characters),
-            ``scorer`` (gold − against under every scorer), ``mass`` and ``verdict``.
+            ``scorer`` (gold − against under every scorer), ``first token`` (where the gold's probability went
+            at the first token where the options differ) and ``verdict``.
         tokens: both options' tokens (see ``_tokens_frame``: logprob, prior_logprob, evidence,
             gap_lm / gap_prior / gap_evidence, shared (a token prefix both options share, whose
             parts cancel), rank_cost and rank_evidence (1 = the token that costs the gold most,
@@ -296,7 +298,7 @@ class WhyResult(JSONResult):
             if len(flips):
                 lines.append(f"Removing {', '.join(repr(x) for x in flips['text'])} would make the gold "
                              f"{'lose to' if won else 'beat'} {rival} under LM.")
-        mass = t[t.group == "mass"].set_index("term")
+        mass = t[t.group == "first token"].set_index("term")
         # dict.fromkeys: a sentence both options' rows hold (one token starts both) is said once
         lines += dict.fromkeys(mass.loc[k, "sentence"] for k in ("unavailable", "gold listed", "gold unlisted",
                                                                   "against listed", "against unlisted", "mass gain")
@@ -336,13 +338,13 @@ def _index(value: Any, options: list[str], name: str) -> int:
     return int(value)
 
 
-def _where_mass_went(lm: LM, plan: MassPlan, options: list[str], gold: int, against: int, top_k: int,
+def _where_mass_went(lm: LM, plan: FirstTokenPlan, options: list[str], gold: int, against: int, top_k: int,
                      batch_size: int | str, cache: bool, cost: dict[str, Any]) -> tuple[pd.DataFrame, dict[str, float]]:
     """The competitors frame and the mass numbers from one prompt's next-token distribution (top-k and every
     form's first token); empty / NaN when ``plan`` says why it could not be measured. Adds ``cost["next_token"]``."""
     if plan.reason:
         return (pd.DataFrame({c: pd.Series(dtype=object) for c in COMPETITOR_COLUMNS}),
-                dict.fromkeys(MASS_KEYS, float("nan")))
+                dict.fromkeys(FIRST_TOKEN_KEYS, float("nan")))
     t0 = time.perf_counter()
     # with top_k the engine keeps it in memory: a second account of the question (the rest after a first part)
     # reuses it
@@ -350,7 +352,8 @@ def _where_mass_went(lm: LM, plan: MassPlan, options: list[str], gold: int, agai
                                      cache=cache)
     cost["next_token"] = engine_cost(t0, nts.stats)
     selected = dict(zip(plan.token_ids, nts[0].selected.astype(np.float64).tolist()))
-    return competitors_frame(lm, plan, nts[0], options, gold, against), mass_numbers(plan, selected, gold, against)
+    return (competitors_frame(lm, plan, nts[0], options, gold, against),
+            first_token_numbers(plan, selected, gold, against))
 
 
 def from_result(
@@ -398,7 +401,7 @@ def from_result(
     pcol = "domain_logprob" if prior_cond == "domain" else "null_logprob"
     prior = result.table[pcol].to_numpy(dtype=float)
     cost: dict[str, Any] = {}
-    plan = mass_plan(lm, result.premise, options)
+    plan = first_token_plan(lm, result.premise, options)
     competitors, mass = _where_mass_went(lm, plan, options, gold, against, top_k, batch_size, cache, cost)
     attribution = premise_attribution(lm, result, gold, against, prior, neutral=neutral, sentences=sentences,
                                all_options=all_options, gradient=gradient, batch_size=batch_size, cache=cache,
@@ -411,14 +414,15 @@ def from_result(
     label = verdict(d["lm"], d["length"], d["prior_per_token"], d["evidence"], gold_wins=lm_winner == gold,
                     mass_ratio=mass["gold_ratio"], mass_gain=mass["mass_gain"], letters=is_option_ids(options))
     detail = _verdict_detail(label, d, _q(options[gold]), _q(options[against]), mass, _q(options[lm_winner]))
-    mass_rows = mass_terms(plan, mass, competitors, result.premise, d["lm"], gold, against,
+    mass_rows = first_token_terms(plan, mass, competitors, result.premise, d["lm"], gold, against,
                            (_q(options[gold]), _q(options[against])))
     terms = _terms_frame(result, gold, against, d, prior_cond, prior_desc, mass_rows, label, detail)
     meta = {"prior": prior_cond, "prior_context": result.domain_premise if prior_cond == "domain" else "",
             "neutral": neutral, "top_k": top_k, "all_options": all_options, "occlusion": occlusion,
             "gold_lost": not gold_won, "winner": ranked[0],
             "gold_wins_lm": lm_winner == gold,
-            "mass_prompt": plan.prompt, "mass_shared_tokens": plan.shared, "mass_unavailable": plan.reason,
+            "first_token_prompt": plan.prompt, "first_token_shared": plan.shared,
+            "first_token_unavailable": plan.reason,
             "cost": cost, "forwarded_tokens": int(sum(c.get("tokens_forwarded", 0) for c in cost.values())),
             "methods": {"remove": "occlusion: the unit and one adjacent whitespace run deleted",
                         "replace": f"occlusion: the unit replaced by {neutral!r}",

@@ -28,7 +28,7 @@ import pandas as pd
 
 from .. import engine
 from ..tasks import Task
-from .mass import mass_numbers, mass_plan
+from .first_token import first_token_numbers, first_token_plan
 from .rules import EVIDENCE_SHARE, LABELS, decompose, is_option_ids, shares, verdict
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ def verdict_columns(task: Task, scores: pd.DataFrame, mass: dict[int, dict[str, 
     Args:
         task: the task evaluated.
         scores: its long (item, option) frame (``EvalResult.scores``: raw log-probs and ``n_tokens``).
-        mass: item -> ``why.mass_numbers`` of the items whose split mass was measured (``split_mass``).
+        mass: item -> ``why.first_token_numbers`` of the items whose split mass was measured (``split_mass``).
 
     Returns:
         One row per item: ``against``, ``gap_*``, ``prior``, ``mass_ratio``, ``mass_gain`` and ``why``.
@@ -88,7 +88,7 @@ def split_mass(lm: LM, jobs: list[tuple[int, Task, pd.DataFrame]], batch_size: i
         batch_size: as in ``engine.next_token_logprobs``.
 
     Returns:
-        ``({job: {item: mass_numbers}}, cost)``: cost counts the prompts, token ids, tokens forwarded,
+        ``({job: {item: first_token_numbers}}, cost)``: cost counts the prompts, token ids, tokens forwarded,
         cached prompts and seconds of that call.
     """
     t0 = time.perf_counter()
@@ -100,7 +100,7 @@ def split_mass(lm: LM, jobs: list[tuple[int, Task, pd.DataFrame]], batch_size: i
             if (r.pick != it.gold and r.gap_lm != 0
                     and shares(r.gap_length, r.gap_prior_per_token, r.gap_evidence)["premise evidence"]
                     < EVIDENCE_SHARE):
-                plan = mass_plan(lm, it.contexts()[it.gold], it.options)
+                plan = first_token_plan(lm, it.contexts()[it.gold], it.options)
                 if not plan.reason:
                     plans.append((j, r.Index, it.gold, r.pick, plan))
     planned = time.perf_counter() - t0
@@ -111,7 +111,7 @@ def split_mass(lm: LM, jobs: list[tuple[int, Task, pd.DataFrame]], batch_size: i
     out: dict[int, dict[int, dict[str, float]]] = {}
     for (j, i, gold, pred, plan), nt in zip(plans, nexts):
         lp = {t: float(nt.selected[column[t]]) for t in plan.token_ids}
-        out.setdefault(j, {})[i] = mass_numbers(plan, lp, gold, pred)
+        out.setdefault(j, {})[i] = first_token_numbers(plan, lp, gold, pred)
     s = nexts.stats if plans else None
     cost = {"prompts": len(plans), "token_ids": len(ids), "tokens_forwarded": s.tokens_forwarded if plans else 0,
             "cached": s.cached if plans else 0, "plan_seconds": planned,

@@ -362,7 +362,7 @@ class WhyView(View):
         sentence = result.terms.loc[result.terms["group"] == "verdict", "sentence"].iloc[0]
         self.verdict.value = (f"<div class='sl-why-verdict-text'><span class='sl-why-label'>"
                               f"{html.escape(result.verdict)}</span> {html.escape(sentence)}</div>")
-        unmeasured = result.terms[(result.terms["group"] == "mass") & (result.terms["term"] == "unavailable")]
+        unmeasured = result.terms[(result.terms["group"] == "first token") & (result.terms["term"] == "unavailable")]
         notes = [] if unmeasured.empty else [unmeasured["sentence"].iloc[0]]
         if occluded:
             notes.append(f"Occlusion: each of the {int((result.attribution['method'] == 'remove').sum())} premise "

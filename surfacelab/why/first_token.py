@@ -1,8 +1,9 @@
-"""Where the gold's mass went (for :mod:`surfacelab.why`): at the first token where the options differ, the
-model's top-k next tokens and the first tokens of every option's surface variants, grouped as the gold's listed
-token, tokens that start only unlisted forms of the gold, the same for the other options, tokens shared by forms of
-several options, and everything else; ``mass_numbers`` turns them into the ratios the "split mass" verdict reads,
-and ``mass_terms`` into the ``mass`` rows (and sentences) of ``WhyResult.terms``.
+"""Where the gold's probability went at the first token where the options differ (for :mod:`surfacelab.why`): the
+model's top-k next tokens and the first tokens of every option's surface variants there, grouped as the gold's
+listed token, tokens that start only unlisted forms of the gold, the same for the other options, tokens shared by
+forms of several options, and everything else; ``first_token_numbers`` turns them into the ratios the "split mass"
+verdict reads, and ``first_token_terms`` into the ``first token`` rows (and sentences) of ``WhyResult.terms``.
+(A concept's mass over whole forms is :mod:`surfacelab.paraphrase`'s; this is the next-token view of it.)
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ GROUP_KIND = {"gold": "gold", "gold form": "gold", "against": "other options", "
 
 
 @dataclass
-class MassPlan:
+class FirstTokenPlan:
     """Where to look for the gold's mass: the first token at which the options differ.
 
     Attributes:
@@ -81,7 +82,7 @@ def _common_suffix(strings: Sequence[str]) -> str:
     return out
 
 
-def mass_plan(lm: LM, context: str, options: Sequence[str]) -> MassPlan:
+def first_token_plan(lm: LM, context: str, options: Sequence[str]) -> FirstTokenPlan:
     """Plan the "where did the gold's mass go" look-up for one item (tokenizer only, no forward).
 
     The position is the first token at which the options' tokens (after ``context``) differ; the
@@ -91,7 +92,7 @@ def mass_plan(lm: LM, context: str, options: Sequence[str]) -> MassPlan:
     (tokenizers pre-split at whitespace), so only one of them is encoded.
     """
     encs = [text.encode(lm, context, o) for o in options]
-    empty = MassPlan("", 0, [], pd.DataFrame(columns=["option", "form", "rule", "token_id"]), {})
+    empty = FirstTokenPlan("", 0, [], pd.DataFrame(columns=["option", "form", "rule", "token_id"]), {})
     if any(e.merged for e in encs):
         empty.reason = "an option's first token merges with the premise"
         return empty
@@ -133,14 +134,14 @@ def mass_plan(lm: LM, context: str, options: Sequence[str]) -> MassPlan:
                 rows.append({"option": i, "form": form, "rule": rule, "token_id": read[key]})
                 owners.setdefault(read[key], set()).add(i)
     forms = pd.DataFrame(rows, columns=["option", "form", "rule", "token_id"])
-    return MassPlan(prompt, d, [int(s[d]) for s in seqs], forms, owners)
+    return FirstTokenPlan(prompt, d, [int(s[d]) for s in seqs], forms, owners)
 
 
-MASS_KEYS = ("gold_listed", "gold_unlisted", "gold_ratio", "against_listed", "against_unlisted", "against_ratio",
+FIRST_TOKEN_KEYS = ("gold_listed", "gold_unlisted", "gold_ratio", "against_listed", "against_unlisted", "against_ratio",
              "shared", "mass_gain")
 
 
-def mass_numbers(plan: MassPlan, logprob: dict[int, float], gold: int, against: int) -> dict[str, float]:
+def first_token_numbers(plan: FirstTokenPlan, logprob: dict[int, float], gold: int, against: int) -> dict[str, float]:
     """The mass summary of one item from the next-token log-probs of ``plan.token_ids``.
 
     Returns:
@@ -150,7 +151,7 @@ def mass_numbers(plan: MassPlan, logprob: dict[int, float], gold: int, against: 
         forms), ``mass_gain`` = log(1 + gold_ratio) − log(1 + against_ratio). NaN where unavailable.
     """
     if plan.reason:
-        return dict.fromkeys(MASS_KEYS, float("nan"))
+        return dict.fromkeys(FIRST_TOKEN_KEYS, float("nan"))
     p = {t: math.exp(lp) for t, lp in logprob.items()}
     out = {}
     for side, i in (("gold", gold), ("against", against)):
@@ -160,10 +161,10 @@ def mass_numbers(plan: MassPlan, logprob: dict[int, float], gold: int, against: 
         out[f"{side}_ratio"] = out[f"{side}_unlisted"] / listed if listed > 0 else float("inf")
     out["shared"] = sum(p[t] for t, o in plan.owners.items() if len(o) > 1)
     out["mass_gain"] = math.log1p(out["gold_ratio"]) - math.log1p(out["against_ratio"])
-    return {k: float(out[k]) for k in MASS_KEYS}
+    return {k: float(out[k]) for k in FIRST_TOKEN_KEYS}
 
 
-def _group(token: int, plan: MassPlan, gold: int, against: int) -> str:
+def _group(token: int, plan: FirstTokenPlan, gold: int, against: int) -> str:
     owners = plan.owners.get(token, set())
     if not owners:
         return "elsewhere"
@@ -178,7 +179,7 @@ COMPETITOR_COLUMNS = ["token", "token_id", "logprob", "prob", "rank", "in_top_k"
                       "forms"]
 
 
-def competitors_frame(lm: LM, plan: MassPlan, nt: engine.NextToken, options: Sequence[str], gold: int,
+def competitors_frame(lm: LM, plan: FirstTokenPlan, nt: engine.NextToken, options: Sequence[str], gold: int,
                       against: int) -> pd.DataFrame:
     """One row per token that is in the top-k or starts some option's form, most likely first.
 
@@ -207,12 +208,13 @@ def competitors_frame(lm: LM, plan: MassPlan, nt: engine.NextToken, options: Seq
     return frame.sort_values("logprob", ascending=False, kind="stable").reset_index(drop=True)
 
 
-def mass_terms(plan: MassPlan, mass: dict[str, float], competitors: pd.DataFrame, premise: str, lm_gap: float,
-               gold: int, against: int, names: tuple[str, str]) -> list[tuple[str, float, str, str, str]]:
-    """The ``mass`` rows of ``WhyResult.terms``: (term, value, unit, formula, sentence) each.
+def first_token_terms(plan: FirstTokenPlan, mass: dict[str, float], competitors: pd.DataFrame, premise: str,
+                      lm_gap: float, gold: int, against: int,
+                      names: tuple[str, str]) -> list[tuple[str, float, str, str, str]]:
+    """The ``first token`` rows of ``WhyResult.terms``: (term, value, unit, formula, sentence) each.
 
     Args:
-        plan, mass: the item's ``mass_plan`` and ``mass_numbers``.
+        plan, mass: the item's ``first_token_plan`` and ``first_token_numbers``.
         competitors: its ``competitors_frame`` (the text of each token id).
         premise: the premise the plan's prompt starts with.
         lm_gap: the LM gap (gold − against) that counting every form moves.
