@@ -81,7 +81,7 @@ APP_ARGS ?=
 # long is shut down, its memory freed; checked every minute, or every APP_CULL_S seconds when shorter
 APP_CULL_S ?= 600
 # caps on what a visitor picks (a positive whole number, or off); empty: the app's defaults (APP_CAPS in
-# surfacelab/widgets/app.py: premise 6000 characters, option 1000, 12 options per item, 1000 items per run)
+# surfacelab/widgets/app.py: premise 5000 characters, option 1000, 12 options per item, 1000 items per run)
 APP_MAX_PREMISE ?=
 APP_MAX_OPTION ?=
 APP_MAX_OPTIONS ?=

@@ -120,9 +120,10 @@ class Caps:
 
 
 #: The caps of the app where ``make app`` sets none: above the largest item surfacelab ships (a premise of 4,952
-#: characters and an option of 882, both MMLU; 6 options, TREC), so that every item opens, and small enough that one
-#: visitor's update or run stays within seconds / minutes of a shared CPU (docs/app.md).
-APP_CAPS = Caps(premise_chars=6_000, option_chars=1_000, options=12, items=1_000)
+#: characters and an option of 882, both MMLU; 6 options, TREC; 11 paraphrases of a teaching-set concept), so that
+#: every item opens; the worst input they let through, 12 options of 1,000 characters under a 5,000-character premise,
+#: is one update of about two minutes of a core (docs/app.md), where nothing bounded it before.
+APP_CAPS = Caps(premise_chars=5_000, option_chars=1_000, options=12, items=1_000)
 
 
 @dataclass(frozen=True)
