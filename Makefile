@@ -71,6 +71,8 @@ lab: setup $(LAB_OVERRIDES)
 # goes to); TOKEN= (empty): no token; APP_ARGS: more Voila options (e.g. --preheat_kernel=True)
 IP ?= 127.0.0.1
 SERVER ?=
+# the app folder: the notebooks it serves in notebooks/, every visitor's own folder in visitors/ (outside what Voila
+# serves); the kernels get it as $SURFACELAB_APP_DIR, with $SURFACELAB_APP=1 (surfacelab/widgets/app.py)
 APP_DIR ?= app
 # the notebooks the app serves; the printed URL opens the first
 APP_NOTEBOOKS ?= 00_workbench 06_explore_a_dataset
@@ -78,31 +80,48 @@ APP_ARGS ?=
 # a kernel whose visitor has gone (no page connected: closing the page does not end it) and that has been idle this
 # long is shut down, its memory freed; checked every minute, or every APP_CULL_S seconds when shorter
 APP_CULL_S ?= 600
-# the notebooks after the first, named beside the URL (the explorer)
-APP_ALSO = $(patsubst %,%.ipynb,$(wordlist 2,$(words $(APP_NOTEBOOKS)),$(APP_NOTEBOOKS)))
+# caps on what a visitor picks (a positive whole number, or off); empty: the app's defaults (APP_CAPS in
+# surfacelab/widgets/app.py: premise 5000 characters, option 1000, 12 options per item, 1000 items per run)
+APP_MAX_PREMISE ?=
+APP_MAX_OPTION ?=
+APP_MAX_OPTIONS ?=
+APP_MAX_ITEMS ?=
+# the notebooks after the first, each printed with its own URL (the explorer)
+APP_ALSO = $(wordlist 2,$(words $(APP_NOTEBOOKS)),$(APP_NOTEBOOKS))
 # the printed URL names this machine itself when the app listens on every interface
 APP_HOST = $(if $(filter 0.0.0.0,$(IP)),127.0.0.1,$(IP))
-APP_PAGE = :$(PORT)/voila/render/$(firstword $(APP_NOTEBOOKS)).ipynb$(if $(TOKEN),?token=$(TOKEN))
+# $(call app_url,HOST,NOTEBOOK): the page of NOTEBOOK, with the token
+app_url = http://$(1):$(PORT)/voila/render/$(2).ipynb$(if $(TOKEN),?token=$(TOKEN))
+# what every kernel of the app is told (and `make app` checks before printing a URL)
+APP_ENV = SURFACELAB_SERVER='$(SERVER)' SURFACELAB_APP=1 SURFACELAB_APP_DIR='$(abspath $(APP_DIR))' \
+	SURFACELAB_MAX_PREMISE_CHARS='$(APP_MAX_PREMISE)' SURFACELAB_MAX_OPTION_CHARS='$(APP_MAX_OPTION)' \
+	SURFACELAB_MAX_OPTIONS='$(APP_MAX_OPTIONS)' SURFACELAB_MAX_ITEMS='$(APP_MAX_ITEMS)'
 # a server that cannot score the default model fails here, once, not in every visitor's kernel
 APP_SERVER_DOWN = make app: SERVER=$(SERVER) could not score smollm2-135m (why: above); start the server first \
 	(docs/server.md) or leave SERVER out to run the models in each visitor's kernel
-APP_TOKEN_ON = the URL carries the token that lets a visitor in: share it whole; TOKEN=<words> keeps it across restarts
+APP_CAPS_BAD = make app: APP_MAX_PREMISE, APP_MAX_OPTION, APP_MAX_OPTIONS and APP_MAX_ITEMS take a positive whole \
+	number or off
+APP_TOKEN_ON = the URLs carry the token that lets a visitor in: share them whole; TOKEN=<words> keeps it across restarts
 APP_TOKEN_OFF = NO TOKEN: anyone who reaches port $(PORT) here can open the app and start kernels; \
 	TOKEN=<words> sets one
 app: setup
 	@$(call check_port,app,$(IP),another Voila or JupyterLab)
+	@$(APP_ENV) $(PY) surfacelab/widgets/app.py >/dev/null || { echo "$(APP_CAPS_BAD)" >&2; exit 1; }
 	@$(if $(SERVER),SURFACELAB_SERVER='$(SERVER)' $(VENV)/bin/surfacelab score --server '$(SERVER)' \
 		--premise "The sky is" --option " blue" --option " green" >/dev/null \
 		|| { echo "$(APP_SERVER_DOWN)" >&2; exit 1; })
-	@mkdir -p $(APP_DIR)
-	@for n in $(APP_NOTEBOOKS); do cp "notebooks/$$n.ipynb" "$(APP_DIR)/"; done
-	@echo "surfacelab app: http://$(APP_HOST)$(APP_PAGE)"
+	@mkdir -p $(APP_DIR)/notebooks
+	@for n in $(APP_NOTEBOOKS); do cp "notebooks/$$n.ipynb" "$(APP_DIR)/notebooks/"; done
+	@echo "surfacelab app: $(call app_url,$(APP_HOST),$(firstword $(APP_NOTEBOOKS)))"
+	@$(foreach n,$(APP_ALSO),echo "  and $(n): $(call app_url,$(APP_HOST),$(n))";)
+	@$(if $(filter 0.0.0.0,$(IP)),h=$$(hostname -I 2>/dev/null | cut -d' ' -f1 | grep . || hostname); \
+		$(foreach n,$(APP_NOTEBOOKS),echo "  from other machines: $(call app_url,$$h,$(n))";))
 	@echo "  one kernel per visitor, $(if $(SERVER),the workbench's causal LM on $(SERVER),each loading the offline \
-		models)$(if $(APP_ALSO),; also at that address: $(APP_ALSO)); Ctrl-C stops it"
-	@$(if $(filter 0.0.0.0,$(IP)),echo "  from other machines: http://$$(hostname -I 2>/dev/null | cut -d' ' -f1 | \
-		grep . || hostname)$(APP_PAGE)")
+		models); Ctrl-C stops it"
+	@$(APP_ENV) $(PY) surfacelab/widgets/app.py
 	@$(if $(filter-out 127.0.0.1 localhost,$(IP)),echo "  $(if $(TOKEN),$(APP_TOKEN_ON),$(APP_TOKEN_OFF))")
-	@SURFACELAB_SERVER='$(SERVER)' $(VENV)/bin/voila $(APP_DIR) --no-browser --Voila.ip=$(IP) --port=$(PORT) \
+	@$(APP_ENV) JUPYTER_PATH='$(CURDIR)/share/jupyter'$${JUPYTER_PATH:+:$$JUPYTER_PATH} \
+		$(VENV)/bin/voila $(APP_DIR)/notebooks --template=surfacelab --no-browser --Voila.ip=$(IP) --port=$(PORT) \
 		--Voila.port_retries=0 $(if $(TOKEN),--token=$(TOKEN)) --Voila.log_level=WARN \
 		--TagRemovePreprocessor.remove_cell_tags=not-in-app --MappingKernelManager.cull_idle_timeout=$(APP_CULL_S) \
 		--MappingKernelManager.cull_interval=$$(( $(APP_CULL_S) < 60 ? $(APP_CULL_S) : 60 )) $(APP_ARGS)

@@ -45,3 +45,17 @@ def test_make_app_with_a_server_that_does_not_answer_fails_before_a_url(tmp_path
     assert f"make app: SERVER={server} could not score smollm2-135m" in run.stderr, run.stderr
     assert "unreachable" in run.stderr  # the reason, from surfacelab score
     assert "surfacelab app:" not in run.stdout and not (tmp_path / "app").exists()
+
+
+def test_make_app_with_a_cap_that_is_not_a_number_fails_before_a_url(tmp_path):
+    # every visitor's kernel would refuse it; make app says so once, in the terminal, naming the variable
+    run = make("app", "APP_MAX_ITEMS=lots", f"PORT={_free_port()}", f"APP_DIR={tmp_path / 'app'}")
+    assert run.returncode != 0
+    assert "$SURFACELAB_MAX_ITEMS: expected a positive whole number or 'off', got 'lots'" in run.stderr, run.stderr
+    assert "APP_MAX_ITEMS" in run.stderr and "http" not in run.stdout and not (tmp_path / "app").exists()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

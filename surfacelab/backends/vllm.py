@@ -24,8 +24,10 @@ backend) and sends the resulting token ids to the server:
 Requests go in batches of prompts per HTTP call, a few calls in flight at once; connection errors
 and 429/500/502/503/504 answers are retried with exponential back-off; a refused request (4xx), a malformed
 answer, a timeout or a server that stays unreachable raises ``ServerError`` naming the server and
-what went wrong. ``timeout`` bounds a whole call (connecting, sending, every read of the answer, the retries
-and their back-off: one deadline, see ``http_deadline``), so a server that trickles its answer is cut off.
+what went wrong: the status code and the server's own error message (one line, escaped, cut short), never the
+content of an answer that is not one (a URL that is not a vLLM server may answer with anything, secrets included).
+``timeout`` bounds a whole call (connecting, sending, every read of the answer, the retries and their back-off:
+one deadline, see ``http_deadline``), so a server that trickles its answer is cut off.
 Every answer is checked before its batch reaches the engine (``vllm_checks``: log-probs finite and <= 0,
 ranks >= 1, top-k sorted); an impossible one raises ``ServerError`` naming the request, and nothing of its
 batch is cached.
@@ -59,7 +61,8 @@ import numpy as np
 from .._checks import is_int, is_number
 from .base import NextTokenScores, OnDone, TokenScores, raise_if_cancelled
 from .http_deadline import bound, deadline
-from .vllm_checks import ImpossibleAnswer, read_logprob, read_prompt_logprobs, request_view
+from .vllm_checks import (REASON_CHARS, ImpossibleAnswer, described, error_message, one_line, read_logprob,
+                          read_prompt_logprobs, refusal_hint, request_view)
 
 #: Environment variable read when no ``api_key`` is given ...
 API_KEY_ENV = "SURFACELAB_API_KEY"
@@ -220,20 +223,20 @@ class VLLMBackend:
                 last = f"{type(err).__name__}: {err}"
                 continue
             if resp.status_code in _RETRY_STATUS:
-                last = f"HTTP {resp.status_code}: {_error_message(resp)}"
+                last = f"HTTP {resp.status_code}: {error_message(resp)}"
                 continue
             if resp.status_code in (401, 403):
                 raise ServerError(f"{where} refused the API key (HTTP {resp.status_code}): pass api_key= or set "
                                   f"${API_KEY_ENV} with ${SERVER_ENV}={self.url}"
                                   + (" (a key was sent)" if self._key.value else " (none was sent)"))
             if resp.status_code >= 400:
-                raise ServerError(f"{where} refused {method} {path} (HTTP {resp.status_code}): {_error_message(resp)}"
-                                  + _hint(_error_message(resp)))
+                raise ServerError(f"{where} refused {method} {path} (HTTP {resp.status_code}): {error_message(resp)}"
+                                  + refusal_hint(error_message(resp)))
             try:
                 return resp.json()
             except ValueError:
                 raise ServerError(f"{where}: malformed answer to {method} {path} (not JSON): "
-                                  f"{resp.text[:200]!r}") from None
+                                  f"{described(resp)}") from None
         raise ServerError(f"{where}: unreachable after {tries} tries ({last}); is it running?")
 
     def _complete(self, prompts: list[Any], **fields: Any) -> list[dict]:
@@ -443,15 +446,18 @@ class VLLMBackend:
         try:
             cards = {str(c["id"]): c for c in listing["data"]}
         except (KeyError, TypeError):
-            raise ServerError(f"server {self.url}: malformed answer to GET /models: {str(listing)[:200]}") from None
+            raise ServerError(f"server {self.url}: malformed answer to GET /models: a JSON "
+                              f"{type(listing).__name__} that is not a list of models (no \"data\" with an \"id\" "
+                              "per model); is it a vLLM server?") from None
         if not self.served_model:
             if len(cards) != 1:
-                raise ServerError(f"server {self.url} serves {len(cards)} models ({', '.join(cards) or 'none'}); "
+                raise ServerError(f"server {self.url} serves {len(cards)} models "
+                                  f"({one_line(', '.join(cards), REASON_CHARS) or 'none'}); "
                                   "name one with served_model=")
             self.served_model = next(iter(cards))
         elif self.served_model not in cards:
             raise ServerError(f"served_model: {self.served_model!r} is not served by {self.url}; it serves: "
-                              f"{', '.join(cards) or 'nothing'}")
+                              f"{one_line(', '.join(cards), REASON_CHARS) or 'nothing'}")
         card_len = cards[self.served_model].get("max_model_len")
         self.max_model_len = int(card_len) if is_int(card_len) and card_len > 1 else None
         self._check_vocab(vocab_size)
@@ -509,27 +515,6 @@ class VLLMBackend:
             return "generate" if asked in self._generated_logprobs(choice, 0, ids[:1]) else "append"
         except ServerError:
             return "append"
-
-
-def _error_message(resp: Any) -> str:
-    """The server's own error text (vLLM: ``{"error": {"message": ...}}``), shortened."""
-    try:
-        body = resp.json()
-        msg = body.get("error", {}).get("message") if isinstance(body.get("error"), dict) else body.get("detail")
-        if msg is None:
-            msg = body.get("message", body)
-    except ValueError:
-        msg = resp.text
-    return str(msg)[:500]
-
-
-def _hint(message: str) -> str:
-    """What to do about a refusal vLLM explains in ``message``."""
-    if "max allowed" in message or "max_logprobs" in message:
-        return " (start vLLM with a larger --max-logprobs)"
-    if "maximum context length" in message or "max_tokens must be at least 1" in message:
-        return " (a prompt does not fit the server's --max-model-len; load_lm(..., max_length=) can shorten it)"
-    return ""
 
 
 def api_key_from(api_key: str | None, url: str) -> str | None:

@@ -10,6 +10,10 @@
 
 A refusal is an ``ImpossibleAnswer`` saying what was wrong and at which token (``read_prompt_logprobs``); the
 backend adds which request and raises its ``ServerError`` before any of that batch reaches the engine's cache.
+
+An answer that is an error is quoted by what identifies it (``error_message``): the server's own error message, on one
+line, escaped and cut short, or else the answer's reason phrase, type and size, never its content (a URL that is not
+a vLLM server may answer with anything, secrets included).
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from .base import RANK_TOL, TokenScores
 LOGPROB_TOL = 1e-4
 #: vLLM sends -inf log-probs as this value (JSON has no infinity).
 JSON_NEG_INF = -9999.0
+#: Characters of a server's own error message that an error quotes.
+REASON_CHARS = 300
 
 
 class ImpossibleAnswer(ValueError):
@@ -133,3 +139,42 @@ def request_view(context: str, continuation: str, most: int = 30) -> str:
     head = context if len(context) <= most else "…" + context[-most:]
     tail = continuation if len(continuation) <= most else continuation[:most] + "…"
     return f"{head!r} + {tail!r}"
+
+
+def described(resp: Any) -> str:
+    """An answer as its reason phrase, type and size: what identifies it, without its content."""
+    kind = (resp.headers.get("content-type") or "no content type").split(";")[0].strip()
+    return (f"{one_line(resp.reason_phrase or 'no reason given', 60)} ({one_line(kind, 60)}, "
+            f"{len(resp.content):,} bytes)")
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` on one line, every character that is not printable escaped, cut to ``limit`` characters."""
+    text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in " ".join(text.split()))
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def error_message(resp: Any) -> str:
+    """The server's own error message where it gives one as vLLM and OpenAI-style servers do (a string at
+    ``error.message``, ``error``, ``detail`` or ``message`` of a JSON object), on one line, escaped and cut to
+    ``REASON_CHARS``; otherwise ``described``: never the content of an answer that is something else."""
+    try:
+        body = resp.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        error = body.get("error")
+        for msg in (error.get("message") if isinstance(error, dict) else error, body.get("detail"),
+                    body.get("message")):
+            if isinstance(msg, str) and msg.strip():
+                return one_line(msg, REASON_CHARS)
+    return described(resp)
+
+
+def refusal_hint(message: str) -> str:
+    """What to do about a refusal vLLM explains in ``message``."""
+    if "max allowed" in message or "max_logprobs" in message:
+        return " (start vLLM with a larger --max-logprobs)"
+    if "maximum context length" in message or "max_tokens must be at least 1" in message:
+        return " (a prompt does not fit the server's --max-model-len; load_lm(..., max_length=) can shorten it)"
+    return ""

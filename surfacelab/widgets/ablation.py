@@ -14,16 +14,17 @@ import pandas as pd
 
 from .. import explore, tasks
 from ..lm_eval_log import from_lm_eval
-from .exporting import write_figure
+from .exporting import saved_note, write_figure
 from .scheduler import Run
 
 #: What a template field shows for a part given by code (a callable): kept unless typed over.
 CODE = "(code)"
 
 
-def message_html(err: BaseException) -> str:
-    """An error as the one line a widget shows (escaped)."""
-    return f"<span class='sl-error'>⚠ {html.escape(str(err) or type(err).__name__)}</span>"
+def message_html(err: BaseException, public: Any = str) -> str:
+    """An error as the one line a widget shows (escaped; ``public``: the policy's ``public``, which names no place
+    on the host in the app)."""
+    return f"<span class='sl-error'>⚠ {html.escape(public(str(err) or type(err).__name__))}</span>"
 
 
 def template_text(value: Any) -> str:
@@ -158,12 +159,25 @@ class Ablation:
 
     # --- files ------------------------------------------------------------------------------
 
-    def _files(self, action: Any) -> None:
+    @property
+    def folder(self) -> Path:
+        """Where sessions and exports go: the folder box; in the app, ``explorer`` in the visitor's own folder."""
+        if self.policy.app:
+            return self.policy.visitor_folder() / "explorer"
+        return Path(self.folder_box.value.strip()).expanduser()
+
+    def _files(self, action: Any, session: str | None = None) -> None:
+        """Call ``action(folder)``; the note says what it wrote (a file: with its download link) or why it failed.
+        ``session``: what was done to a session (``saved`` / ``loaded``; its folder is named outside the app)."""
         try:
-            path = action(Path(self.folder_box.value.strip()).expanduser())
-            self.files_note.value = f"<span class='sl-info'>done: <code>{html.escape(str(path))}</code></span>"
+            path = action(self.folder)
+            if session is None:
+                self.files_note.value = saved_note(path, app=self.policy.app)
+            else:
+                where = "" if self.policy.app else f" in <code>{html.escape(str(path))}</code>"
+                self.files_note.value = f"<span class='sl-info'>{session} the session{where}</span>"
         except Exception as err:  # a file failure is a message beside the buttons, not a traceback
-            self.files_note.value = message_html(err)
+            self.files_note.value = message_html(err, self.policy.public)
 
     def save_session(self, folder: str | Path) -> Path:
         """Write the runs and their sources to ``folder`` (``explore.save_session``)."""
@@ -196,7 +210,7 @@ class Ablation:
         """Write the comparison (``.csv`` / ``.md``) or the summary figure (``.png`` / ``.html``) to ``path``."""
         path = Path(path).expanduser()
         if path.suffix in (".png", ".html"):
-            return write_figure(self.figure(), path)
+            return write_figure(self.figure(), path, standalone=self.policy.app)
         if path.suffix not in (".csv", ".md"):
             raise ValueError(f"path: expected .csv, .md, .png or .html, got {path.name!r}")
         table = self.comparison()

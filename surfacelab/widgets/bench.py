@@ -8,6 +8,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Mapping, Protocol
 
 if TYPE_CHECKING:
+    from .app import AppPolicy
     from .inputs import OptionRow, Problem
     from .view import View
 
@@ -22,6 +23,7 @@ class Bench(Protocol):
         views: every view, by name (a view may read another's result: ``views["scores"].result_for``).
         rows: the option rows, in order.
         publishing: held while an update publishes a view's result and key: hold it to read the two together.
+        policy: what a visitor of the app may do (``app.AppPolicy``; a view's export follows it).
     """
 
     lm: Any
@@ -31,6 +33,7 @@ class Bench(Protocol):
     views: Mapping[str, View]
     rows: list[OptionRow]
     publishing: threading.Lock
+    policy: AppPolicy
 
     def edited(self, delay: float | None = None) -> None:
         """An input changed (a box, a picker, a view's own choice): mark the views it outdates and update them

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..paraphrase import load_teaching_set
 from ..tasks import load as load_task
+from .app import NO_SERVER, AppPolicy
 from .inputs import Problem
 from .state import STATE_FORMAT, read_state
 
@@ -50,7 +51,8 @@ class Examples:
         if self._examples:
             self.example_picker.value = next(iter(self._examples))
         elif source == SAVED:
-            self._show_messages([Problem(f"No saved states in {self.export_dir}: use “save state” first.",
+            self._show_messages([Problem(self.policy.public(f"No saved states in {self.export_dir}: use “save state” "
+                                                            "first."),
                                          blocking=False)])
 
     def _load_examples(self, source: str) -> dict[str, dict]:
@@ -74,12 +76,26 @@ class Examples:
 
     def load_example(self, example: dict) -> None:
         """Fill every field from ``example`` (premise, domain_premise, options, paraphrases, gold; and lm, server,
-        mlm when given, as in a saved state)."""
+        mlm when given, as in a saved state). In the app a server other than the app's, or a model that is not one
+        of the pickers', is ignored with a note: nothing a file names is contacted or loaded."""
+        self.policy.caps.check_options(len(example["options"]))  # before any field changes
+        notes = []
         with self.holding():
-            if "server" in example:
+            if "server" in example and self.policy.app:
+                if (example["server"] or "") != self._fixed_server:
+                    notes.append(Problem(f"The server this example names, "
+                                         f"{shorten(str(example['server'] or ''), 80, placeholder=' …')!r}, is "
+                                         f"ignored: this app's is fixed ({self._fixed_server or NO_SERVER}).",
+                                         blocking=False, kind="file"))
+            elif "server" in example:
                 self.server_box.value = example["server"] or ""
             for key, picker in (("lm", self.lm_picker), ("mlm", self.mlm_picker)):
                 if example.get(key):
+                    if example[key] not in picker.options and self.policy.app:
+                        notes.append(Problem(f"The {picker.description} this example names, "
+                                             f"{shorten(example[key], 80, placeholder=' …')!r}, is not one of this "
+                                             "app's: ignored.", blocking=False, kind="file"))
+                        continue
                     if example[key] not in picker.options:
                         picker.options = [*picker.options, example[key]]
                     picker.value = example[key]
@@ -88,6 +104,7 @@ class Examples:
             for view in self.views.values():  # choices and messages about the previous example
                 view.forget()
             self.set_options(example["options"], example.get("paraphrases"), gold=example.get("gold"))
+        self._notes = notes
         self.edited(0)
 
     def load_item(self, premise: str, options: list[str], *, domain_premise: str | None = None,
@@ -113,7 +130,10 @@ class Examples:
 
     def _example_chosen(self, key: str | None) -> None:
         if key is not None and key in self._examples:
-            self.load_example(self._examples[key])
+            try:
+                self.load_example(self._examples[key])
+            except ValueError as err:  # over a cap of the policy: nothing of it was loaded
+                self._show_messages([Problem(f"{key}: {err}")])
 
     def state(self) -> dict:
         """The workbench's state: premise, domain premise, options, paraphrases (as typed), gold, model names
@@ -121,7 +141,7 @@ class Examples:
         return {"format": STATE_FORMAT, "version": 1, "premise": self.premise_box.value,
                 "domain_premise": self.domain_box.value or None, "options": self.options,
                 "paraphrases": [r.paraphrases.value for r in self.rows], "gold": self.gold,
-                "lm": self.lm_picker.value, "server": self.server_box.value.strip() or None,
+                "lm": self.lm_picker.value, "server": self._wanted("causal")[2] or None,
                 "mlm": self.mlm_picker.value}
 
     def save_state(self, path: str | Path) -> Path:
@@ -140,9 +160,15 @@ class Examples:
     @classmethod
     def from_state(cls, source: str | Path | dict, **kwargs: Any) -> "Workbench":
         """A new Workbench with the models and inputs of a saved state (``lm=``/``mlm=`` and other keyword
-        arguments of ``Workbench`` override)."""
+        arguments of ``Workbench`` override). In the app the state's server and models go through ``load_example``:
+        those the app does not have are ignored with a note."""
         state = read_state(source)
         kwargs.setdefault("key_for_server", "server" in kwargs)  # a server only the file names gets no key
+        kwargs["policy"] = kwargs.get("policy") or AppPolicy.from_env()
+        if kwargs["policy"].app:
+            bench = cls(**kwargs)
+            bench.load_example(state)
+            return bench
         for key in ("lm", "mlm", "server"):
             kwargs.setdefault(key, state.get(key))
         bench = cls(**kwargs)

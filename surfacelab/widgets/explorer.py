@@ -36,6 +36,7 @@ from ..explore import CHUNK, Progress
 from ..lm_eval_log import from_lm_eval
 from .exporting import DEFAULT_EXPORT_DIR
 from .ablation import CODE, Ablation, message_html
+from .app import AppPolicy
 from .opening import Opening
 from .plot import PlotView
 from .prefetch import Prefetch
@@ -110,13 +111,21 @@ class Explorer(Ablation, Opening, w.VBox):
         runs: runs to open (an ``EvalResult`` or ``{name: EvalResult}`` of the same items); no model needed.
         log: an lm-eval samples file or folder (``from_lm_eval``), opened as the run "lm-eval"; no model needed.
         chunk: items of a run's second chunk (``explore.chunk_sizes``: later ones grow; rows appear after each).
-        folder: where sessions and exports go (editable in the widget).
+        folder: where sessions and exports go (editable in the widget); in the app, the visitor's own folder
+            (hidden: exports come back through their download links).
+        policy: what a visitor of ``make app`` may do (``app.AppPolicy``; None: ``AppPolicy.from_env()``): in the
+            app, files in the visitor's own folder and at most ``caps.items`` items per run.
     """
 
     def __init__(self, lm: Any = None, *, workbench: Any = None, task: str = "arc-challenge", split: str | None = None,
                  n: int = 200, template: Any = None, domain_premise: str | None = None,
                  scorers: Sequence[str] = ("lm", "per_char", "dcpmi"), runs: Any = None, log: str | Path | None = None,
-                 chunk: int = CHUNK, folder: str | Path | None = None) -> None:
+                 chunk: int = CHUNK, folder: str | Path | None = None, policy: AppPolicy | None = None) -> None:
+        self.policy = AppPolicy.from_env() if policy is None else policy
+        if not isinstance(self.policy, AppPolicy):
+            raise TypeError(f"policy: expected an AppPolicy or None, got {type(policy).__name__}")
+        if folder is not None and self.policy.app:
+            raise ValueError("folder: in the app every visitor writes into a folder of their own; leave it out")
         self.lm, self._workbench, self.scorers, self.chunk = lm, workbench, list(scorers), chunk
         self.runs: dict[str, EvalResult] = {}
         self.sources: dict[str, dict] = {}
@@ -197,6 +206,8 @@ class Explorer(Ablation, Opening, w.VBox):
         # files
         self.folder_box = w.Text(value=str(Path(folder).expanduser() if folder else DEFAULT_EXPORT_DIR / "explorer"),
                                  description="folder", style=wide)
+        if self.policy.app:  # never read in the app (see ``folder``)
+            self.folder_box.value, self.folder_box.disabled, self.folder_box.layout.display = "", True, "none"
         self.save_button = w.Button(description="save session", icon="save")
         self.load_button = w.Button(description="load session", icon="folder-open")
         self.export_buttons = {k: w.Button(description=k, icon="download") for k in
@@ -210,6 +221,7 @@ class Explorer(Ablation, Opening, w.VBox):
                             (self.ablation_name, "sl-x-ablation-name"),
                             (self.run_button, "sl-x-run-button"), (self.cancel_button, "sl-x-cancel"),
                             (self.progress, "sl-x-progress"), (self.progress_line, "sl-x-progress-line"),
+                            (self.message, "sl-x-message"), (self.files_note, "sl-x-files-note"),
                             (self.plot, "sl-x-plot"), (self.matrix, "sl-x-matrix"), (self.labels, "sl-x-labels"),
                             (self.filter_box, "sl-x-columns"), (self.count, "sl-x-count"),
                             (self.table, "sl-item-table"), (self.ablate_button, "sl-x-ablate"),
@@ -223,8 +235,8 @@ class Explorer(Ablation, Opening, w.VBox):
         self.table.observe(self._row_clicked, "selected_rows")
         self.preset_picker.observe(lambda ch: self._preset_chosen(ch["new"]), "value")
         self.ablate_button.on_click(lambda _: self._after_fields(self.ablate))
-        self.save_button.on_click(lambda _: self._after_fields(lambda: self._files(self.save_session)))
-        self.load_button.on_click(lambda _: self._after_fields(lambda: self._files(self.load_session)))
+        self.save_button.on_click(lambda _: self._after_fields(lambda: self._files(self.save_session, "saved")))
+        self.load_button.on_click(lambda _: self._after_fields(lambda: self._files(self.load_session, "loaded")))
         for key, b in self.export_buttons.items():
             b.on_click(lambda _, key=key: self._after_fields(lambda: self._files(lambda f: self.export(f / key))))
 
@@ -283,8 +295,9 @@ class Explorer(Ablation, Opening, w.VBox):
         return self.lm
 
     def load_task(self) -> tasks.Task:
-        """The task the source fields name (a ``ValueError`` naming what is wrong)."""
+        """The task the source fields name (a ``ValueError`` naming what is wrong, or the cap on items it is over)."""
         n = check_int("n", self.n_box.value, 1)
+        self.policy.caps.check_items(n)
         task = tasks.load(self.task_box.value.strip(), self.split_box.value.strip() or None, limit=n,
                           variant=self.family_picker.value)
         if self._template is not None:
@@ -365,7 +378,7 @@ class Explorer(Ablation, Opening, w.VBox):
 
     def _show_error(self, err: BaseException) -> None:
         self.last_error = str(err) or type(err).__name__
-        self.message.value = message_html(err)
+        self.message.value = message_html(err, self.policy.public)
 
     def _put(self, name: str, run: EvalResult, source: dict) -> None:
         """Add or replace run ``name`` and redraw what depends on the runs."""
@@ -550,6 +563,9 @@ class Explorer(Ablation, Opening, w.VBox):
 
     def close(self) -> None:
         """Stop the runs and close the explorer's widgets (and the workbench it made, not one it was given)."""
+        if not hasattr(self, "runner"):  # the constructor refused its arguments (ipywidgets closes it when collected)
+            super().close()
+            return
         self.runner.close()
         self.prefetch.close()
         if self._reopen is not None:

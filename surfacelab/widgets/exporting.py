@@ -5,7 +5,8 @@ A PNG or HTML export is the view's figures (one under the other) under a header 
 premise, the domain premise, the options with the gold starred and the model (with its server's URL, never its API
 key), so that the file alone is enough. The HTML pages read plotly.js from one file beside them in the export folder
 (written once per plotly version): a page is then its figure, kilobytes, instead of a 4.8 MB copy of plotly.js each,
-and it still opens offline.
+and it still opens offline. In the app (``app.AppPolicy``) a visitor gets each file through its download link alone,
+so a page holds its own copy of plotly.js there, and the note names the file without the folder it is in.
 """
 
 from __future__ import annotations
@@ -195,13 +196,16 @@ def add_panel(spec: dict, out: dict, band: tuple[float, float], used: dict[str, 
                                       "font": {"size": 13}})
 
 
-def write_figure(fig: go.Figure, path: Path) -> Path:
+def write_figure(fig: go.Figure, path: Path, *, standalone: bool = False) -> Path:
     """Write ``fig`` as PNG (``viz.save``) or as an HTML page that reads plotly.js from the file beside it: one per
     folder and plotly version, written with the first page (again if a copy there is not whole). A page opened
-    without that file says where it is."""
+    without that file says where it is. ``standalone``: the page holds plotly.js itself (a file downloaded alone)."""
     if path.suffix != ".html":
         return viz.save(fig, path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    if standalone:
+        path.write_text(fig.to_html(include_plotlyjs=True, full_html=True), encoding="utf-8")
+        return path
     js, bundle = path.parent / f"plotly-{get_plotlyjs_version()}.min.js", get_plotlyjs().encode("utf-8")
     if not js.exists() or js.stat().st_size != len(bundle):  # never a half-written copy, readable as the pages are
         write_atomic(js, lambda tmp: tmp.write_bytes(bundle))
@@ -213,9 +217,27 @@ def write_figure(fig: go.Figure, path: Path) -> Path:
     return path
 
 
-def save_view(view: "View", path: Path) -> Path:
+def saved_note(path: Path, *, app: bool = False) -> str:
+    """HTML: the file ``path`` was written (named, with the folder it is in unless ``app``) and, up to
+    ``LINK_LIMIT`` bytes, a download link that hands it to the browser (a data: URL: nothing else serves the file)."""
+    link = ""
+    if path.stat().st_size <= LINK_LIMIT:
+        mime = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+        data = base64.b64encode(path.read_bytes()).decode("ascii")
+        link = (f" · <a class='sl-download' download='{html.escape(path.name)}' "
+                f"href='data:{mime};base64,{data}'>download</a>")
+    elif app:
+        link = f" · <span class='sl-error'>over {LINK_LIMIT // 2**20} MB: too large to download from the page</span>"
+    if app:
+        return f"<span class='sl-info'>saved <code>{html.escape(path.name)}</code></span>{link}"
+    return (f"<span class='sl-info' title='{html.escape(str(path))}'>saved <code>{html.escape(path.name)}</code> "
+            f"in {html.escape(str(path.parent))}</span>{link}")
+
+
+def save_view(view: "View", path: Path, *, standalone: bool = False) -> Path:
     """Write ``view``'s main frame (``.csv``), or its figures under the header of what they show (``.png`` /
-    ``.html``): the inputs and the model its numbers are for, and the view's own fields (``View.export_parts``)."""
+    ``.html``; ``standalone``: see ``write_figure``): the inputs and the model its numbers are for, and the view's own
+    fields (``View.export_parts``)."""
     if path.suffix == ".csv":
         data = view.data
         if data is None:
@@ -231,7 +253,7 @@ def save_view(view: "View", path: Path) -> Path:
     inp, model = view.shown_for
     spec = with_header(specs[0] if len(specs) == 1 else stack(specs), view.title,
                        context(inp, model, view.needs) + fields)
-    return write_figure(go.Figure(spec), path)
+    return write_figure(go.Figure(spec), path, standalone=standalone)
 
 
 class Exports:
@@ -239,7 +261,10 @@ class Exports:
 
     @property
     def export_dir(self) -> Path:
-        """The folder exports and saved states go to (the "export folder" box)."""
+        """The folder exports and saved states go to: the "export folder" box; in the app the visitor's own folder
+        (whatever the box holds)."""
+        if self.policy.app:
+            return self.policy.visitor_folder()
         text = self.export_box.value.strip()
         return Path(text).expanduser() if text else DEFAULT_EXPORT_DIR
 
@@ -253,14 +278,7 @@ class Exports:
         return path
 
     def _saved_note(self, path: Path) -> str:
-        link = ""
-        if path.stat().st_size <= LINK_LIMIT:
-            mime = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-            data = base64.b64encode(path.read_bytes()).decode("ascii")
-            link = (f" · <a class='sl-download' download='{html.escape(path.name)}' "
-                    f"href='data:{mime};base64,{data}'>download</a>")
-        return (f"<span class='sl-info' title='{html.escape(str(path))}'>saved <code>{html.escape(path.name)}</code> "
-                f"in {html.escape(str(path.parent))}</span>{link}")
+        return saved_note(path, app=self.policy.app)
 
     def export_clicked(self, name: str, kind: str) -> None:
         """A view's export button: write view ``name`` as ``kind`` into the export folder under a unique name; the
@@ -273,7 +291,8 @@ class Exports:
             path = self.export(name, self._unique(name, f".{kind}"))
             view.export_note.value = self._saved_note(path)
         except Exception as err:  # an export failure is a message next to the button, not a traceback
-            view.export_note.value = f"<span class='sl-error'>⚠ export failed: {html.escape(str(err))}</span>"
+            said = html.escape(self.policy.public(str(err)))
+            view.export_note.value = f"<span class='sl-error'>⚠ export failed: {said}</span>"
         finally:
             for b in view.export_buttons:
                 b.disabled = False
@@ -282,11 +301,12 @@ class Exports:
         try:
             self.files_note.value = self._saved_note(self.save_state(self._unique("state", ".json")))
         except Exception as err:
-            self.files_note.value = f"<span class='sl-error'>⚠ could not save: {html.escape(str(err))}</span>"
+            said = html.escape(self.policy.public(str(err)))
+            self.files_note.value = f"<span class='sl-error'>⚠ could not save: {said}</span>"
 
     def export(self, view: str, path: str | Path) -> Path:
         """Write one view as PNG or HTML (its figures under the header of what they show: ``save_view``) or CSV
-        (its main frame), chosen by the suffix of ``path``."""
+        (its main frame), chosen by the suffix of ``path`` (``View.save``)."""
         if view not in self.views:
             raise ValueError(f"view: unknown view {view!r}; known: {', '.join(self.views)}")
         self.catch_up()

@@ -11,6 +11,7 @@ import ipywidgets as w
 
 from .._format import visible
 from ..text import bad_character, blank, duplicates, glued
+from .app import Caps
 
 if TYPE_CHECKING:
     from .bench import Bench
@@ -77,9 +78,13 @@ def _quote(text: str) -> str:
     return repr(visible(text))
 
 
-def problems(inp: Inputs, new: Collection[int] = ()) -> list[Problem]:
+def problems(inp: Inputs, new: Collection[int] = (), caps: Caps = Caps()) -> list[Problem]:
     """Every problem with ``inp``, one message per problem, options numbered from 1 and quoted; ``new``: the
-    indices of option rows just added and not typed in yet (an empty one there is not a mistake yet)."""
+    indices of option rows just added and not typed in yet (an empty one there is not a mistake yet). Inputs over one
+    of ``caps`` are refused first and alone: nothing else reads them."""
+    too_large = caps.text_problems(inp.premise, inp.domain_premise, inp.options, inp.paraphrases)
+    if too_large:
+        return [Problem(text, scope=scope, kind="size") for text, scope in too_large]
     out: list[Problem] = []
     if not inp.premise.strip():
         out.append(Problem("The premise is empty: type the text the options continue (an empty premise would "
@@ -142,8 +147,20 @@ def problems(inp: Inputs, new: Collection[int] = ()) -> list[Problem]:
     return out
 
 
+#: Characters of an option (and of each paraphrase) and paraphrases per option that a row's preview shows: it says
+#: how the option joins the premise, which its start shows (the views show the option whole).
+PREVIEW_CHARS, PREVIEW_FORMS = 120, 12
+#: Spaces of the join drawn one ␣ each; more are drawn as ␣×n.
+PREVIEW_SPACES = 8
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= PREVIEW_CHARS else f"{text[:PREVIEW_CHARS]}… ({len(text):,} characters)"
+
+
 def join_preview(premise: str, option: str, forms: tuple[str, ...]) -> str:
-    """HTML: how the option joins the premise (the join's whitespace marked) and the paraphrase forms scored."""
+    """HTML: how the option joins the premise (the join's whitespace marked) and the paraphrase forms scored (each
+    cut to ``PREVIEW_CHARS``, the first ``PREVIEW_FORMS`` of them)."""
     if not option:
         return "<span class='sl-join'>empty option</span>"
     tail = premise[-18:].lstrip() if premise else ""
@@ -151,20 +168,23 @@ def join_preview(premise: str, option: str, forms: tuple[str, ...]) -> str:
     space = premise[-1:].isspace() or option[:1].isspace()
     if not premise.strip():
         marker = "<span class='sl-space-marker sl-space-yes'>␣</span>" if option[:1].isspace() else ""
-        read = f"<code>{html.escape(visible(option))}</code>"
+        read = f"<code>{html.escape(_cut(visible(option)))}</code>"
     elif space:
+        n = max(len(leading(option)) + len(premise) - len(premise.rstrip()), 1)
         marker = ("<span class='sl-space-marker sl-space-yes' title='starts a new word after the premise'>"
-                  f"{'␣' * max(len(leading(option)) + len(premise) - len(premise.rstrip()), 1)}</span>")
+                  f"{'␣' * n if n <= PREVIEW_SPACES else f'␣×{n:,}'}</span>")
         read = (f"<code>{html.escape(dots + tail.rstrip())}</code>{marker}"
-                f"<code>{html.escape(visible(option.lstrip()))}</code>")
+                f"<code>{html.escape(_cut(visible(option.lstrip())))}</code>")
     else:
         marker = ("<span class='sl-space-marker sl-space-no' title='no space: glued to the last word of the "
                   "premise'>no ␣</span>")
         read = (f"<code>{html.escape(dots + tail)}</code><span class='sl-space-marker sl-space-no'>‸</span>"
-                f"<code>{html.escape(visible(option))}</code>")
+                f"<code>{html.escape(_cut(visible(option)))}</code>")
     out = f"<span class='sl-join'>reads {read}"
     if forms:
-        out += " · paraphrases: " + ", ".join(f"<code>{html.escape(visible(f))}</code>" for f in forms)
+        out += " · paraphrases: " + ", ".join(f"<code>{html.escape(_cut(visible(f)))}</code>"
+                                              for f in forms[:PREVIEW_FORMS])
+        out += f" and {len(forms) - PREVIEW_FORMS:,} more" if len(forms) > PREVIEW_FORMS else ""
     return out + "</span>"
 
 

@@ -235,9 +235,11 @@ class LessonExport:
     on a second Workbench that is not live and shares this one's models, so the views shown here never change."""
 
     def _build_lesson_controls(self) -> list[w.Widget]:
-        """The lesson picker and button (placed in the files row)."""
-        self.lesson_picker = w.Dropdown(options=[("this item", "item"), ("the teaching set", "teaching")],
-                                        value="item", description="lesson of", layout=w.Layout(width="auto"))
+        """The lesson picker and button (placed in the files row). In the app a lesson is of the item shown: the
+        teaching set's (30 items, 388-764 s here, docs/lesson.md) would hold the CPU a class shares for minutes."""
+        choices = [("this item", "item")] + ([] if self.policy.app else [("the teaching set", "teaching")])
+        self.lesson_picker = w.Dropdown(options=choices, value="item", description="lesson of",
+                                        layout=w.Layout(width="auto"))
         self.lesson_button = w.Button(description="export lesson", icon="book",
                                       tooltip="write one HTML page with every view, which opens in any browser "
                                               "without Jupyter or a kernel")
@@ -260,7 +262,8 @@ class LessonExport:
             items = [dict(self.state(), title=shorten(self.premise_box.value, 60, placeholder=" …") or "this item")]
         found, teaching = lesson_items(items)
         out = check_path(path) if path is not None else self._unique("lesson", ".html")
-        bench = self._lesson_bench = type(self)(lm=self.lm, mlm=self.mlm, live=False, top_k=self.top_k)
+        bench = self._lesson_bench = type(self)(lm=self.lm, mlm=self.mlm, live=False, top_k=self.top_k,
+                                                policy=self.policy)
         try:
             return build_lesson(bench, found, out, title=default_title(found, teaching), lesson_text=teaching,
                                 progress=progress, check=check)
@@ -291,7 +294,7 @@ class LessonExport:
             except Cancelled:
                 self.files_note.value = "<span class='sl-hint'>lesson cancelled</span>"
             except Exception as err:  # a failed build is a message beside the button, not a traceback
-                note = "lesson cancelled" if run.cancelled else f"⚠ lesson failed: {err}"
+                note = "lesson cancelled" if run.cancelled else f"⚠ lesson failed: {self.policy.public(str(err))}"
                 self.files_note.value = f"<span class='sl-error'>{html.escape(note)}</span>"
             finally:
                 self.lesson_button.description, self.lesson_button.icon = "export lesson", "book"

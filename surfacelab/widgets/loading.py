@@ -118,9 +118,11 @@ class ModelSlots:
         self.trust_button.layout.display = None if show else "none"
 
     def _wanted(self, kind: str) -> tuple[str, str, str]:
-        """The model the pickers (and the server box) ask for: (kind, name, server URL or "")."""
+        """The model the pickers (and the server box; in the app, the workbench's fixed server) ask for: (kind, name,
+        server URL or "")."""
         if kind == "causal":
-            return kind, self.lm_picker.value, self.server_box.value.strip()
+            fixed = self._fixed_server
+            return kind, self.lm_picker.value, self.server_box.value.strip() if fixed is None else fixed
         return kind, self.mlm_picker.value, ""
 
     @contextmanager

@@ -27,7 +27,7 @@ class Opening:
         if self._workbench is None:
             from .workbench import Workbench
 
-            self._workbench = Workbench(lm=self.get_lm())
+            self._workbench = Workbench(lm=self.get_lm(), policy=self.policy)
             self._workbench.add_class(self.reveal.target)
             self.children = (*self.children, self._workbench)
         return self._workbench

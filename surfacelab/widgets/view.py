@@ -200,8 +200,9 @@ class View:
         return ([] if self.figure is None else [self.figure.to_plotly_json()]), []
 
     def save(self, path: str | Path) -> Path:
-        """Export the figures under the header of what they show (``.png``/``.html``) or the main frame (``.csv``)."""
-        return save_view(self, Path(path))
+        """Export the figures under the header of what they show (``.png``/``.html``; in the app an HTML page holds
+        plotly.js itself: it is downloaded alone) or the main frame (``.csv``)."""
+        return save_view(self, Path(path), standalone=self.bench.policy.app)
 
     def forget(self) -> None:
         """Drop what belongs to the previous example (a new one was loaded): the export message, and in views

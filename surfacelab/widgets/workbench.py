@@ -50,6 +50,7 @@ from ..backends.vllm import normalize_url
 from ..text import glued
 from ..viz import check_gold
 from ..models import list_presets
+from .app import NO_SERVER, AppPolicy
 from .examples import CUSTOM, DATASETS, SAVED, TEACHING, Examples
 from .exporting import DEFAULT_EXPORT_DIR, Exports
 from .inputs import Inputs, OptionRow, Problem, boxed, problems
@@ -70,13 +71,15 @@ RULE = ("Each option is read exactly as typed, straight after the premise: start
         "answer.")
 
 
-def _check_arguments(debounce: Any, top_k: Any, export_dir: Any, server: Any) -> None:
+def _check_arguments(debounce: Any, top_k: Any, export_dir: Any, server: Any, policy: AppPolicy) -> None:
     """``ValueError``/``TypeError`` naming the first bad ``Workbench`` argument."""
     if not is_number(debounce) or debounce < 0:
         raise ValueError(f"debounce: expected seconds >= 0, got {debounce!r}")
     check_int("top_k", top_k, 1)
     if export_dir is not None and not isinstance(export_dir, (str, Path)):
         raise TypeError(f"export_dir: expected a folder path or None, got {type(export_dir).__name__}")
+    if export_dir is not None and policy.app:
+        raise ValueError("export_dir: in the app every visitor writes into a folder of their own; leave it out")
     if server is not None and not isinstance(server, str):
         raise TypeError(f"server: expected a URL string or None, got {type(server).__name__}")
 
@@ -91,7 +94,8 @@ class Workbench(ModelSlots, Examples, Exports, LessonExport, w.VBox):
         debounce: seconds of quiet before a live update.
         top_k: alternatives per token in the token view.
         export_dir: the folder the export buttons and "save state" write to (shown and editable in the
-            widget); None: ``DEFAULT_EXPORT_DIR`` (``~/surfacelab-exports``).
+            widget); None: ``DEFAULT_EXPORT_DIR`` (``~/surfacelab-exports``), or in the app the visitor's own folder
+            (hidden: the files come back through their download links).
         server: URL of a vLLM (OpenAI-compatible) server that scores the causal LM (``load_lm(lm,
             server=...)``); shown and editable in the "server" box next to the model picker. None: in-process,
             unless no ``lm`` is given either: then the server ``$SURFACELAB_SERVER`` names, if any (``make app``).
@@ -101,12 +105,18 @@ class Workbench(ModelSlots, Examples, Exports, LessonExport, w.VBox):
             example) is contacted without it until the person presses "send my API key to this server".
         key_for_server: whether ``api_key`` may go to ``server`` (``from_state`` passes False for a server that
             only the file names).
+        policy: what a visitor of ``make app`` may do (``app.AppPolicy``); None: ``AppPolicy.from_env()``. In the
+            app the server box is read-only (the causal LM stays where it was loaded: nothing typed or read from a
+            file is contacted), files go to the visitor's own folder, and the inputs are capped in size.
     """
 
     def __init__(self, lm: Any = None, mlm: Any = None, *, live: bool = True, debounce: float = 0.05,
                  top_k: int = 5, export_dir: str | Path | None = None, server: str | None = None,
-                 api_key: str | None = None, key_for_server: bool = True) -> None:
-        _check_arguments(debounce, top_k, export_dir, server)
+                 api_key: str | None = None, key_for_server: bool = True, policy: AppPolicy | None = None) -> None:
+        self.policy = AppPolicy.from_env() if policy is None else policy
+        if not isinstance(self.policy, AppPolicy):
+            raise TypeError(f"policy: expected an AppPolicy or None, got {type(policy).__name__}")
+        _check_arguments(debounce, top_k, export_dir, server, self.policy)
         server = default_server(lm, server)
         self.live, self.debounce, self.top_k = live, float(debounce), top_k
         self._api_key = api_key
@@ -121,9 +131,12 @@ class Workbench(ModelSlots, Examples, Exports, LessonExport, w.VBox):
         self._hold = 0
         self._examples: dict[str, dict] = {}
         self._problems: list[Problem] = []
+        self._notes: list[Problem] = []  # notices about the example loaded last (what the app ignored of it)
         self._held_status = BLOCKED_STATUS  # the status line while a problem holds the views
         self.lm = self._resolve(lm, "causal", (server or "").strip())
         self.mlm = self._resolve(mlm, "masked")
+        # in the app, the causal LM's server for the workbench's life ("": in this kernel); None: the server box's
+        self._fixed_server = server_url(self.lm) if self.policy.app else None
         self.rows: list[OptionRow] = []
         controls = self._build_controls(export_dir)
         self.views: dict[str, View] = {name: cls(self) for name, cls in VIEWS.items()}
@@ -160,6 +173,9 @@ class Workbench(ModelSlots, Examples, Exports, LessonExport, w.VBox):
                                  tooltip="score the causal LM on a vLLM server; the API key comes from "
                                          "Workbench(api_key=...) or $SURFACELAB_API_KEY (for $SURFACELAB_SERVER) "
                                          "and is never shown or saved")
+        if self.policy.app:  # what the app set, shown; the box is never read (see ``_wanted``)
+            self.server_box.value, self.server_box.disabled = server_url(self.lm) or NO_SERVER, True
+            self.server_box.tooltip = "the app's server, set by whoever runs the app (make app SERVER=...)"
         self.trust_button = w.Button(description="send my API key to this server", icon="key",
                                      layout=w.Layout(display="none", width="auto"),
                                      tooltip="this server came from a file and was contacted without your key")
@@ -183,6 +199,9 @@ class Workbench(ModelSlots, Examples, Exports, LessonExport, w.VBox):
         self.export_box = w.Text(value=str(Path(export_dir).expanduser().resolve() if export_dir is not None
                                            else DEFAULT_EXPORT_DIR), description="export folder",
                                  style={"description_width": "initial"})
+        if self.policy.app:  # the visitor's own folder, never read from the box (see ``export_dir``)
+            self.export_box.value, self.export_box.disabled = "", True
+            self.export_box.layout.display = "none"
         self.save_button = w.Button(description="save state", icon="save", tooltip="save the inputs and models as JSON")
         self.files_note = w.HTML("")
         lesson_controls = self._build_lesson_controls()  # "export lesson" (of this item or the teaching set)
@@ -225,8 +244,9 @@ class Workbench(ModelSlots, Examples, Exports, LessonExport, w.VBox):
         self.fix_spaces.on_click(lambda _: self.fix_leading_spaces())
         self.save_button.on_click(lambda _: self._save_clicked())
         self.lm_picker.observe(lambda _: self.edited(0), "value")
-        self.server_box.observe(self._server_changed, "value")
-        self.trust_button.on_click(lambda _: self.trust_server())
+        if not self.policy.app:  # in the app the server is fixed: what the box receives is never read
+            self.server_box.observe(self._server_changed, "value")
+            self.trust_button.on_click(lambda _: self.trust_server())
         self.mlm_picker.observe(lambda _: self.edited(0), "value")
         self.source_picker.observe(lambda ch: self._source_changed(ch["new"]), "value")
         self.example_picker.observe(lambda ch: self._example_chosen(ch["new"]), "value")
@@ -247,9 +267,11 @@ class Workbench(ModelSlots, Examples, Exports, LessonExport, w.VBox):
         return [r.option for r in self.rows]
 
     def set_options(self, options: list[str], paraphrases: list[str] | None = None, *, gold: int | None = None) -> None:
-        """Replace every option (and their paraphrases, as "form, form" strings); mark ``gold`` (an index or None)."""
+        """Replace every option (and their paraphrases, as "form, form" strings); mark ``gold`` (an index or None).
+        More options than the policy's cap are refused before any row is made."""
         if isinstance(options, str) or not isinstance(options, (list, tuple)):
             raise TypeError("options: expected a list of strings")
+        self.policy.caps.check_options(len(options))
         bad = [i for i, o in enumerate(options) if not isinstance(o, str)]
         if bad:
             raise TypeError(f"options: option {bad[0] + 1} is a {type(options[bad[0]]).__name__}, not a string")
@@ -273,7 +295,8 @@ class Workbench(ModelSlots, Examples, Exports, LessonExport, w.VBox):
         self.edited()
 
     def add_option(self, text: str = "", paraphrases: str = "") -> None:
-        """Append an option row."""
+        """Append an option row (a ``ValueError`` once the policy's cap on options is reached)."""
+        self.policy.caps.check_options(len(self.rows) + 1)
         with self.holding():
             row = OptionRow(self, text, paraphrases)
             row.new = not text
@@ -283,7 +306,11 @@ class Workbench(ModelSlots, Examples, Exports, LessonExport, w.VBox):
 
     def _add_clicked(self) -> None:
         """The "add option" button: a new row, with the cursor in its text box (ready for typing)."""
-        self.add_option()
+        try:
+            self.add_option()
+        except ValueError as err:  # the cap on options (the button is disabled there: a click sent anyway)
+            self._show_messages([Problem(str(err))])
+            return
         self.rows[-1].text.focus()
 
     def remove_option(self, index: int) -> None:
@@ -340,6 +367,9 @@ class Workbench(ModelSlots, Examples, Exports, LessonExport, w.VBox):
         n = sum(glued(premise, r.option) for r in self.rows)
         self.fix_spaces.description = f"add ␣ to the {n} glued option{'s' if n != 1 else ''}"
         self.fix_spaces.layout.display = None if n else "none"
+        cap = self.policy.caps.options
+        self.add_button.disabled = cap is not None and len(self.rows) >= cap
+        self.add_button.tooltip = f"at most {cap} options here" if self.add_button.disabled else ""
 
     # --- updating ---------------------------------------------------------------------------
 
@@ -413,7 +443,8 @@ class Workbench(ModelSlots, Examples, Exports, LessonExport, w.VBox):
         is fixed); True when one of them blocks every view. ``keep_model_errors``: keep showing a model that
         failed to load (the next update tries it again)."""
         kept = [p for p in self._problems if p.kind == "model"] if keep_model_errors else []
-        self._problems = problems(inp, {i for i, r in enumerate(self.rows) if r.new}) + kept
+        self._problems = problems(inp, {i for i, r in enumerate(self.rows) if r.new}, self.policy.caps) + kept
+        self._problems += self._notes
         self._show_messages(self._problems)
         blocked = self._blocking(None)
         if blocked:

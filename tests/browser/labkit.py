@@ -499,14 +499,19 @@ def overlapping_text(page: Any, view: str) -> list[str]:
 
 @dataclass
 class App:
-    """A running ``make app``: the URL it printed (the workbench's page), its base URL and token, its log and what it
-    printed."""
+    """A running ``make app``: the URL it printed (the workbench's page), its base URL and token, its log, what it
+    printed and its app folder (``APP_DIR``)."""
 
     url: str
     base: str
     token: str
     log: Path
     printed: str
+    app_dir: Path
+
+    def page_url(self, notebook: str) -> str:
+        """The URL of ``notebook``'s page (e.g. ``06_explore_a_dataset``), with the token."""
+        return f"{self.base}/voila/render/{notebook}.ipynb?token={self.token}"
 
 
 @contextmanager
@@ -520,7 +525,23 @@ def make_app(tmp: Path, *, env: dict[str, str] | None = None, timeout: float = 1
     variables = {"PORT": port, "TOKEN": token, "APP_DIR": tmp / "app", **variables}
     with run_make("app", tmp, variables, f"http://127.0.0.1:{port}/?token={token}",
                   env={**_settings(tmp), **(env or {})}, timeout=timeout) as (url, log):
-        yield App(url, f"http://127.0.0.1:{port}", token, log, log.read_text())
+        yield App(url, f"http://127.0.0.1:{port}", token, log, log.read_text(), Path(variables["APP_DIR"]))
+
+
+def record_requests(page: Any) -> list[str]:
+    """Start recording the URL of every request the page's browser context makes (documents, scripts, styles, fonts,
+    fetches, websockets); returns the list it appends to."""
+    seen: list[str] = []
+    page.context.on("request", lambda request: seen.append(request.url))
+    page.on("websocket", lambda ws: seen.append(ws.url))
+    return seen
+
+
+def foreign(requests: list[str], base: str) -> list[str]:
+    """The requests of ``record_requests`` that go anywhere but ``base`` (the app's own origin); data: and blob: URLs
+    stay in the page."""
+    origin, socket_origin = base.rstrip("/") + "/", base.replace("http", "ws", 1).rstrip("/") + "/"
+    return [u for u in requests if not u.startswith((origin, socket_origin, "data:", "blob:"))]
 
 
 def open_app(page: Any, url: str, *, timeout_s: float = 300.0, log: Path | None = None) -> float:

@@ -5,60 +5,23 @@ until the person confirms it; a key from the environment goes only to ``$SURFACE
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 import surfacelab as sl
 from surfacelab.backends.vllm import ServerError
 from surfacelab.widgets import Workbench
+from recording import recording
 from tiny_models import tiny_causal
 
 KEY = "sk-lab-key-never-for-strangers"
 
 
-class Recorder(BaseHTTPRequestHandler):
-    """Answers every request 401 (as a keyed vLLM server does to a wrong or missing key) and records its headers."""
-
-    seen: list[tuple[str, str | None]] = []
-
-    def _answer(self) -> None:
-        self.seen.append((self.path, self.headers.get("Authorization")))
-        body = json.dumps({"error": {"message": "Unauthorized"}}).encode()
-        self.send_response(401)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    do_GET = do_POST = _answer
-
-    def log_message(self, *args) -> None:
-        pass
-
-
 @pytest.fixture
 def recorder():
-    handler = type("Handler", (Recorder,), {"seen": []})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", handler.seen
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    """A tiny causal model saved as a folder: a model name a state file can carry."""
-    folder = tmp_path_factory.mktemp("tiny") / "tiny-lm"
-    model, tokenizer = tiny_causal()
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return str(folder)
+    """A server that answers every request 401 (as a keyed vLLM server does to a wrong or missing key)."""
+    with recording({"error": {"message": "Unauthorized"}}, get=401, post=401) as served:
+        yield served
 
 
 @pytest.fixture(autouse=True)
@@ -76,7 +39,7 @@ def _state(tmp_path, server: str, lm: str):
 
 
 def _keys(seen) -> set:
-    return {auth for _, auth in seen}
+    return {auth for _, _, auth in seen}
 
 
 def test_a_key_from_the_environment_goes_only_to_surfacelab_server(recorder, monkeypatch):
