@@ -16,9 +16,9 @@ import pytest
 import surfacelab as sl
 from surfacelab.paraphrase import load_teaching_set
 from surfacelab.widgets import VIEWS, Workbench
-from surfacelab.widgets.lesson_build import lesson_items
-from surfacelab.widgets.lesson_page import script_json
-from surfacelab.widgets.lesson_text import notebook_cells
+from surfacelab.widgets.lesson.build import lesson_items
+from surfacelab.widgets.lesson.page import script_json
+from surfacelab.widgets.lesson.text import notebook_cells
 
 #: The size a lesson of the 30-item teaching set may reach (docs/lesson.md).
 SIZE_LIMIT = 15_000_000

@@ -6,15 +6,16 @@ its views (``VIEWS``), two anywidgets (``TokenHeatmap``,
 >>> Workbench()                                 # doctest: +SKIP
 """
 
-from .explorer import Explorer
-from .heatmap import TokenHeatmap, heatmap_rows
-from .inputs import Inputs, Problem, problems
-from .lesson import lesson
-from .plot import PlotView
-from .scheduler import Run, Runner, ViewState
-from .state import read_state
-from .view import VIEWS, View, register_view
-from .workbench import Workbench
+from .explorer.widget import Explorer
+from .kit.heatmap import TokenHeatmap, heatmap_rows
+from .workbench.inputs import Inputs, Problem, problems
+from .lesson.make import lesson
+from .kit.plot import PlotView
+from .kit.runner import Job, Runner
+from .workbench.updates import ViewState
+from .workbench.state import read_state
+from .workbench.views.base import VIEWS, View, register_view
+from .workbench.widget import Workbench
 
-__all__ = ["Explorer", "Inputs", "PlotView", "Problem", "Run", "Runner", "TokenHeatmap", "VIEWS", "View", "ViewState",
+__all__ = ["Explorer", "Inputs", "Job", "PlotView", "Problem", "Runner", "TokenHeatmap", "VIEWS", "View", "ViewState",
            "Workbench", "heatmap_rows", "lesson", "problems", "read_state", "register_view"]

@@ -11,7 +11,7 @@ from ipywidgets.widgets import widget as ipy_widget
 
 import surfacelab as sl
 from surfacelab.widgets import VIEWS, Workbench
-from surfacelab.widgets.scheduler import ViewState
+from surfacelab.widgets.workbench.updates import ViewState
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 

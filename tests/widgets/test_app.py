@@ -18,7 +18,7 @@ import surfacelab as sl
 from surfacelab.backends.vllm import ServerError
 from surfacelab.widgets import Explorer, ViewState, Workbench
 from surfacelab.widgets.app import APP_CAPS, NO_SERVER, VISITORS, AppPolicy, Caps
-from surfacelab.widgets.exporting import LINK_LIMIT
+from surfacelab.widgets.kit.files import LINK_LIMIT
 from recording import recording
 from tiny_models import tiny_causal
 

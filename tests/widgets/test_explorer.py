@@ -11,7 +11,7 @@ import pytest
 import surfacelab as sl
 from surfacelab import explore
 from surfacelab.widgets import Explorer, Workbench
-from surfacelab.widgets.explorer import SEARCHED
+from surfacelab.widgets.explorer.widget import SEARCHED
 
 LOGS = Path(__file__).resolve().parents[1] / "lm_eval_logs" / "out"
 N = 30
@@ -113,7 +113,7 @@ def test_a_click_on_another_row_opens_only_that_row(ran, bench):
     """The table unselects the open row, then selects the clicked one (two messages): the first opens nothing."""
     import time
 
-    from surfacelab.widgets.opening import REOPEN_S
+    from surfacelab.widgets.explorer.opening import REOPEN_S
 
     res = ran.runs["code"]
     ran.table.selected_rows = [0]
@@ -139,7 +139,7 @@ def test_the_first_rows_are_scored_ahead_of_a_click(ran, bench, monkeypatch):
     """After a run, the workbench's scores (with top-k) of the first rows are computed in the background, so a click
     on one forwards nothing."""
     from surfacelab.scoring import score_items
-    from surfacelab.widgets.prefetch import ROWS
+    from surfacelab.widgets.explorer.prefetch import ROWS
 
     assert ran.prefetch.runner.wait(120)
     res = ran.runs["code"]

@@ -14,8 +14,8 @@ import pytest
 from plotly.offline import get_plotlyjs, get_plotlyjs_version
 
 from surfacelab.widgets import Workbench
-from surfacelab.widgets.exporting import HEADER_LINES, LINE_PX, context, with_header
-from surfacelab.widgets.workbench import Inputs
+from surfacelab.widgets.workbench.exporting import HEADER_LINES, LINE_PX, context, with_header
+from surfacelab.widgets.workbench.inputs import Inputs
 
 # markup in a premise is text: it must show as typed, never be read as HTML
 PREMISE = "<b>Tom</b> & <script>alert(1)</script> took a bath in the"

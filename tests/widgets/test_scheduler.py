@@ -12,8 +12,9 @@ import pytest
 
 from surfacelab.backends.base import raise_if_cancelled
 from surfacelab.engine import Cancelled
-from surfacelab.widgets import scheduler
-from surfacelab.widgets.scheduler import Lane, Runner, Updates, ViewState
+from surfacelab.widgets.kit.runner import Runner
+from surfacelab.widgets.workbench import updates as scheduler
+from surfacelab.widgets.workbench.updates import Lane, Updates, ViewState
 
 pytestmark = pytest.mark.timeout(60)  # nothing here may hang
 
@@ -26,12 +27,15 @@ def _until(condition, timeout: float = 10.0) -> None:
 
 
 def test_the_scheduler_imports_no_widget_library():
-    # a bare surfacelab.widgets package: the scheduler module alone, without the package's widgets
+    # bare packages: the runner and the update lanes alone, without the widgets of their packages
     code = ("import sys, types, pathlib, surfacelab\n"
-            "pkg = types.ModuleType('surfacelab.widgets')\n"
-            "pkg.__path__ = [str(pathlib.Path(surfacelab.__file__).parent / 'widgets')]\n"
-            "sys.modules['surfacelab.widgets'] = pkg\n"
-            "import surfacelab.widgets.scheduler\n"
+            "root = pathlib.Path(surfacelab.__file__).parent / 'widgets'\n"
+            "for name, path in (('surfacelab.widgets', root), ('surfacelab.widgets.kit', root / 'kit'),\n"
+            "                   ('surfacelab.widgets.workbench', root / 'workbench')):\n"
+            "    pkg = types.ModuleType(name)\n"
+            "    pkg.__path__ = [str(path)]\n"
+            "    sys.modules[name] = pkg\n"
+            "import surfacelab.widgets.kit.runner, surfacelab.widgets.workbench.updates\n"
             "print(sorted(m for m in ('ipywidgets', 'anywidget', 'traitlets') if m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out

@@ -106,7 +106,7 @@ def test_a_server_given_in_code_or_typed_gets_the_key(recorder, tiny_lm, tiny_ml
 
 
 def test_with_neither_an_lm_nor_a_server_the_workbench_takes_surfacelab_server(monkeypatch):
-    from surfacelab.widgets.loading import default_server
+    from surfacelab.widgets.workbench.models import default_server
 
     monkeypatch.setenv("SURFACELAB_SERVER", " http://gpu-box:8000 ")  # make app SERVER=...
     assert default_server(None, None) == "http://gpu-box:8000/v1"

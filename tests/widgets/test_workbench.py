@@ -17,11 +17,14 @@ from surfacelab import paraphrase
 from surfacelab.alternatives import token_view
 from surfacelab.widgets import (VIEWS, Inputs, TokenHeatmap, ViewState, Workbench, heatmap_rows, problems, read_state,
                                 register_view)
-from surfacelab.widgets import loading
-from surfacelab.widgets import scheduler
-from surfacelab.widgets import view as view_mod
-from surfacelab.widgets import views as vmod
-from surfacelab.widgets import workbench as wbmod
+from surfacelab.widgets.workbench import models as loading
+from surfacelab.widgets.workbench import updates as scheduler
+from surfacelab.widgets.workbench.views import base as view_mod
+from surfacelab.widgets.workbench.views import paraphrase as paraphrase_view
+from surfacelab.widgets.workbench.views import scores as scores_view
+from surfacelab.widgets.workbench.views import why as why_view
+from surfacelab.widgets.kit import files as kit_files
+from surfacelab.widgets.workbench import widget as wbmod
 
 PREMISE = "The man took a bath in the"
 OPTIONS = [" bathtub", " soap", " milk", " mat"]
@@ -170,7 +173,8 @@ def test_set_options_fills_the_rows_there_are_and_makes_or_drops_the_rest(wb):
 
 def test_export_dir_none_uses_the_default_folder(tiny_lm, tiny_mlm):
     bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=False, export_dir=None)
-    assert bench.export_dir == wbmod.DEFAULT_EXPORT_DIR and bench.export_box.value == str(wbmod.DEFAULT_EXPORT_DIR)
+    default = kit_files.DEFAULT_EXPORT_DIR
+    assert bench.export_dir == default and bench.export_box.value == str(default)
     with pytest.raises(TypeError, match="export_dir"):
         Workbench(lm=tiny_lm, mlm=tiny_mlm, live=False, export_dir=3)
     bench.close()
@@ -178,7 +182,7 @@ def test_export_dir_none_uses_the_default_folder(tiny_lm, tiny_mlm):
 
 def test_one_message_per_problem_numbered_from_one(wb, monkeypatch):
     calls = []
-    monkeypatch.setattr(vmod, "score_items", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr(scores_view, "score_items", lambda *a, **k: calls.append(a))
     wb.set_options([" bathtub", "", " milk", " bathtub"], gold=0)
     wb.update()
     msgs = _messages(wb)
@@ -310,7 +314,7 @@ def test_problems_are_pure_and_repeated_paraphrases_counted_once():
     found = problems(inp)
     assert [p.blocking for p in found] == [False, False]
     assert all(p.scope == "paraphrase" for p in found)
-    assert vmod.concepts_of(inp.options, inp.paraphrases).forms[0] == (" bathtub", " tub")
+    assert paraphrase_view.concepts_of(inp.options, inp.paraphrases).forms[0] == (" bathtub", " tub")
 
 
 def test_live_edits_are_debounced_into_one_update(tiny_lm, tiny_mlm, monkeypatch):
@@ -700,7 +704,7 @@ def test_a_loaded_example_is_compared_with_its_own_winner_and_old_messages_go(wb
     wb.views["scores"].export_buttons[2].click()
     assert wb.views["scores"].export_note.value
     wb.load_example({"premise": "The cat sat on the", "options": [" mat", " dog", " moon", " hat"], "gold": 0})
-    assert why.against.value == vmod.AUTO and wb.views["scores"].export_note.value == ""
+    assert why.against.value == why_view.AUTO and wb.views["scores"].export_note.value == ""
     wb.update()
     assert why.result.against == int(np.argmax(wb.results["scores"].table["logprob"].to_numpy())) or \
         why.result.verdict == "right"
@@ -811,13 +815,13 @@ def test_a_view_name_is_taken_once_unless_overwritten():
 
     with pytest.raises(ValueError, match="'scores' is already registered; pass overwrite=True"):
         register_view(Other)
-    assert VIEWS["scores"] is vmod.ScoresView
+    assert VIEWS["scores"] is scores_view.ScoresView
     register_view(Other, overwrite=True)
     try:
         assert VIEWS["scores"] is Other and list(VIEWS)[0] == "scores"  # replaced in its place
     finally:
-        register_view(vmod.ScoresView, overwrite=True)
-    assert VIEWS["scores"] is vmod.ScoresView
+        register_view(scores_view.ScoresView, overwrite=True)
+    assert VIEWS["scores"] is scores_view.ScoresView
     with pytest.raises(TypeError, match="View subclass"):
         register_view(object)
 
@@ -938,7 +942,7 @@ def test_tokens_view_says_when_the_backend_has_no_entropy(wb, monkeypatch):
 
 
 def test_why_view_leaves_out_the_premise_map_of_a_long_premise_and_says_so(wb, monkeypatch):
-    monkeypatch.setattr(vmod, "MAX_OCCLUDED_WORDS", 6)
+    monkeypatch.setattr(why_view, "MAX_OCCLUDED_WORDS", 6)
     why = wb.views["why"]
     wb.premise_box.value = "The man took a bath in the"  # 7 words: over the (lowered) limit
     wb.update()
@@ -976,7 +980,7 @@ def test_why_view_draws_the_library_account_and_follows_gold_and_picker(wb, tiny
     drawn = np.concatenate([t["x"] for t in view.competitors.figure["data"]])
     np.testing.assert_allclose(sorted(drawn), sorted(ref.competitors["prob"].head(10)))
     # the picker offers every option but the gold; picking one recomputes this view only
-    assert [v for _, v in view.against.options] == [vmod.AUTO, 1, 2, 3]
+    assert [v for _, v in view.against.options] == [why_view.AUTO, 1, 2, 3]
     others = {n: v.shown_key for n, v in wb.views.items() if n != "why"}
     view.against.value = 3
     assert view.state == ViewState.STALE
@@ -987,10 +991,10 @@ def test_why_view_draws_the_library_account_and_follows_gold_and_picker(wb, tiny
     wb.rows[2].gold.value = True
     wb.update()
     assert view.result.gold == 2 and view.result.against == 3
-    assert [v for _, v in view.against.options] == [vmod.AUTO, 0, 1, 3]
+    assert [v for _, v in view.against.options] == [why_view.AUTO, 0, 1, 3]
     wb.remove_option(3)  # the picked option is gone: back to the LM winner
     wb.update()
-    assert view.against.value == vmod.AUTO and view.result.against != 2
+    assert view.against.value == why_view.AUTO and view.result.against != 2
     wb.rows[2].gold.value = False  # no gold: the view says what to do
     wb.update()
     assert view.state == ViewState.READY and "Mark the gold answer" in view.verdict.value and view.data is None
@@ -1083,7 +1087,7 @@ def test_an_option_of_invisible_characters_is_blank_not_glued(option):
 
 def test_a_lone_surrogate_is_reported_once_at_its_position_within_the_option(wb, monkeypatch):
     calls = []
-    monkeypatch.setattr(vmod, "score_items", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr(scores_view, "score_items", lambda *a, **k: calls.append(a))
     bad = " ca\udce9 x"
     wb.set_options([" bathtub", bad], gold=0)
     wb.update()

@@ -25,15 +25,16 @@ import ipywidgets as w
 import pandas as pd
 import plotly.graph_objects as go
 
-from .. import viz
-from ..registry import Registry
-from .exporting import export_row, save_view
-from .plot import SightProbe
-from .scheduler import ViewState
+from .... import viz
+from ..exporting import export_row, save_view
+from ....registry import Registry
+from ...kit.layout import close_tree
+from ...kit.plot import SightProbe
+from ..updates import ViewState
 
 if TYPE_CHECKING:
-    from .bench import Bench
-    from .inputs import Inputs
+    from ..host import Bench
+    from ..inputs import Inputs
 
 #: CSS classes a view's box carries for its state (exactly one state at a time).
 STATES = {ViewState.EMPTY: (), ViewState.READY: ("sl-view-ready",), ViewState.STALE: ("sl-stale",),
@@ -212,16 +213,6 @@ class View:
     def close(self) -> None:
         """Close every widget of the view."""
         close_tree(self.box)
-
-
-def close_tree(widget: w.Widget) -> None:
-    """Close ``widget``, every widget below it and their layout and style widgets."""
-    for child in getattr(widget, "children", ()):
-        close_tree(child)
-    for part in (getattr(widget, "layout", None), getattr(widget, "style", None)):
-        if isinstance(part, w.Widget):
-            part.close()
-    widget.close()
 
 
 #: The view classes by name, in display order (``register_view``).

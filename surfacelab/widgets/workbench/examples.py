@@ -10,14 +10,14 @@ from pathlib import Path
 from textwrap import shorten
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..paraphrase import load_teaching_set
-from ..tasks import load as load_task
-from .app import NO_SERVER, AppPolicy
+from ...paraphrase import load_teaching_set
+from ...tasks import load as load_task
+from ..app import NO_SERVER, AppPolicy
 from .inputs import Problem
 from .state import STATE_FORMAT, read_state
 
 if TYPE_CHECKING:
-    from .workbench import Workbench
+    from .widget import Workbench
 
 DATASETS = ("copa", "arc-challenge", "openbookqa", "commonsenseqa", "sst-2", "mmlu")
 CUSTOM = "(custom)"

@@ -8,9 +8,9 @@ import threading
 from typing import TYPE_CHECKING, Any, Mapping, Protocol
 
 if TYPE_CHECKING:
-    from .app import AppPolicy
+    from ..app import AppPolicy
     from .inputs import OptionRow, Problem
-    from .view import View
+    from .views.base import View
 
 
 class Bench(Protocol):

@@ -29,20 +29,20 @@ import pandas as pd
 import plotly.graph_objects as go
 from itables.widget import ITable
 
-from .. import explore, tasks, viz
-from .._checks import check_int
-from ..evaluate import EvalResult
-from ..explore import CHUNK, Progress
-from ..lm_eval_log import from_lm_eval
-from .exporting import DEFAULT_EXPORT_DIR
-from .ablation import CODE, Ablation, message_html
-from .app import AppPolicy
+from ... import explore, tasks, viz
+from ..._checks import check_int
+from ...evaluate import EvalResult
+from ...explore import CHUNK, Progress
+from ...lm_eval_log import from_lm_eval
+from ..kit.files import DEFAULT_EXPORT_DIR
+from .ablation import CODE, Ablation
+from ..app import AppPolicy
 from .opening import Opening
-from .plot import PlotView
+from ..kit.plot import PlotView
 from .prefetch import Prefetch
 from .reveal import Reveal
-from .scheduler import Run, Runner
-from .view import close_tree
+from ..kit.runner import Job, Runner
+from ..kit.layout import close_tree, message_html
 
 HERE = Path(__file__).parent
 ANY = "any"
@@ -288,7 +288,7 @@ class Explorer(Ablation, Opening, w.VBox):
 
     def get_lm(self) -> Any:
         """The causal LM (loaded on first use when given by name or not at all)."""
-        from ..models import LM, load_lm
+        from ...models import LM, load_lm
 
         if not isinstance(self.lm, LM):
             self.lm = load_lm(self.lm) if self.lm is not None else load_lm()
@@ -306,7 +306,7 @@ class Explorer(Ablation, Opening, w.VBox):
             task = explore.retemplate(task, domain_premise=self.domain_box.value)
         return task
 
-    def run(self, name: str | None = None) -> Run | None:
+    def run(self, name: str | None = None) -> Job | None:
         """Run the source fields' task in the background (beside the open runs when it has their items, otherwise
         in their place); None when the source is refused (the message says why)."""
         try:
@@ -323,7 +323,7 @@ class Explorer(Ablation, Opening, w.VBox):
         first = next(iter(self.runs.values()), None)
         return first is not None and first.items["id"].astype(str).tolist()[:len(ids)] == ids[:len(first.items)]
 
-    def _submit(self, name: str, task: tasks.Task, source: dict, then: Any = None) -> Run:
+    def _submit(self, name: str, task: tasks.Task, source: dict, then: Any = None) -> Job:
         with self._lock:
             if not self._same_items([str(it.id) for it in task.items]):
                 self.runs.clear(), self.sources.clear(), self.tasks.clear()
@@ -333,7 +333,7 @@ class Explorer(Ablation, Opening, w.VBox):
         self.cancel_button.disabled, self.progress.value = False, 0
         self.progress_line.value = f"<i>starting {html.escape(name)}: 0 / {len(task.items)} items…</i>"
 
-        def job(run: Run) -> None:
+        def job(run: Job) -> None:
             lm = self.get_lm()
             source["model"] = lm.name
 

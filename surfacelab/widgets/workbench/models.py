@@ -11,10 +11,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ..backends.vllm import SERVER_ENV, normalize_url
-from ..models import DEFAULT_LM, DEFAULT_MLM, load_lm, load_mlm
+from ...backends.vllm import SERVER_ENV, normalize_url
+from ...models import DEFAULT_LM, DEFAULT_MLM, load_lm, load_mlm
 from .inputs import Problem
-from .scheduler import ViewState
+from .updates import ViewState
 
 
 def server_url(lm: Any) -> str:

@@ -10,7 +10,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ..evaluate import EvalResult
+from ...evaluate import EvalResult
 from .prefetch import AFTER_OPEN_S
 from .prefetch import ROWS as PREFETCH_ROWS
 
@@ -25,7 +25,7 @@ class Opening:
     def workbench(self) -> Any:
         """The workbench rows open in (made, with this explorer's model, and shown below it when first needed)."""
         if self._workbench is None:
-            from .workbench import Workbench
+            from ..workbench.widget import Workbench
 
             self._workbench = Workbench(lm=self.get_lm(), policy=self.policy)
             self._workbench.add_class(self.reveal.target)

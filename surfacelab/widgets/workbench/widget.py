@@ -45,20 +45,21 @@ import ipywidgets as w
 import pandas as pd
 import plotly.graph_objects as go
 
-from .._checks import check_int, is_int, is_number
-from ..backends.vllm import normalize_url
-from ..text import glued
-from ..viz import check_gold
-from ..models import list_presets
-from .app import NO_SERVER, AppPolicy
+from ..._checks import check_int, is_int, is_number
+from ...backends.vllm import normalize_url
+from ...text import glued
+from ...viz import check_gold
+from ...models import list_presets
+from ..app import NO_SERVER, AppPolicy
 from .examples import CUSTOM, DATASETS, SAVED, TEACHING, Examples
 from .exporting import DEFAULT_EXPORT_DIR, Exports
 from .inputs import Inputs, OptionRow, Problem, boxed, problems
-from .lesson_build import LessonExport
-from .loading import ModelSlots, default_server, server_url
-from .scheduler import Updates, ViewState
-from .view import INFO_MARK, VIEWS, View, close_tree
-from . import views  # noqa: F401  (registers the six views in VIEWS)
+from ..lesson.build import LessonExport
+from .models import ModelSlots, default_server, server_url
+from .updates import Updates, ViewState
+from ..kit.layout import close_tree
+from .views import INFO_MARK, VIEWS, View
+
 
 HERE = Path(__file__).parent
 DEFAULT_EXAMPLE = {"premise": "The man took a bath in the", "domain_premise": " the",

@@ -24,7 +24,7 @@ import plotly.graph_objects as go
 from markdown_it import MarkdownIt
 
 #: Notebook 02, the lesson that goes with the teaching set.
-NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "02_teaching_surface_form_competition.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[3] / "notebooks" / "02_teaching_surface_form_competition.ipynb"
 #: The first line that marks a code cell as an exercise's answer ("# Answer 1", "# Answer 4 (an example; …)").
 ANSWER = "# Answer"
 #: Markdown as CommonMark with raw HTML off: a ``<tag>`` in the text is shown, never read as markup.

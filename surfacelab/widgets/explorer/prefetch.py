@@ -13,8 +13,8 @@ from __future__ import annotations
 from itertools import islice
 from typing import Any, Iterable
 
-from ..scoring import score_items
-from .scheduler import Run, Runner
+from ...scoring import score_items
+from ..kit.runner import Job, Runner
 
 #: Rows of the table whose workbench scores are computed ahead of a click.
 ROWS = 10
@@ -29,12 +29,12 @@ class Prefetch:
         self.runner = Runner("surfacelab-prefetch")
 
     def start(self, lm: Any, items: Iterable[tuple[str, list[str], str | None]], top_k: int, *,
-              delay: float = 0.0) -> Run:
+              delay: float = 0.0) -> Job:
         """Score the first ``ROWS`` of ``items`` ((premise, options, domain premise), as the workbench loads them;
         read in the background) with ``top_k`` alternatives, one item at a time, in the background after ``delay``
         seconds; a newer ``start`` or ``cancel`` stops it."""
 
-        def job(run: Run) -> None:
+        def job(run: Job) -> None:
             for item in islice(items, ROWS):
                 run.check()
                 score_items(lm, [item], progress=False, top_k=top_k)

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Collection
 
 import ipywidgets as w
 
-from .._format import visible
-from ..text import bad_character, blank, duplicates, glued
-from .app import Caps
+from ..._format import visible
+from ...text import bad_character, blank, duplicates, glued
+from ..app import Caps
 
 if TYPE_CHECKING:
-    from .bench import Bench
+    from .host import Bench
 
 
 @dataclass(frozen=True)

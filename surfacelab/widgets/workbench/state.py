@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..viz import check_gold
+from ...viz import check_gold
 
 STATE_FORMAT = "surfacelab-workbench-state"
 

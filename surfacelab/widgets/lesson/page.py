@@ -23,19 +23,20 @@ from typing import TYPE_CHECKING, Any
 from plotly.io.json import to_json_plotly
 from plotly.offline import get_plotlyjs
 
-from .._format import visible
+from ..._format import visible
 
 if TYPE_CHECKING:
-    from .lesson_build import LessonItem
-    from .lesson_text import Cell
+    from .build import LessonItem
+    from .text import Cell
 
-HERE = Path(__file__).parent
+#: The widgets package: the stylesheets and scripts the page inlines are its files.
+WIDGETS = Path(__file__).parent.parent
 #: What would end an inline script or style early (or open an HTML comment in one).
 UNSAFE = re.compile(r"</(script|style)|<!--", re.IGNORECASE)
 #: JSON characters written as ``\\u`` escapes inside ``<script>``: tags, entities and JavaScript's line breaks.
 JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 #: The styles of the page: the workbench's own (the same tables, notes and heatmap), then the page's.
-STYLES = ("workbench.css", "heatmap.css", "lesson.css")
+STYLES = ("workbench/workbench.css", "kit/heatmap.css", "lesson/lesson.css")
 
 
 def script_json(obj: Any) -> str:
@@ -54,8 +55,8 @@ def inline(source: str, name: str) -> str:
 
 
 def source(name: str) -> str:
-    """The script or style sheet ``name`` beside this module, checked to be safe inline."""
-    return inline((HERE / name).read_text(encoding="utf-8"), name)
+    """The script or style sheet ``name`` (a path in the widgets package), checked to be safe inline."""
+    return inline((WIDGETS / name).read_text(encoding="utf-8"), name)
 
 
 def esc(text: Any) -> str:
@@ -192,8 +193,8 @@ def write_lesson(path: Path, *, title: str, items: list["LessonItem"], cells: li
 <p class="sl-hint">{esc(models)} · made {made} with surfacelab · opens offline, no install</p><ol>{nav}</ol></nav>
 <main class="sl-lesson-main">{sections}</main>
 <script type="text/plain" id="sl-plotly-js">{inline(get_plotlyjs(), "plotly.min.js")}</script>
-<script type="text/plain" id="sl-heatmap-js">{source("heatmap.js")}</script>
-<script>{source("lesson.js")}</script>
+<script type="text/plain" id="sl-heatmap-js">{source("kit/heatmap.js")}</script>
+<script>{source("lesson/lesson.js")}</script>
 </body></html>
 """
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -12,19 +12,14 @@ from typing import Any
 import ipywidgets as w
 import pandas as pd
 
-from .. import explore, tasks
-from ..lm_eval_log import from_lm_eval
-from .exporting import saved_note, write_figure
-from .scheduler import Run
+from ... import explore, tasks
+from ...lm_eval_log import from_lm_eval
+from ..kit.files import saved_note, write_figure
+from ..kit.layout import message_html
+from ..kit.runner import Job
 
 #: What a template field shows for a part given by code (a callable): kept unless typed over.
 CODE = "(code)"
-
-
-def message_html(err: BaseException, public: Any = str) -> str:
-    """An error as the one line a widget shows (escaped; ``public``: the policy's ``public``, which names no place
-    on the host in the app)."""
-    return f"<span class='sl-error'>⚠ {html.escape(public(str(err) or type(err).__name__))}</span>"
 
 
 def template_text(value: Any) -> str:
@@ -59,7 +54,7 @@ class Ablation:
         self._shown_patterns = (self.premise_pattern.value, self.option_pattern.value, self.domain_pattern.value)
 
     def ablate(self, *, premise: str | None = None, options: str | None = None, domain_premise: str | None = None,
-               name: str | None = None) -> Run | None:
+               name: str | None = None) -> Job | None:
         """Run the first run's items under the edited template (the fields, or these arguments) as a new run beside
         it; None when refused (the message says why). For an lm-eval log, only the domain premise can change."""
         for box, value in ((self.premise_pattern, premise), (self.option_pattern, options),
@@ -96,7 +91,7 @@ class Ablation:
                                                           ("domain_premise", task.template.domain_premise))})
         return self._submit(name, task, source, then=self.show_comparison)
 
-    def _ablate_log(self, name: str, base_name: str) -> Run:
+    def _ablate_log(self, name: str, base_name: str) -> Job:
         domain = self.domain_pattern.value
         if not domain.strip() or domain == CODE:
             raise ValueError("domain premise: an lm-eval log is re-scored under a domain premise: type one")
@@ -104,7 +99,7 @@ class Ablation:
         self.message.value = ""
         self.progress_line.value = f"<i>scoring {html.escape(name)} under {html.escape(domain)!s}…</i>"
 
-        def job(run: Run) -> None:
+        def job(run: Job) -> None:
             self._put(name, from_lm_eval(path, lm=self.get_lm(), domain_premise=domain),
                       {"log": path, "domain_premise": domain})
             self.progress_line.value = f"{html.escape(name)}: done"

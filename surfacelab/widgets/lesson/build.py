@@ -19,19 +19,20 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import ipywidgets as w
 
-from ..engine import Cancelled
-from ..paraphrase import TEACHING_SET, load_teaching_set
-from .examples import TEACHING, teaching_example
-from .heatmap import TokenHeatmap
-from .lesson_page import write_lesson
-from .lesson_text import notebook_cells
-from .plot import PlotView
-from .scheduler import Runner, ViewState
-from .state import STATE_FORMAT, check_example, read_state
+from ...engine import Cancelled
+from ...paraphrase import TEACHING_SET, load_teaching_set
+from ..workbench.examples import TEACHING, teaching_example
+from ..kit.heatmap import TokenHeatmap
+from .page import write_lesson
+from .text import notebook_cells
+from ..kit.plot import PlotView
+from ..kit.runner import Runner
+from ..workbench.updates import ViewState
+from ..workbench.state import STATE_FORMAT, check_example, read_state
 
 if TYPE_CHECKING:
-    from .view import View
-    from .workbench import Workbench
+    from ..workbench.views.base import View
+    from ..workbench.widget import Workbench
 
 #: The names of the teaching set as an ``items`` spec.
 TEACHING_NAMES = ("teaching", TEACHING)

@@ -17,8 +17,8 @@ from typing import Any, Callable
 
 from tqdm.auto import tqdm
 
-from .lesson_build import build_lesson, check_path, default_title, lesson_items
-from .workbench import Workbench
+from .build import build_lesson, check_path, default_title, lesson_items
+from ..workbench.widget import Workbench
 
 
 def lesson(items: Any, path: str | Path, *, lm: Any = None, mlm: Any = None, title: str | None = None,

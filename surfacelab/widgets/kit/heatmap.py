@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import traitlets
 
-from .._format import visible
+from ..._format import visible
 
 HERE = Path(__file__).parent
 FIELDS = ["token", "token_id", "logprob", "rank", "entropy", "contribution", "alternatives"]
