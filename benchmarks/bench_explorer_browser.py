@@ -137,7 +137,7 @@ def measure_runs(page, box, pairs: int) -> tuple[list[dict], list[float]]:
 def measure_evaluate(page) -> float:
     """``sl.evaluate`` on the explorer's task and scorers, on a fresh score cache, timed in the kernel once the
     explorer's prefetch of its first rows (which starts when the run ends) is over."""
-    out = labkit.kernel(page, "ex.prefetch.runner.wait()  # the rows' prefetch after the run, not beside it\n"
+    out = labkit.kernel(page, "ex.opener.prefetch.runner.wait()  # the rows' prefetch after the run, not beside it\n"
                               "os.environ['SURFACELAB_CACHE'] = fresh['evaluate']; engine.clear_top_cache()\n"
                               "t0 = time.perf_counter()\n"
                               "ref = sl.evaluate(lm, ex.load_task(), ex.scorers, progress=False)\n"

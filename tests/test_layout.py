@@ -109,3 +109,29 @@ def test_no_import_circle_between_files(graph):
 
 def test_the_cycle_finder_finds_a_circle():
     assert _cycles({"a": [("b", "")], "b": [("c", "x")], "c": [("a", "")], "d": [("a", "")]}) == [{"a", "b", "c"}]
+
+
+def _mixed_widgets(paths: list[Path]) -> dict[str, list[str]]:
+    """The classes of ``paths`` whose bases include a widget (ipywidgets / anywidget) and something else: "file:class"
+    -> the bases as written."""
+    widget_base = ("w.", "ipywidgets.", "anywidget.")
+    out = {}
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                bases = [ast.unparse(b) for b in node.bases]
+                if any(b.startswith(widget_base) for b in bases) and not all(b.startswith(widget_base) for b in bases):
+                    out[f"{path.name}:{node.name}"] = bases
+    return out
+
+
+def test_a_widget_class_inherits_from_ipywidgets_only():
+    """What a widget is made of are parts it owns (objects with their own state), never mixins it inherits."""
+    assert _mixed_widgets(sorted((PACKAGE / "widgets").rglob("*.py"))) == {}
+
+
+def test_the_widget_rule_finds_a_mixin(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("import ipywidgets as w\nclass Slots: pass\n"
+                 "class Bench(Slots, w.VBox): pass\nclass Ok(w.VBox): pass\n")
+    assert _mixed_widgets([f]) == {"m.py:Bench": ["Slots", "w.VBox"]}

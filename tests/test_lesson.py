@@ -270,13 +270,13 @@ def test_the_export_lesson_button_writes_the_item_shown(tiny_lm, tiny_mlm, tmp_p
     bench.load_example(ITEMS[1])
     bench.update()
     shown = {name: v.text.value for name, v in bench.views.items()}
-    assert bench.lesson_picker.value == "item"
-    bench.lesson_button.click()
-    assert bench.lesson_button.description == "cancel lesson"
-    assert bench._lesson_runner.wait(300)
-    assert bench.lesson_button.description == "export lesson"
+    assert bench.lessons.picker.value == "item"
+    bench.lessons.button.click()
+    assert bench.lessons.button.description == "cancel lesson"
+    assert bench.lessons.runner.wait(300)
+    assert bench.lessons.button.description == "export lesson"
     [path] = tmp_path.glob("lesson-*.html")
-    assert "saved" in bench.files_note.value and path.name in bench.files_note.value
+    assert "saved" in bench.exporter.note.value and path.name in bench.exporter.note.value
     text = path.read_text(encoding="utf-8")
     assert list(Page(text).pages) == ["item-1"] and html.escape(ITEMS[1]["premise"]) in text
     assert all(t in text for t in shown.values())  # the same readings as the views shown
@@ -286,19 +286,19 @@ def test_the_export_lesson_button_writes_the_item_shown(tiny_lm, tiny_mlm, tmp_p
 
 def test_cancel_stops_a_lesson_being_built(tiny_lm, tiny_mlm, tmp_path):
     bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=False, export_dir=tmp_path)
-    bench.lesson_picker.value = "teaching"
-    bench.lesson_button.click()
-    bench.lesson_button.click()  # the button, now "cancel lesson", stops the build before it begins
-    assert bench._lesson_runner.wait(120)
-    assert "cancelled" in bench.files_note.value and bench.lesson_button.description == "export lesson"
-    bench.lesson_button.click()
+    bench.lessons.picker.value = "teaching"
+    bench.lessons.button.click()
+    bench.lessons.button.click()  # the button, now "cancel lesson", stops the build before it begins
+    assert bench.lessons.runner.wait(120)
+    assert "cancelled" in bench.exporter.note.value and bench.lessons.button.description == "export lesson"
+    bench.lessons.button.click()
     end = time.monotonic() + 120
-    while "computed item 1 of 30" not in bench.files_note.value:  # the progress note, after the first item
-        assert time.monotonic() < end, bench.files_note.value
+    while "computed item 1 of 30" not in bench.exporter.note.value:  # the progress note, after the first item
+        assert time.monotonic() < end, bench.exporter.note.value
         time.sleep(0.05)
-    bench.lesson_button.click()  # and while it runs
-    assert bench._lesson_runner.wait(120)
-    assert "cancelled" in bench.files_note.value and bench.lesson_button.description == "export lesson"
+    bench.lessons.button.click()  # and while it runs
+    assert bench.lessons.runner.wait(120)
+    assert "cancelled" in bench.exporter.note.value and bench.lessons.button.description == "export lesson"
     assert not list(tmp_path.glob("lesson-*.html"))
     bench.close()
 

@@ -23,7 +23,7 @@ def test_workbench_on_a_vllm_server(vllm_server, api_key, real_lm, tmp_path):
     bench = Workbench(lm="smollm2-135m", server=vllm_server.url, api_key=api_key, live=False,
                       export_dir=tmp_path / "exports")
     try:
-        assert bench.server_box.value == vllm_server.url and bench.lm.backend.url == vllm_server.url
+        assert bench.models.server_box.value == vllm_server.url and bench.lm.backend.url == vllm_server.url
         bench.premise_box.value, bench.domain_box.value = PREMISE, DOMAIN
         bench.set_options(OPTIONS, ["tub, bath tub", "basin", "swimming pool", ""], gold=0)
         bench.update()
@@ -47,7 +47,7 @@ def test_workbench_on_a_vllm_server(vllm_server, api_key, real_lm, tmp_path):
             assert api_key not in json.dumps(widget.get_state(), default=str)
         # an unreachable URL: one message, the server model stays and still answers edits
         server_lm = bench.lm
-        bench.server_box.value = "http://127.0.0.1:9/v1"
+        bench.models.server_box.value = "http://127.0.0.1:9/v1"
         bench.update()
         assert "could not be loaded" in bench.message.value and "127.0.0.1:9" in bench.message.value
         assert bench.lm is server_lm and all(v.state == ViewState.READY for v in bench.views.values())

@@ -122,9 +122,9 @@ def test_outside_the_app_a_server_error_names_the_failure_not_the_answers_conten
     # typed into the lab's server box: contacted (the person's own choice), the page shows why it failed, no secret
     seen.clear()
     bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=False, export_dir=tmp_path)
-    bench.lm_picker.options = [*bench.lm_picker.options, model_dir]
-    bench.lm_picker.value = model_dir
-    bench.server_box.value = url
+    bench.models.lm_picker.options = [*bench.models.lm_picker.options, model_dir]
+    bench.models.lm_picker.value = model_dir
+    bench.models.server_box.value = url
     bench.update()
     assert seen and SECRET not in bench.message.value and "not a list of models" in bench.message.value
     bench.close()
@@ -152,25 +152,25 @@ def test_a_refusal_quotes_the_servers_own_message_and_never_a_json_documents_con
 def test_in_the_app_no_server_a_visitor_types_or_a_file_names_is_ever_contacted(secretive, visitor, app, tiny_lm,
                                                                                  tiny_mlm):
     url, seen = secretive
-    box = visitor.server_box
+    box = visitor.models.server_box
     assert box.disabled and box.value == NO_SERVER  # the models run in this kernel: said, not editable
     box.value = url  # what a browser that ignores "disabled" sends
     visitor.update()
     assert seen == [] and visitor.views["scores"].state == ViewState.READY and visitor.lm is tiny_lm
     # a saved state that names the server, loaded three ways: ignored, with a note that says so
-    path = _state(visitor.export_dir / "theirs.json", url)
+    path = _state(visitor.exporter.export_dir / "theirs.json", url)
     visitor.load_state(path)
     visitor.update()
     assert seen == [] and "ignored" in visitor.message.value and url in visitor.message.value
-    visitor.source_picker.value = "saved states"
-    visitor.example_picker.value = "theirs.json"
+    visitor.examples.source_picker.value = "saved states"
+    visitor.examples.item_picker.value = "theirs.json"
     visitor.update()
     assert seen == [] and visitor.premise_box.value == "The cat sat on the"
     again = Workbench.from_state(path, lm=tiny_lm, mlm=tiny_mlm, live=False, policy=app)
     again.update()
     assert seen == [] and again.lm is tiny_lm and "ignored" in again.message.value
     # a model the file names that the app does not offer (a folder on the host) is not loaded either
-    again.load_state(_state(visitor.export_dir / "model.json", None, lm="/etc"))
+    again.load_state(_state(visitor.exporter.export_dir / "model.json", None, lm="/etc"))
     again.update()
     assert again.lm is tiny_lm and "/etc" in again.message.value and "is not one of this app" in again.message.value
     assert SECRET not in visitor.message.value + again.message.value
@@ -184,20 +184,21 @@ def test_in_the_app_no_server_a_visitor_types_or_a_file_names_is_ever_contacted(
 
 def test_in_the_app_every_file_goes_to_the_visitors_own_folder_and_comes_back_as_a_download(visitor, app, tmp_path):
     own = app.visitor_folder()
-    assert visitor.export_dir == own and visitor.export_box.layout.display == "none" and visitor.export_box.disabled
-    visitor.source_picker.value = "saved states"  # none yet: said without naming a place on the host
+    box = visitor.exporter.folder_box
+    assert visitor.exporter.export_dir == own and box.layout.display == "none" and box.disabled
+    visitor.examples.source_picker.value = "saved states"  # none yet: said without naming a place on the host
     assert "No saved states in your folder" in visitor.message.value and str(tmp_path) not in visitor.message.value
-    visitor.source_picker.value = "(custom)"
+    visitor.examples.source_picker.value = "(custom)"
     elsewhere = tmp_path / "elsewhere"
-    visitor.export_box.value = str(elsewhere)  # what a browser that shows the box anyway could send
+    visitor.exporter.folder_box.value = str(elsewhere)  # what a browser that shows the box anyway could send
     visitor.update()
-    visitor.save_button.click()
+    visitor.exporter.save_button.click()
     visitor.views["scores"].export_buttons[2].click()  # CSV
     visitor.views["scores"].export_buttons[1].click()  # HTML
     assert not elsewhere.exists()
     files = sorted(p.name for p in own.iterdir())
     assert len(files) == 3 and files[0].startswith("scores-") and files[-1].startswith("state-"), files
-    for note in (visitor.files_note.value, visitor.views["scores"].export_note.value):
+    for note in (visitor.exporter.note.value, visitor.views["scores"].export_note.value):
         assert "class='sl-download'" in note and "href='data:" in note
         assert str(own) not in note and str(tmp_path) not in note  # no path of the host in the page
     # the page downloaded alone opens offline: plotly.js inside, nothing read from beside it
@@ -207,28 +208,28 @@ def test_in_the_app_every_file_goes_to_the_visitors_own_folder_and_comes_back_as
     assert page.stat().st_size < LINK_LIMIT and not list(own.glob("plotly-*.js"))
     # saved states are listed from the visitor's folder only
     _state(app.folder / "someone-elses.json", None)
-    visitor.source_picker.value = "saved states"
-    assert list(visitor.example_picker.options) == [files[-1]]
+    visitor.examples.source_picker.value = "saved states"
+    assert list(visitor.examples.item_picker.options) == [files[-1]]
     # a folder given in code is refused in the app: the visitor's is the only one
     with pytest.raises(ValueError, match="export_dir: in the app every visitor writes into a folder of their own"):
         Workbench(lm=visitor.lm, mlm=visitor.mlm, export_dir=tmp_path, policy=app)
     # the lesson button builds a lesson of the item shown, not the teaching set's 30 items
-    assert [v for _, v in visitor.lesson_picker.options] == ["item"]
+    assert [v for _, v in visitor.lessons.picker.options] == ["item"]
 
 
 def test_in_the_app_the_explorers_sessions_and_exports_stay_in_the_visitors_folder(app, tiny_lm, tmp_path):
     ex = Explorer(tiny_lm, task="copa", n=8, chunk=4, policy=app)
-    assert ex.folder_box.layout.display == "none" and ex.folder == app.visitor_folder() / "explorer"
-    ex.folder_box.value = str(tmp_path / "elsewhere")
-    ex._files(ex.load_session, "loaded")  # nothing saved yet: said without naming a place on the host
-    assert "no session.json in &#x27;your folder/explorer&#x27;" in ex.files_note.value
-    assert str(tmp_path) not in ex.files_note.value
+    assert ex.files.folder_box.layout.display == "none" and ex.files.folder == app.visitor_folder() / "explorer"
+    ex.files.folder_box.value = str(tmp_path / "elsewhere")
+    ex.files.handle(ex.load_session, "loaded")  # nothing saved yet: said without naming a place on the host
+    assert "no session.json in &#x27;your folder/explorer&#x27;" in ex.files.note.value
+    assert str(tmp_path) not in ex.files.note.value
     assert ex.run() is not None and ex.wait(120)
-    ex._files(lambda f: ex.export(f / "summary.png"))
-    assert "class='sl-download'" in ex.files_note.value and str(tmp_path) not in ex.files_note.value
-    ex._files(ex.save_session, "saved")
-    assert ex.files_note.value == "<span class='sl-info'>saved the session</span>"
-    assert (ex.folder / "session.json").is_file() and (ex.folder / "summary.png").is_file()
+    ex.files.handle(lambda f: ex.export(f / "summary.png"))
+    assert "class='sl-download'" in ex.files.note.value and str(tmp_path) not in ex.files.note.value
+    ex.files.handle(ex.save_session, "saved")
+    assert ex.files.note.value == "<span class='sl-info'>saved the session</span>"
+    assert (ex.files.folder / "session.json").is_file() and (ex.files.folder / "summary.png").is_file()
     assert not (tmp_path / "elsewhere").exists()
     with pytest.raises(ValueError, match="folder: in the app"):
         Explorer(tiny_lm, folder=tmp_path, policy=app)

@@ -98,8 +98,8 @@ def test_filter_then_click_loads_the_item_into_the_workbench(ran, bench):
     assert bench.premise_box.value == item["premise"] == scored["context"].iloc[0]
     assert bench.options == scored["option"].tolist() and bench.gold == item["gold"]
     assert bench.domain_box.value == (item["domain_premise"] or "")
-    assert str(item["id"]) in bench.origin.value and "copa/" in bench.origin.value
-    assert bench.next_button.disabled == (len(rows) == 1) and bench.previous_button.disabled
+    assert str(item["id"]) in bench.examples.origin.value and "copa/" in bench.examples.origin.value
+    assert bench.examples.next_button.disabled == (len(rows) == 1) and bench.examples.previous_button.disabled
     table = bench.frames()["scores"]  # the views follow: the scorer table is for this item
     assert table["option"].tolist() == scored["option"].tolist()
     np.testing.assert_allclose(table["logprob"], scored["logprob"], atol=1e-4)
@@ -141,7 +141,7 @@ def test_the_first_rows_are_scored_ahead_of_a_click(ran, bench, monkeypatch):
     from surfacelab.scoring import score_items
     from surfacelab.widgets.explorer.prefetch import ROWS
 
-    assert ran.prefetch.runner.wait(120)
+    assert ran.opener.prefetch.runner.wait(120)
     res = ran.runs["code"]
     calls = []
     real = bench.lm.backend.score
@@ -162,9 +162,9 @@ def test_ablation_adds_a_run_and_a_flip_list(ran, tmp_path):
     engine = ran.runs["then"].meta["engine"]
     assert engine["cached"] > 0 and "from the cache" in ran.run_lines.value  # premise requests came from the cache
     table = ran.comparison()
-    assert "McNemar" in ran.comparison_html.value
+    assert "McNemar" in ran.ablation.comparison_html.value
     flips = sum(len(r.fixed) + len(r.broken) for r in table.itertuples())
-    assert len(ran.flip_buttons) == flips
+    assert len(ran.ablation.flip_buttons) == flips
     assert "code:lm" in ran._filters and "then:dcpmi" in ran._filters
     # files: the comparison as CSV / markdown, the figure as HTML, the session round trip
     assert ran.export(tmp_path / "c.csv").read_text().startswith("scorer,")

@@ -58,30 +58,30 @@ def page_text(path: Path) -> str:
 
 def test_every_export_names_premise_domain_premise_options_and_model(bench, drawn, tiny_lm, tiny_mlm):
     for name, view in bench.views.items():
-        bench.export(name, bench.export_dir / f"{name}.png")
+        bench.export(name, bench.exporter.export_dir / f"{name}.png")
         title = drawn[-1].layout.title.text
         model = f"masked LM: {tiny_mlm.name}" if name == "pll" else f"causal LM: {tiny_lm.name}"
         assert f"<b>{view.title}</b>" in title and f"premise: {SHOWN}" in title and model in title, name
         assert "options (★ gold): ★ 1: ␣bathtub   2: ␣soap   3: ␣milk   4: ␣mat" in title, name
         # the domain premise where the view reads it (letters and PLL do not)
         assert ("domain premise: ␣the" in title) == ("domain_premise" in view.needs), name
-        page = page_text(bench.export(name, bench.export_dir / f"{name}.html"))
+        page = page_text(bench.export(name, bench.exporter.export_dir / f"{name}.html"))
         assert f"premise: {SHOWN}" in page and model in page and API_KEY not in page, name
         assert "options (★ gold): ★ 1: ␣bathtub   2: ␣soap   3: ␣milk   4: ␣mat" in page, name
 
 
 def test_markup_typed_in_the_inputs_is_shown_as_typed(bench, drawn):
     for name in bench.views:
-        bench.export(name, bench.export_dir / f"{name}.png")
+        bench.export(name, bench.exporter.export_dir / f"{name}.png")
         assert SHOWN in drawn[-1].layout.title.text and "<script>" not in drawn[-1].layout.title.text
-        page = page_text(bench.export(name, bench.export_dir / f"{name}.html"))
+        page = page_text(bench.export(name, bench.exporter.export_dir / f"{name}.html"))
         assert SHOWN in page and "<script>alert" not in page and "<b>Tom" not in page, name
 
 
 def test_why_export_holds_the_whole_view(bench, drawn):
     view = bench.views["why"]
     assert view.premise_map.rows and len(view.result.competitors)  # the view draws all three parts
-    bench.export("why", bench.export_dir / "why.png")
+    bench.export("why", bench.exporter.export_dir / "why.png")
     fig = drawn[-1]
     kinds = {(t.type, t.name) for t in fig.data}
     assert ("waterfall", None) in kinds  # the gap
@@ -101,17 +101,17 @@ def test_why_export_holds_the_whole_view(bench, drawn):
 
 
 def test_html_pages_share_one_plotly_js_beside_them(bench):
-    js = bench.export_dir / f"plotly-{get_plotlyjs_version()}.min.js"
-    pages = [bench.export(name, bench.export_dir / f"{name}.html") for name in ("letters", "why")]
+    js = bench.exporter.export_dir / f"plotly-{get_plotlyjs_version()}.min.js"
+    pages = [bench.export(name, bench.exporter.export_dir / f"{name}.html") for name in ("letters", "why")]
     for page in pages:
         text = page.read_text()
         assert page.stat().st_size < PAGE_LIMIT and f'src="{js.name}"' in text
         assert "put a copy next to this file" in text  # what a page opened without it says
-    assert list(bench.export_dir.glob("*.js")) == [js] and js.read_text() == get_plotlyjs()
+    assert list(bench.exporter.export_dir.glob("*.js")) == [js] and js.read_text() == get_plotlyjs()
     # readable by whoever may read the pages (a folder copied to a web server serves both)
     assert {oct(p.stat().st_mode & 0o777) for p in [js, *pages]} == {oct(0o666 & ~_umask())}
     js.write_text("cut short")  # a copy that is not whole is written again
-    bench.export("letters", bench.export_dir / "again.html")
+    bench.export("letters", bench.exporter.export_dir / "again.html")
     assert js.read_text() == get_plotlyjs()
 
 

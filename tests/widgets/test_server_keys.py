@@ -74,18 +74,18 @@ def test_a_state_file_never_sends_the_key_to_the_server_it_names(recorder, model
     bench.update()
     assert seen and _keys(seen) == {None}
     assert "none was sent" in bench.message.value and bench.lm is tiny_lm  # the views keep the model they had
-    assert bench.trust_button.layout.display != "none"
+    assert bench.models.trust_button.layout.display != "none"
     # the saved-states picker reads the same file: no key either
     seen.clear()
-    bench.source_picker.value = "saved states"
-    bench.example_picker.value = "student.json"
+    bench.examples.source_picker.value = "saved states"
+    bench.examples.item_picker.value = "student.json"
     bench.update()
     assert seen and _keys(seen) == {None}
     # the person confirms the server: now, and only now, the key goes there
     seen.clear()
-    bench.trust_button.click()
+    bench.models.trust_button.click()
     bench.wait(60)
-    assert _keys(seen) == {f"Bearer {KEY}"} and bench.trust_button.layout.display == "none"
+    assert _keys(seen) == {f"Bearer {KEY}"} and bench.models.trust_button.layout.display == "none"
     assert KEY not in json.dumps(bench.state()) and KEY not in bench.message.value
     bench.close()
 
@@ -97,11 +97,11 @@ def test_a_server_given_in_code_or_typed_gets_the_key(recorder, tiny_lm, tiny_ml
     assert _keys(seen) == {f"Bearer {KEY}"}
     seen.clear()
     bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=False, api_key=KEY, export_dir=tmp_path)
-    bench.lm_picker.options = [*bench.lm_picker.options, model_dir]
-    bench.lm_picker.value = model_dir
-    bench.server_box.value = url  # typed by the person
+    bench.models.lm_picker.options = [*bench.models.lm_picker.options, model_dir]
+    bench.models.lm_picker.value = model_dir
+    bench.models.server_box.value = url  # typed by the person
     bench.update()
-    assert _keys(seen) == {f"Bearer {KEY}"} and bench.trust_button.layout.display == "none"
+    assert _keys(seen) == {f"Bearer {KEY}"} and bench.models.trust_button.layout.display == "none"
     bench.close()
 
 
@@ -131,5 +131,5 @@ def test_workbench_without_an_lm_scores_on_surfacelab_server_with_its_key(record
     assert _keys(seen) == {f"Bearer {KEY}"}
     seen.clear()
     bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=False, export_dir=tmp_path)  # an LM given: no server
-    assert seen == [] and bench.server_box.value == ""
+    assert seen == [] and bench.models.server_box.value == ""
     bench.close()

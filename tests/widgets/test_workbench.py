@@ -174,7 +174,7 @@ def test_set_options_fills_the_rows_there_are_and_makes_or_drops_the_rest(wb):
 def test_export_dir_none_uses_the_default_folder(tiny_lm, tiny_mlm):
     bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=False, export_dir=None)
     default = kit_files.DEFAULT_EXPORT_DIR
-    assert bench.export_dir == default and bench.export_box.value == str(default)
+    assert bench.exporter.export_dir == default and bench.exporter.folder_box.value == str(default)
     with pytest.raises(TypeError, match="export_dir"):
         Workbench(lm=tiny_lm, mlm=tiny_mlm, live=False, export_dir=3)
     bench.close()
@@ -488,16 +488,16 @@ def test_the_status_time_leaves_out_a_model_load_and_names_it(tiny_lm, tiny_mlm,
         bench.update()
         assert "loaded" not in bench.status.value
         asked = time.monotonic()
-        bench.lm_picker.value = preset.name
+        bench.models.lm_picker.value = preset.name
         bench.wait(60)
         waited = time.monotonic() - asked
         assert bench.lm.name == preset.name and waited > 1.5
-        assert bench.last_load[0] == preset.name and 1.5 <= bench.last_load[1] < waited
+        assert bench.models.last_load[0] == preset.name and 1.5 <= bench.models.last_load[1] < waited
         assert bench.last_update_s < waited - 1.5 + 0.01
-        assert f"· loaded {preset.name} in {bench.last_load[1]:.1f} s" in bench.status.value
+        assert f"· loaded {preset.name} in {bench.models.last_load[1]:.1f} s" in bench.status.value
         bench.premise_box.value = "The woman took a bath in the"  # the next edit loads nothing: no load is named
         bench.wait(60)
-        assert bench.last_load is None and "loaded" not in bench.status.value
+        assert bench.models.last_load is None and "loaded" not in bench.status.value
         bench.close()
     finally:
         models.PRESETS.unregister(preset.name)
@@ -657,17 +657,17 @@ def test_export_names_are_unique_with_a_link_next_to_the_button(wb):
     wb.update()
     wb.views["scores"].box.children[-1].children[2].click()  # CSV
     wb.views["scores"].box.children[-1].children[2].click()
-    files = sorted((wb.export_dir).glob("scores-*.csv"))
+    files = sorted((wb.exporter.export_dir).glob("scores-*.csv"))
     assert len(files) == 2 and files[0].read_text().startswith("option,gold,")
     note = wb.views["scores"].export_note.value
     latest = max(files, key=lambda f: f.stat().st_mtime_ns)
     assert "download" in note and "data:text/csv;base64," in note and latest.name in note
     assert wb.message.value == ""  # the global message area is left alone
-    assert "plotly" in wb.export("tokens", wb.export_dir / "t.html").read_text()[:5000].lower()
+    assert "plotly" in wb.export("tokens", wb.exporter.export_dir / "t.html").read_text()[:5000].lower()
     with pytest.raises(ValueError, match="view"):
-        wb.export("nope", wb.export_dir / "x.png")
-    (wb.export_dir / "blocker").write_text("")
-    wb.export_box.value = str(wb.export_dir / "blocker")  # a file where the folder should be
+        wb.export("nope", wb.exporter.export_dir / "x.png")
+    (wb.exporter.export_dir / "blocker").write_text("")
+    wb.exporter.folder_box.value = str(wb.exporter.export_dir / "blocker")  # a file where the folder should be
     wb.views["letters"].box.children[-1].children[2].click()
     assert "export failed" in wb.views["letters"].export_note.value
 
@@ -682,7 +682,7 @@ def test_an_export_link_goes_when_the_view_shows_other_numbers(wb):
     wb.set_options([" bathtub", " soap", " milk"], gold=0)  # the scores change; the tokens rows of 3 options too
     wb.update()
     assert wb.views["scores"].export_note.value == "" and wb.views["tokens"].export_note.value == ""
-    assert len(list(wb.export_dir.glob("scores-*.csv"))) == 1  # the file itself stays
+    assert len(list(wb.exporter.export_dir.glob("scores-*.csv"))) == 1  # the file itself stays
 
 
 def test_exporting_says_so_and_one_export_runs_at_a_time(wb, monkeypatch):
@@ -726,11 +726,11 @@ def test_state_round_trip_and_the_picker_loads_saved_states(wb, tiny_lm, tiny_ml
     assert clone.inputs() == wb.inputs() and clone.state() == wb.state()
     clone.close()
     # the "save state" button writes into the export folder; the "saved states" source lists and loads it
-    wb.save_button.click()
-    assert "state-" in wb.files_note.value and "download" in wb.files_note.value
+    wb.exporter.save_button.click()
+    assert "state-" in wb.exporter.note.value and "download" in wb.exporter.note.value
     wb.set_options([" a", " b"])
-    wb.source_picker.value = "saved states"
-    assert wb.example_picker.options and wb.options == [" bathtub", "sink"] and wb.gold == 1
+    wb.examples.source_picker.value = "saved states"
+    assert wb.examples.item_picker.options and wb.options == [" bathtub", "sink"] and wb.gold == 1
     with pytest.raises(ValueError, match="source"):
         read_state(tmp_path / "missing.json")
     (tmp_path / "other.json").write_text('{"premise": 1}')
@@ -752,8 +752,8 @@ def test_model_load_shows_progress(wb, tmp_path, tiny_lm):
     cues = {name: [] for name in wb.views}
     for name, v in wb.views.items():
         v.cue.observe(lambda ch, name=name: cues[name].append(ch["new"]), "value")
-    wb.lm_picker.options = [*wb.lm_picker.options, str(folder)]
-    wb.lm_picker.value = str(folder)
+    wb.models.lm_picker.options = [*wb.models.lm_picker.options, str(folder)]
+    wb.models.lm_picker.value = str(folder)
     wb.update()
     assert wb.lm.name == str(folder)
     texts = [s for s in seen if isinstance(s, str)]
@@ -765,20 +765,20 @@ def test_model_load_shows_progress(wb, tmp_path, tiny_lm):
 
 
 def test_example_sources(wb, monkeypatch, tmp_path):
-    wb.source_picker.value = "teaching set"
-    assert wb.example_picker.options
+    wb.examples.source_picker.value = "teaching set"
+    assert wb.examples.item_picker.options
     item = paraphrase.load_teaching_set()[0]
     assert wb.premise_box.value == item["premise"]
     assert wb.options == [forms[0] for forms in item["concepts"].values()]
     assert wb.options[wb.gold] == item["concepts"][item["answer"]][0]
-    for label in wb.example_picker.options:  # "id: premise", cut only between words
+    for label in wb.examples.item_picker.options:  # "id: premise", cut only between words
         key, shown = label.split(": ", 1)
         premise = next(it["premise"] for it in paraphrase.load_teaching_set() if it["id"] == key)
         assert shown == " ".join(premise.split()) or (shown.endswith(" …")
                                                       and " ".join(premise.split()).startswith(shown[:-2] + " "))
     monkeypatch.setenv("SURFACELAB_DATA", str(tmp_path / "nowhere"))
-    wb.source_picker.value = "copa"
-    assert "⚠" in wb.message.value and not wb.example_picker.options
+    wb.examples.source_picker.value = "copa"
+    assert "⚠" in wb.message.value and not wb.examples.item_picker.options
 
 
 def test_a_registered_view_appears_in_new_workbenches(tiny_lm, tiny_mlm):
@@ -877,11 +877,11 @@ def not_vllm(tmp_path):
 def test_a_bad_server_url_is_one_message_and_the_previous_model_stays(wb, tiny_lm, not_vllm, monkeypatch):
     wb.update()
     before = wb.frames()["scores"]
-    wb.lm_picker.options = [*wb.lm_picker.options, "smollm2-135m"]
+    wb.models.lm_picker.options = [*wb.models.lm_picker.options, "smollm2-135m"]
     for bad in ("not a url", not_vllm):
         with wb.holding():
-            wb.lm_picker.value = "smollm2-135m"
-        wb.server_box.value = bad
+            wb.models.lm_picker.value = "smollm2-135m"
+        wb.models.server_box.value = bad
         wb.update()
         msgs = _messages(wb)
         assert len(msgs) == 1 and "sl-model-error" in msgs[0], msgs
@@ -904,21 +904,21 @@ def test_a_bad_server_url_is_one_message_and_the_previous_model_stays(wb, tiny_l
     assert calls == [not_vllm] and len(_messages(wb)) == 1
     # clearing the URL and choosing the model again removes the message
     with wb.holding():
-        wb.lm_picker.value = tiny_lm.name
-    wb.server_box.value = ""
+        wb.models.lm_picker.value = tiny_lm.name
+    wb.models.server_box.value = ""
     wb.update()
     assert _messages(wb) == [] and wb.lm is tiny_lm
 
 
 def test_the_state_keeps_the_server_url(wb, tmp_path):
-    wb.server_box.value = "http://127.0.0.1:1/v1"
+    wb.models.server_box.value = "http://127.0.0.1:1/v1"
     doc = json.loads(wb.save_state(tmp_path / "s.json").read_text())
     assert doc["server"] == "http://127.0.0.1:1/v1" and read_state(doc)["server"] == doc["server"]
     assert read_state(dict(doc, server=None))["server"] is None
     with pytest.raises(ValueError, match="server must be a URL"):
         read_state(dict(doc, server=8000))
     wb.load_state(dict(doc, server=None))
-    assert wb.server_box.value == ""
+    assert wb.models.server_box.value == ""
 
 
 def test_tokens_view_names_the_rows_it_shows(wb):

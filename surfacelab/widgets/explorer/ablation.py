@@ -1,22 +1,22 @@
-"""The Explorer's template ablation and files (a mixin of ``widgets.explorer.Explorer``): the current run's
-template as editable fields and presets (``explore.retemplate`` / ``presets``), the edited run beside the baseline
-with ``explore.compare`` and the flipped items (each opens in the workbench), sessions (``explore.save_session`` /
-``load_session``) and exports (the comparison as CSV / markdown, the summary figure as PNG / HTML)."""
+"""The Explorer's template ablation (a part of the ``Explorer``): the first run's template as editable fields and
+presets (``explore.retemplate`` / ``presets``), the edited run beside the baseline with ``explore.compare`` and the
+flipped items (each opens in the workbench)."""
 
 from __future__ import annotations
 
 import html
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 import pandas as pd
 
-from ... import explore, tasks
+from ... import explore
 from ...lm_eval_log import from_lm_eval
-from ..kit.files import saved_note, write_figure
-from ..kit.layout import message_html
+from ..kit.layout import box, classed
 from ..kit.runner import Job
+
+if TYPE_CHECKING:
+    from .widget import Explorer
 
 #: What a template field shows for a part given by code (a callable): kept unless typed over.
 CODE = "(code)"
@@ -29,87 +29,121 @@ def template_text(value: Any) -> str:
     return value if isinstance(value, str) else CODE
 
 
-class Ablation:
-    """The ablation and files part of ``Explorer`` (its widgets are made by ``Explorer``)."""
+class AblationPanel:
+    """The template ablation of an ``Explorer``: the preset picker, a field per template part, the run's name and
+    button, the comparison table and the flipped items. Reads the explorer (its runs, sources and tasks) and runs
+    through it (``Explorer.submit``)."""
 
-    # --- template ablation ------------------------------------------------------------------
+    def __init__(self, host: Explorer) -> None:
+        self.host = host
+        wide = {"description_width": "initial"}
+        self.preset_picker = w.Dropdown(options=[], description="preset", style=wide)
+        self.premise_pattern = w.Text(description="premise", placeholder="{question} ...", style=wide)
+        self.option_pattern = w.Text(description="options", placeholder=" {choice}", style=wide)
+        self.domain_pattern = w.Text(description="domain premise", style=wide)
+        self.name_box = w.Text(value="edited", description="run name", style=wide)
+        self.button = w.Button(description="Run edited template", icon="play")
+        self.comparison_html = w.HTML("")
+        self.flips = w.VBox([])
+        self._template: Any = None  # the preset chosen last (None: the baseline's template)
+        self._shown: tuple[str, ...] | None = None  # what the fields showed for it
+        classed([(self.preset_picker, "sl-x-preset"), (self.premise_pattern, "sl-x-premise-pattern"),
+                 (self.option_pattern, "sl-x-option-pattern"), (self.domain_pattern, "sl-x-domain-pattern"),
+                 (self.name_box, "sl-x-ablation-name"), (self.button, "sl-x-ablate"),
+                 (self.comparison_html, "sl-x-comparison"), (self.flips, "sl-x-flips")])
+        self.preset_picker.observe(lambda ch: self._preset_chosen(ch["new"]), "value")
+        self.button.on_click(lambda _: host.after_fields(self.ablate))
 
-    def _presets(self) -> None:
-        base = self.tasks.get(next(iter(self.runs), ""))
+    def widgets(self) -> list[w.Widget]:
+        """The panel as laid out under the item table."""
+        return [w.HTML("<b>template ablation</b> <span class='sl-hint'>(the same items under an edited template, as "
+                       "a run beside the first; patterns over the task's fields; "
+                       f"{CODE}: the template's code, kept unless typed over)</span>"),
+                box([self.preset_picker, self.premise_pattern, self.option_pattern, self.domain_pattern,
+                     self.name_box, self.button], "sl-x-ablation"),
+                self.comparison_html, self.flips]
+
+    def presets(self) -> None:
+        """Offer the presets of the first run's task (after the runs changed)."""
+        host = self.host
+        base = host.tasks.get(next(iter(host.runs), ""))
         names = list(explore.presets(base)) if base is not None else []
         if list(self.preset_picker.options)[1:] != names:
             self.preset_picker.options = ["(this run)", *names]
             self.preset_picker.value = "(this run)"
 
     def _preset_chosen(self, name: str | None) -> None:
-        base = self.tasks.get(next(iter(self.runs), ""))
+        host = self.host
+        base = host.tasks.get(next(iter(host.runs), ""))
         if base is None or name is None:
             return
         template = base.template if name == "(this run)" else explore.presets(base)[name]
-        self._ablation_template = template
+        self._template = template
         self.premise_pattern.value = template_text(template.premise)
         self.option_pattern.value = template_text(template.options if isinstance(template.options, str) or
-                                          callable(template.options) else None)
+                                                  callable(template.options) else None)
         self.domain_pattern.value = template_text(template.domain_premise)
-        self._shown_patterns = (self.premise_pattern.value, self.option_pattern.value, self.domain_pattern.value)
+        self._shown = (self.premise_pattern.value, self.option_pattern.value, self.domain_pattern.value)
 
     def ablate(self, *, premise: str | None = None, options: str | None = None, domain_premise: str | None = None,
                name: str | None = None) -> Job | None:
         """Run the first run's items under the edited template (the fields, or these arguments) as a new run beside
         it; None when refused (the message says why). For an lm-eval log, only the domain premise can change."""
-        for box, value in ((self.premise_pattern, premise), (self.option_pattern, options),
-                           (self.domain_pattern, domain_premise)):
+        host = self.host
+        for field, value in ((self.premise_pattern, premise), (self.option_pattern, options),
+                             (self.domain_pattern, domain_premise)):
             if value is not None:
-                box.value = value
-        name = name or self.ablation_name.value.strip() or "edited"
-        base_name = next(iter(self.runs), None)
+                field.value = value
+        name = name or self.name_box.value.strip() or "edited"
+        base_name = next(iter(host.runs), None)
         try:
             if base_name is None:
                 raise ValueError("ablation: run or open a baseline first")
             if base_name == name:
                 raise ValueError(f"run name: {name!r} is the baseline's; choose another")
-            if "log" in self.sources.get(base_name, {}):
+            if "log" in host.sources.get(base_name, {}):
                 return self._ablate_log(name, base_name)
-            base = self.tasks.get(base_name)
+            base = host.tasks.get(base_name)
             if base is None:
                 raise ValueError("ablation: the baseline was opened without its task; run it from the source fields")
-            template = getattr(self, "_ablation_template", base.template)
-            shown = getattr(self, "_shown_patterns", (template_text(base.template.premise), None, None))
+            template = self._template if self._template is not None else base.template
+            shown = self._shown or (template_text(base.template.premise), None, None)
             parts = {}
-            for part, box, was in zip(("premise", "options", "domain_premise"),
-                                      (self.premise_pattern, self.option_pattern, self.domain_pattern), shown):
-                if box.value != CODE and box.value != (was or "") and (box.value or was):
-                    parts[part] = box.value
+            for part, field, was in zip(("premise", "options", "domain_premise"),
+                                        (self.premise_pattern, self.option_pattern, self.domain_pattern), shown):
+                if field.value != CODE and field.value != (was or "") and (field.value or was):
+                    parts[part] = field.value
             task = explore.retemplate(base.with_template(template) if template is not base.template else base,
                                       **parts)
         except (ValueError, TypeError, KeyError) as err:
-            self._show_error(err)
+            host.show_error(err)
             return None
-        source = dict(self.sources[base_name], template={k: template_text(v) for k, v in
+        source = dict(host.sources[base_name], template={k: template_text(v) for k, v in
                                                          (("premise", task.template.premise),
                                                           ("options", task.template.options),
                                                           ("domain_premise", task.template.domain_premise))})
-        return self._submit(name, task, source, then=self.show_comparison)
+        return host.submit(name, task, source, then=self.show_comparison)
 
     def _ablate_log(self, name: str, base_name: str) -> Job:
+        host = self.host
         domain = self.domain_pattern.value
         if not domain.strip() or domain == CODE:
             raise ValueError("domain premise: an lm-eval log is re-scored under a domain premise: type one")
-        path = self.sources[base_name]["log"]
-        self.message.value = ""
-        self.progress_line.value = f"<i>scoring {html.escape(name)} under {html.escape(domain)!s}…</i>"
+        path = host.sources[base_name]["log"]
+        host.message.value = ""
+        host.progress_line.value = f"<i>scoring {html.escape(name)} under {html.escape(domain)!s}…</i>"
 
-        def job(run: Job) -> None:
-            self._put(name, from_lm_eval(path, lm=self.get_lm(), domain_premise=domain),
-                      {"log": path, "domain_premise": domain})
-            self.progress_line.value = f"{html.escape(name)}: done"
+        def work(job: Job) -> None:
+            host.put(name, from_lm_eval(path, lm=host.get_lm(), domain_premise=domain),
+                     {"log": path, "domain_premise": domain})
+            host.progress_line.value = f"{html.escape(name)}: done"
             self.show_comparison()
 
-        return self.runner.submit(job)
+        return host.runner.submit(work)
 
     def comparison(self) -> pd.DataFrame:
         """``explore.compare`` of the last run against the first (on the items both have)."""
-        runs = self.shown()
+        runs = self.host.shown()
         if len(runs) < 2:
             raise ValueError("comparison: needs two runs (run an edited template first)")
         names = list(runs)
@@ -122,7 +156,8 @@ class Ablation:
         except ValueError as err:
             self.comparison_html.value = f"<i>{html.escape(str(err))}</i>"
             return
-        names = list(self.shown())
+        shown = self.host.shown()
+        names = list(shown)
         rows = "".join(
             f"<tr><td>{html.escape(r.scorer)}</td><td>{r.baseline:.1%} [{r.baseline_low:.1%}, {r.baseline_high:.1%}]"
             f"</td><td>{r.run:.1%} [{r.run_low:.1%}, {r.run_high:.1%}]</td><td>{r.p_value:.3g}</td>"
@@ -131,7 +166,7 @@ class Ablation:
             f"<b>{html.escape(names[-1])}</b> against <b>{html.escape(names[0])}</b>"
             "<table class='sl-comparison'><tr><th>scorer</th><th>baseline</th><th>run</th><th>McNemar p</th>"
             f"<th>fixed</th><th>broken</th></tr>{rows}</table>")
-        ids = next(iter(self.shown().values())).items["id"].astype(str).tolist()
+        ids = next(iter(shown.values())).items["id"].astype(str).tolist()
         lines = []
         for r in table.itertuples():
             buttons = []
@@ -140,7 +175,7 @@ class Ablation:
                     b = w.Button(description=f"{kind}: {item_id}", layout=w.Layout(width="auto"),
                                  tooltip=f"{r.scorer}: {kind} by {names[-1]}; open it (as {names[-1]} has it)")
                     b.add_class("sl-opens-item")  # the browser scrolls the workbench into view on the click
-                    b.on_click(lambda _, p=ids.index(item_id): self.open_item(p, names[-1]))
+                    b.on_click(lambda _, p=ids.index(item_id): self.host.opener.open_item(p, names[-1]))
                     buttons.append(b)
             if buttons:
                 lines.append(w.HBox([w.HTML(f"<b>{html.escape(r.scorer)}</b>"), *buttons],
@@ -151,68 +186,3 @@ class Ablation:
     def flip_buttons(self) -> list[w.Button]:
         """The buttons of the flipped items (fixed, then broken, per scorer)."""
         return [b for line in self.flips.children for b in line.children if isinstance(b, w.Button)]
-
-    # --- files ------------------------------------------------------------------------------
-
-    @property
-    def folder(self) -> Path:
-        """Where sessions and exports go: the folder box; in the app, ``explorer`` in the visitor's own folder."""
-        if self.policy.app:
-            return self.policy.visitor_folder() / "explorer"
-        return Path(self.folder_box.value.strip()).expanduser()
-
-    def _files(self, action: Any, session: str | None = None) -> None:
-        """Call ``action(folder)``; the note says what it wrote (a file: with its download link) or why it failed.
-        ``session``: what was done to a session (``saved`` / ``loaded``; its folder is named outside the app)."""
-        try:
-            path = action(self.folder)
-            if session is None:
-                self.files_note.value = saved_note(path, app=self.policy.app)
-            else:
-                where = "" if self.policy.app else f" in <code>{html.escape(str(path))}</code>"
-                self.files_note.value = f"<span class='sl-info'>{session} the session{where}</span>"
-        except Exception as err:  # a file failure is a message beside the buttons, not a traceback
-            self.files_note.value = message_html(err, self.policy.public)
-
-    def save_session(self, folder: str | Path) -> Path:
-        """Write the runs and their sources to ``folder`` (``explore.save_session``)."""
-        with self._lock:
-            return explore.save_session(folder, self.runs, self.sources)
-
-    def load_session(self, folder: str | Path) -> Path:
-        """Open the runs a saved session holds in place of the open ones (template edits need a run's task: those
-        of runs from local data are loaded again)."""
-        runs, sources = explore.load_session(folder)
-        with self._lock:
-            self.runs.clear(), self.sources.clear(), self.tasks.clear()
-            for name, source in sources.items():
-                if "task" in source:
-                    try:
-                        task = tasks.load(source["task"], source.get("split"), limit=source.get("n"),
-                                          variant=source.get("variant", "code"))
-                        parts = {k: v for k, v in (source.get("template") or {}).items() if v and v != CODE}
-                        if source.get("domain_premise") and "domain_premise" not in parts:
-                            parts["domain_premise"] = source["domain_premise"]
-                        self.tasks[name] = explore.retemplate(task, **parts) if parts else task
-                    except (ValueError, TypeError, KeyError, OSError):
-                        pass  # the run opens; its template cannot be edited
-            self.runs.update(runs)
-            self.sources.update(sources)
-            self.refresh()
-        return Path(folder)
-
-    def export(self, path: str | Path) -> Path:
-        """Write the comparison (``.csv`` / ``.md``) or the summary figure (``.png`` / ``.html``) to ``path``."""
-        path = Path(path).expanduser()
-        if path.suffix in (".png", ".html"):
-            return write_figure(self.figure(), path, standalone=self.policy.app)
-        if path.suffix not in (".csv", ".md"):
-            raise ValueError(f"path: expected .csv, .md, .png or .html, got {path.name!r}")
-        table = self.comparison()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.suffix == ".md":
-            path.write_text(explore.comparison_markdown(table), encoding="utf-8")
-        else:
-            table.assign(fixed=table["fixed"].map(" ".join), broken=table["broken"].map(" ".join)).to_csv(
-                path, index=False)
-        return path

@@ -1,48 +1,89 @@
-"""Opening an item from the Explorer (a mixin of ``widgets.explorer.Explorer``): a row click, previous / next, the
-workbench items open in (made on the first click when none was given), and the prefetch of the first rows'
-workbench scores (``prefetch.Prefetch``)."""
+"""Opening an item from the Explorer (a part of the ``Explorer``): a row click, previous / next, the workbench items
+open in (made on the first click when none was given), the scroll that brings it into view (``reveal``) and the
+prefetch of the first rows' workbench scores (``prefetch.Prefetch``)."""
 
 from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
 from ...evaluate import EvalResult
-from .prefetch import AFTER_OPEN_S
+from .prefetch import AFTER_OPEN_S, Prefetch
 from .prefetch import ROWS as PREFETCH_ROWS
+from .reveal import Reveal
+
+if TYPE_CHECKING:
+    from ..app import AppPolicy
+    from .widget import Explorer
 
 #: Seconds after the open row was unselected before it opens again (when no other row was selected meanwhile).
 REOPEN_S = 0.3
+#: Milliseconds a click that opens an item waits for a workbench given to the explorer to be on the page.
+GIVEN_WAIT_MS = 3_000
+#: ... and for the one the explorer makes on the first click (a model load under a busy CPU).
+MADE_WAIT_MS = 120_000
 
 
-class Opening:
-    """The opening part of ``Explorer`` (its widgets, runs and table are the explorer's)."""
+class Opener:
+    """What opens an ``Explorer``'s items in the workbench: the row clicks of its table, ``open_row`` /
+    ``open_item`` (with previous / next within the filtered rows), the workbench, its scroll into view and the
+    prefetch.
+
+    Args:
+        host: the explorer (its table and rows, its runs and sources, its model).
+        workbench: the ``Workbench`` items open in (None: made when first needed and shown below the explorer; one
+            given is displayed by its owner: a click says so when it is not on the page).
+        policy: the workbench the opener makes follows it.
+    """
+
+    def __init__(self, host: Explorer, workbench: Any, policy: AppPolicy) -> None:
+        self.host, self.policy, self._workbench = host, policy, workbench
+        self.prefetch = Prefetch()  # the workbench's scores of the first rows, ahead of a click
+        self._reopen: threading.Timer | None = None  # the open row, unselected, opens again unless a row follows
+        # a click that opens an item scrolls the workbench into view in the browser (made on the first click: the
+        # browser waits for it; given: it should be on the page already, else the person is told to display it)
+        self.reveal = Reveal(wait_ms=MADE_WAIT_MS if workbench is None else GIVEN_WAIT_MS)
+        self.reveal.target = f"sl-bench-{self.reveal.model_id[:12]}"
+        self.reveal.observe(self._bench_missing, "missing")
+        if workbench is not None:
+            workbench.add_class(self.reveal.target)
+        host.table.observe(self._row_clicked, "selected_rows")
+
+    @property
+    def made(self) -> bool:
+        """Whether there is a workbench (given, or made by a click)."""
+        return self._workbench is not None
+
+    def owns(self, widget: Any) -> bool:
+        """Whether ``widget`` is the workbench (which closes its own widgets)."""
+        return widget is self._workbench
 
     @property
     def workbench(self) -> Any:
-        """The workbench rows open in (made, with this explorer's model, and shown below it when first needed)."""
+        """The workbench rows open in (made, with the explorer's model, and shown below it when first needed)."""
         if self._workbench is None:
             from ..workbench.widget import Workbench
 
-            self._workbench = Workbench(lm=self.get_lm(), policy=self.policy)
+            self._workbench = Workbench(lm=self.host.get_lm(), policy=self.policy)
             self._workbench.add_class(self.reveal.target)
-            self.children = (*self.children, self._workbench)
+            self.host.children = (*self.host.children, self._workbench)
         return self._workbench
 
     def _bench_missing(self, change: dict) -> None:
         if change["new"]:
-            self.message.value = ("<span class='sl-error'>⚠ the workbench this explorer opens items in is not on "
-                                  "the page: display it (its variable on the last line of a cell) to see the "
-                                  "item</span>")
+            self.host.message.value = ("<span class='sl-error'>⚠ the workbench this explorer opens items in is not "
+                                       "on the page: display it (its variable on the last line of a cell) to see the "
+                                       "item</span>")
             self.reveal.missing = False  # the next click checks again
 
     def _row_clicked(self, change: dict) -> None:
-        if self._hold:
+        host = self.host
+        if host.holding_table:
             return
-        with self._lock:
+        with host.lock:
             if self._reopen is not None:
                 self._reopen.cancel()
                 self._reopen = None
@@ -58,26 +99,16 @@ class Opening:
             self.open_row(change["new"][0])
 
     def _reopened(self, k: int) -> None:
-        with self._lock:
+        with self.host.lock:
             self._reopen = None
-        self._select(k)
+        self.host.select(k)
         self.open_row(k)
-
-    def _select(self, k: int | None) -> None:
-        """Mark row ``k`` of the table as the one open (None: none), without opening it."""
-        want = [k] if k is not None else []
-        if list(self.table.selected_rows) != want:
-            self._hold = True
-            try:
-                self.table.selected_rows = want
-            finally:
-                self._hold = False
 
     def open_row(self, k: int) -> None:
         """Open the ``k``-th row of the table (as filtered) in the workbench."""
-        self.open_item(int(self.rows[k]))
+        self.open_item(int(self.host.rows[k]))
 
-    def _inputs(self, res: EvalResult, position: int) -> tuple[str, list[str], str | None]:
+    def inputs(self, res: EvalResult, position: int) -> tuple[str, list[str], str | None]:
         """Item ``position`` of ``res`` as the workbench loads it: (premise, options, domain premise), exactly as
         scored (a ``ValueError`` for an item whose options have premises of their own)."""
         item = res.items.iloc[position]
@@ -90,19 +121,20 @@ class Opening:
         domain = domain if isinstance(domain, str) and domain.strip() else None
         return contexts[0], rows["option"].astype(str).tolist(), domain
 
-    def _prefetch(self, start: int = 0, delay: float = 0.0) -> None:
+    def prefetch_rows(self, start: int = 0, delay: float = 0.0) -> None:
         """Compute the workbench's scores of the rows from ``start`` on in the background after ``delay`` seconds,
         with the workbench's model (when there is a workbench and no run is scoring)."""
-        runs = self.shown()
-        if not runs or self._workbench is None or self.running:
+        host = self.host
+        runs = host.shown()
+        if not runs or self._workbench is None or host.running:
             return
         res = next(iter(runs.values()))
-        positions = [int(p) for p in self.rows[start:start + PREFETCH_ROWS]]
+        positions = [int(p) for p in host.rows[start:start + PREFETCH_ROWS]]
 
         def items() -> Iterator[tuple[str, list[str], str | None]]:  # read in the background, not on the click
             for position in positions:
                 try:
-                    yield self._inputs(res, position)
+                    yield self.inputs(res, position)
                 except ValueError:
                     continue
         self.prefetch.start(self._workbench.lm, items(), self._workbench.top_k, delay=delay)
@@ -110,25 +142,32 @@ class Opening:
     def open_item(self, position: int, run: str | None = None) -> None:
         """Load item ``position`` exactly as run ``run`` (default: the first) scored it into the workbench, with
         previous / next within the filtered rows."""
+        host = self.host
         self.prefetch.cancel()  # the click's own update gets the CPU
-        runs = self.shown()
+        runs = host.shown()
         name = run or next(iter(runs))
         res = runs[name]
         item = res.items.iloc[position]
         try:
-            premise, options, domain = self._inputs(res, position)
+            premise, options, domain = self.inputs(res, position)
         except ValueError as err:
-            self._show_error(err)
+            host.show_error(err)
             return
-        where = (f"lm-eval log {Path(self.sources[name]['log']).name}" if "log" in self.sources.get(name, {})
+        where = (f"lm-eval log {Path(host.sources[name]['log']).name}" if "log" in host.sources.get(name, {})
                  else f"{res.task}/{res.split}")
         source = f"{where} #{position} {item['id']} · template {res.template} · run {name}"
-        k = np.flatnonzero(self.rows == position)
-        step = (lambda d: (lambda: self.open_item(int(self.rows[k[0] + d]), run))) if len(k) else None
+        k = np.flatnonzero(host.rows == position)
+        step = (lambda d: (lambda: self.open_item(int(host.rows[k[0] + d]), run))) if len(k) else None
         previous = step(-1) if step and k[0] > 0 else None
-        following = step(1) if step and k[0] + 1 < len(self.rows) else None
+        following = step(1) if step and k[0] + 1 < len(host.rows) else None
         self.workbench.load_item(premise, options, domain_premise=domain, gold=int(item["gold"]), source=source,
                                  previous=previous, next=following)
-        self._select(int(k[0]) if len(k) else None)  # the table marks the item open (previous / next move it)
+        host.select(int(k[0]) if len(k) else None)  # the table marks the item open (previous / next move it)
         if len(k):
-            self._prefetch(int(k[0]) + 1, delay=AFTER_OPEN_S)  # the rows "next" opens
+            self.prefetch_rows(int(k[0]) + 1, delay=AFTER_OPEN_S)  # the rows "next" opens
+
+    def close(self) -> None:
+        """Stop the prefetch and a pending reopen (the explorer is closing)."""
+        self.prefetch.close()
+        if self._reopen is not None:
+            self._reopen.cancel()

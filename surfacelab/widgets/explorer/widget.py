@@ -5,7 +5,9 @@ the baseline (McNemar, flips).
 
 Nothing here computes a score: runs are ``explore.evaluate_in_chunks`` (in the background, on a ``Runner``: the
 kernel stays free, Cancel stops the forward passes and keeps the chunks done) or ``from_lm_eval``; the table,
-filters, matrix, template edits, comparison and sessions are ``surfacelab.explore``.
+filters, matrix, template edits, comparison and sessions are ``surfacelab.explore``. The explorer owns its parts,
+each an object with its own widgets and state that reads the explorer: ``ablation`` (the template panel), ``files``
+(sessions and exports) and ``opener`` (a row opens in the workbench).
 
 >>> ex = Explorer(lm, task="arc-challenge", n=200)     # doctest: +SKIP
 >>> ex.run(); ex.wait()                                 # doctest: +SKIP
@@ -34,15 +36,13 @@ from ..._checks import check_int
 from ...evaluate import EvalResult
 from ...explore import CHUNK, Progress
 from ...lm_eval_log import from_lm_eval
-from ..kit.files import DEFAULT_EXPORT_DIR
-from .ablation import CODE, Ablation
 from ..app import AppPolicy
-from .opening import Opening
+from ..kit.layout import box, classed, close_tree, message_html, stylesheet
 from ..kit.plot import PlotView
-from .prefetch import Prefetch
-from .reveal import Reveal
 from ..kit.runner import Job, Runner
-from ..kit.layout import close_tree, message_html
+from .ablation import AblationPanel
+from .files import ExplorerFiles
+from .opening import Opener
 
 HERE = Path(__file__).parent
 ANY = "any"
@@ -67,10 +67,6 @@ REDRAW_MAX_S = 24.0
 #: on the subshell that last wrote to it, so a field's new value, sent before the click, can be handled after it, on
 #: another thread.
 FIELDS_S = 0.2
-#: Milliseconds a click that opens an item waits for a workbench given to the explorer to be on the page.
-GIVEN_WAIT_MS = 3_000
-#: ... and for the one the explorer makes on the first click (a model load under a busy CPU).
-MADE_WAIT_MS = 120_000
 
 
 def _head(run: EvalResult, k: int) -> EvalResult:
@@ -96,7 +92,7 @@ def _column_defs(columns: Sequence[str]) -> list[dict]:
     return defs + [{"targets": [list(columns).index(SEARCHED)], "visible": False}] if SEARCHED in columns else defs
 
 
-class Explorer(Ablation, Opening, w.VBox):
+class Explorer(w.VBox):
     """A dataset's runs side by side, filtered down to the item worth opening in the workbench (see the module).
 
     Args:
@@ -126,46 +122,40 @@ class Explorer(Ablation, Opening, w.VBox):
             raise TypeError(f"policy: expected an AppPolicy or None, got {type(policy).__name__}")
         if folder is not None and self.policy.app:
             raise ValueError("folder: in the app every visitor writes into a folder of their own; leave it out")
-        self.lm, self._workbench, self.scorers, self.chunk = lm, workbench, list(scorers), chunk
+        self.lm, self.scorers, self.chunk = lm, list(scorers), chunk
         self.runs: dict[str, EvalResult] = {}
         self.sources: dict[str, dict] = {}
         self.tasks: dict[str, tasks.Task] = {}  # run name -> the task it scored (for template edits)
         self.rows = np.zeros(0, dtype=int)  # positions of the items the table shows, in its order
         self.last_error: str | None = None
-        self._lock = threading.RLock()
+        self.lock = threading.RLock()  # the runs, sources and tasks, between a run's thread and the kernel's
         self._filters: dict[str, w.Dropdown] = {}
         self._cells: dict[tuple[str, str], w.Button] = {}
         self._label_buttons: dict[str, w.Button] = {}
         self._hold = False
-        self._reopen: threading.Timer | None = None  # the open row, unselected, opens again unless a row follows
         self._template = template if template is not None and not isinstance(template, str) else None
         self.runner = Runner("explorer", on_error=self._failed)
-        self.prefetch = Prefetch()  # the workbench's scores of the first rows, ahead of a click
         self.running = False  # a run is scoring (the rows it shows are not the ones to prefetch yet)
-        # a click that opens an item scrolls the workbench into view in the browser (made on the first click: the
-        # browser waits for it; given: it should be on the page already, else the person is told to display it)
-        self.reveal = Reveal(wait_ms=MADE_WAIT_MS if workbench is None else GIVEN_WAIT_MS)
-        self.reveal.target = f"sl-bench-{self.reveal.model_id[:12]}"
-        self.reveal.observe(self._bench_missing, "missing")
-        if workbench is not None:
-            workbench.add_class(self.reveal.target)
-        self._build(task, split, n, template if isinstance(template, str) else "code", domain_premise, folder)
+        self._build(task, split, n, template if isinstance(template, str) else "code", domain_premise)
+        self.ablation = AblationPanel(self)
+        self.files = ExplorerFiles(self, self.policy, folder)
+        self.opener = Opener(self, workbench, self.policy)
         super().__init__(self._layout())
         self.add_class("sl-explorer")
         try:
             if log is not None:
-                self._put("lm-eval", from_lm_eval(log), {"log": str(log)})
+                self.put("lm-eval", from_lm_eval(log), {"log": str(log)})
             elif runs is not None:
                 opened = {"run": runs} if isinstance(runs, EvalResult) else dict(runs)
                 explore.columns(opened)
                 for name, run in opened.items():
-                    self._put(name, run, {"opened": True})
+                    self.put(name, run, {"opened": True})
         except (ValueError, TypeError, OSError) as err:
-            self._show_error(err)
+            self.show_error(err)
 
     # --- widgets ----------------------------------------------------------------------------
 
-    def _build(self, task: str, split: str | None, n: int, family: str, domain: str | None, folder: Any) -> None:
+    def _build(self, task: str, split: str | None, n: int, family: str, domain: str | None) -> None:
         wide = {"description_width": "initial"}  # labels in full ("domain premise", not "domain pr…")
         self.task_box = w.Text(value=task, description="task", style=wide)
         self.split_box = w.Text(value=split or "", description="split", placeholder="default", style=wide)
@@ -194,63 +184,23 @@ class Explorer(Ablation, Opening, w.VBox):
         self.filter_box = w.HBox([])
         self.count = w.HTML("")
         self.table = ITable(pd.DataFrame(), classes="display compact", **TABLE_OPTIONS)
-        # the template ablation panel
-        self.preset_picker = w.Dropdown(options=[], description="preset", style=wide)
-        self.premise_pattern = w.Text(description="premise", placeholder="{question} ...", style=wide)
-        self.option_pattern = w.Text(description="options", placeholder=" {choice}", style=wide)
-        self.domain_pattern = w.Text(description="domain premise", style=wide)
-        self.ablation_name = w.Text(value="edited", description="run name", style=wide)
-        self.ablate_button = w.Button(description="Run edited template", icon="play")
-        self.comparison_html = w.HTML("")
-        self.flips = w.VBox([])
-        # files
-        self.folder_box = w.Text(value=str(Path(folder).expanduser() if folder else DEFAULT_EXPORT_DIR / "explorer"),
-                                 description="folder", style=wide)
-        if self.policy.app:  # never read in the app (see ``folder``)
-            self.folder_box.value, self.folder_box.disabled, self.folder_box.layout.display = "", True, "none"
-        self.save_button = w.Button(description="save session", icon="save")
-        self.load_button = w.Button(description="load session", icon="folder-open")
-        self.export_buttons = {k: w.Button(description=k, icon="download") for k in
-                               ("comparison.csv", "comparison.md", "summary.png", "summary.html")}
-        self.files_note = w.HTML("")
-        for widget, cls in [(self.task_box, "sl-x-task"), (self.split_box, "sl-x-split"), (self.n_box, "sl-x-n"),
-                            (self.family_picker, "sl-x-family"), (self.domain_box, "sl-x-domain"),
-                            (self.name_box, "sl-x-name"), (self.folder_box, "sl-x-folder"),
-                            (self.preset_picker, "sl-x-preset"), (self.premise_pattern, "sl-x-premise-pattern"),
-                            (self.option_pattern, "sl-x-option-pattern"), (self.domain_pattern, "sl-x-domain-pattern"),
-                            (self.ablation_name, "sl-x-ablation-name"),
-                            (self.run_button, "sl-x-run-button"), (self.cancel_button, "sl-x-cancel"),
-                            (self.progress, "sl-x-progress"), (self.progress_line, "sl-x-progress-line"),
-                            (self.message, "sl-x-message"), (self.files_note, "sl-x-files-note"),
-                            (self.plot, "sl-x-plot"), (self.matrix, "sl-x-matrix"), (self.labels, "sl-x-labels"),
-                            (self.filter_box, "sl-x-columns"), (self.count, "sl-x-count"),
-                            (self.table, "sl-item-table"), (self.ablate_button, "sl-x-ablate"),
-                            (self.comparison_html, "sl-x-comparison"), (self.flips, "sl-x-flips")]:
-            widget.add_class(cls)
-        self.run_button.on_click(lambda _: self._after_fields(self.run))
+        classed([(self.task_box, "sl-x-task"), (self.split_box, "sl-x-split"), (self.n_box, "sl-x-n"),
+                 (self.family_picker, "sl-x-family"), (self.domain_box, "sl-x-domain"), (self.name_box, "sl-x-name"),
+                 (self.run_button, "sl-x-run-button"), (self.cancel_button, "sl-x-cancel"),
+                 (self.progress, "sl-x-progress"), (self.progress_line, "sl-x-progress-line"),
+                 (self.message, "sl-x-message"), (self.plot, "sl-x-plot"), (self.matrix, "sl-x-matrix"),
+                 (self.labels, "sl-x-labels"), (self.filter_box, "sl-x-columns"), (self.count, "sl-x-count"),
+                 (self.table, "sl-item-table")])
+        self.run_button.on_click(lambda _: self.after_fields(self.run))
         self.cancel_button.on_click(lambda _: self.cancel())
         for widget in (self.disagree_box, self.flipped_picker, self.label_picker, self.search_box):
             widget.observe(lambda _: self._filter_changed(), "value")
         self.clear_button.on_click(lambda _: self.filter())
-        self.table.observe(self._row_clicked, "selected_rows")
-        self.preset_picker.observe(lambda ch: self._preset_chosen(ch["new"]), "value")
-        self.ablate_button.on_click(lambda _: self._after_fields(self.ablate))
-        self.save_button.on_click(lambda _: self._after_fields(lambda: self._files(self.save_session, "saved")))
-        self.load_button.on_click(lambda _: self._after_fields(lambda: self._files(self.load_session, "loaded")))
-        for key, b in self.export_buttons.items():
-            b.on_click(lambda _, key=key: self._after_fields(lambda: self._files(lambda f: self.export(f / key))))
 
     def _layout(self) -> list:
         """The explorer top to bottom: the source and Run; once a run is open, the summary (accuracy beside who
         rescues whom and the labels), the filters, the item table, then the ablation and files (below the table,
         so that the table and the workbench under the explorer stay close)."""
-        def box(children: list, cls: str, vertical: bool = False) -> w.Box:
-            out = (w.VBox if vertical else w.HBox)(children)
-            out.add_class(cls)
-            return out
-
-        style = w.HTML(f"<style>{(HERE / 'explorer.css').read_text(encoding='utf-8')}</style>")
-        style.layout.display = "none"
         side = box([w.HTML("<b>who rescues whom</b> <span class='sl-hint'>(row right, column wrong; click a count "
                            "to list those items)</span>"), self.matrix,
                     w.HTML("<b>verdict labels</b> <span class='sl-hint'>(why the first run's LM missed; click to "
@@ -261,18 +211,9 @@ class Explorer(Ablation, Opening, w.VBox):
                  self.clear_button], "sl-x-filters"),
             box([self.count, w.HTML("<span class='sl-hint'>click a row to open the item in the workbench below "
                                     "(previous / next there step through these rows)</span>")], "sl-x-table-head"),
-            self.table,
-            w.HTML("<b>template ablation</b> <span class='sl-hint'>(the same items under an edited template, as a "
-                   f"run beside the first; patterns over the task's fields; {CODE}: the template's code, kept "
-                   "unless typed over)</span>"),
-            box([self.preset_picker, self.premise_pattern, self.option_pattern, self.domain_pattern,
-                 self.ablation_name, self.ablate_button], "sl-x-ablation"),
-            self.comparison_html, self.flips,
-            box([w.HTML("<b>files</b>"), self.folder_box, self.save_button, self.load_button,
-                 *self.export_buttons.values()], "sl-x-files"),
-            self.files_note], "sl-x-results", vertical=True)
+            self.table, *self.ablation.widgets(), *self.files.widgets()], "sl-x-results", vertical=True)
         self.results.layout.display = "none"  # nothing to show before a run
-        return [style, self.reveal, w.HTML("<h3>surfacelab explorer</h3>"),
+        return [stylesheet(HERE / "explorer.css"), self.opener.reveal, w.HTML("<h3>surfacelab explorer</h3>"),
                 box([self.task_box, self.split_box, self.n_box, self.family_picker, self.domain_box, self.name_box],
                     "sl-x-source"),
                 box([self.run_button, self.cancel_button, self.progress, self.progress_line], "sl-x-run"),
@@ -280,7 +221,7 @@ class Explorer(Ablation, Opening, w.VBox):
 
     # --- runs -------------------------------------------------------------------------------
 
-    def _after_fields(self, action: Any) -> None:
+    def after_fields(self, action: Any) -> None:
         """Call ``action`` (a button's) in ``FIELDS_S`` seconds, once the field values sent before the click are in."""
         timer = threading.Timer(FIELDS_S, action)
         timer.daemon = True
@@ -312,19 +253,19 @@ class Explorer(Ablation, Opening, w.VBox):
         try:
             task = self.load_task()
         except (ValueError, TypeError, OSError, KeyError) as err:
-            self._show_error(err)
+            self.show_error(err)
             return None
         name = name or self.name_box.value.strip() or self.family_picker.value
         source = {"task": task.name, "split": task.split, "n": len(task.items), "variant": self.family_picker.value,
                   "domain_premise": self.domain_box.value or None}
-        return self._submit(name, task, source)
+        return self.submit(name, task, source)
 
     def _same_items(self, ids: list[str]) -> bool:
         first = next(iter(self.runs.values()), None)
         return first is not None and first.items["id"].astype(str).tolist()[:len(ids)] == ids[:len(first.items)]
 
-    def _submit(self, name: str, task: tasks.Task, source: dict, then: Any = None) -> Job:
-        with self._lock:
+    def submit(self, name: str, task: tasks.Task, source: dict, then: Any = None) -> Job:
+        with self.lock:
             if not self._same_items([str(it.id) for it in task.items]):
                 self.runs.clear(), self.sources.clear(), self.tasks.clear()
             self.runs.pop(name, None)
@@ -343,7 +284,7 @@ class Explorer(Ablation, Opening, w.VBox):
                 self._report(progress)
                 first, ending = name not in self.runs, progress.left_seconds < due[1]
                 if time.monotonic() >= due[0] and (first or not ending):
-                    self._put(name, part, source)
+                    self.put(name, part, source)
                     due[:] = [time.monotonic() + due[1], min(2 * due[1], REDRAW_MAX_S)]
 
             self.running = True
@@ -352,7 +293,7 @@ class Explorer(Ablation, Opening, w.VBox):
                                                      on_progress=self._report)
             finally:
                 self.cancel_button.disabled, self.running = True, False
-            self._put(name, result, source)
+            self.put(name, result, source)
             self.progress_line.value += " · " + ("cancelled: kept the chunks done" if "stopped_at" in result.meta
                                                  else "done")
             if then is not None:
@@ -374,22 +315,22 @@ class Explorer(Ablation, Opening, w.VBox):
 
     def _failed(self, err: BaseException) -> None:
         self.cancel_button.disabled = True
-        self._show_error(err)
+        self.show_error(err)
 
-    def _show_error(self, err: BaseException) -> None:
+    def show_error(self, err: BaseException) -> None:
         self.last_error = str(err) or type(err).__name__
         self.message.value = message_html(err, self.policy.public)
 
-    def _put(self, name: str, run: EvalResult, source: dict) -> None:
+    def put(self, name: str, run: EvalResult, source: dict) -> None:
         """Add or replace run ``name`` and redraw what depends on the runs."""
-        with self._lock:
+        with self.lock:
             self.runs[name] = run
             self.sources[name] = dict(source)
             self.refresh()
 
     def shown(self) -> dict[str, EvalResult]:
         """The runs as shown: cut to the items every one of them has (a run in progress or cancelled is shorter)."""
-        with self._lock:
+        with self.lock:
             runs = dict(self.runs)
         if not runs:
             return {}
@@ -400,7 +341,7 @@ class Explorer(Ablation, Opening, w.VBox):
 
     def refresh(self) -> None:
         """Redraw the run lines, summary, filters and table from the runs."""
-        with self._lock:
+        with self.lock:
             runs = self.shown()
             if not runs:
                 return
@@ -414,7 +355,7 @@ class Explorer(Ablation, Opening, w.VBox):
             self._build_filters(runs, cols)
             self._build_matrix(runs, cols[:MATRIX_MAX])
             self._build_labels(runs)
-            self._presets()
+            self.ablation.presets()
             self._apply(runs)
 
     def figure(self) -> go.Figure:
@@ -539,7 +480,7 @@ class Explorer(Ablation, Opening, w.VBox):
         try:
             rows = explore.select(runs, **self.selection())
         except ValueError as err:
-            self._show_error(err)
+            self.show_error(err)
             return
         table = explore.item_table(runs).iloc[rows].reset_index(drop=True)
         if "truncated" in table and not table["truncated"].any():  # a column of "false" only takes room
@@ -551,11 +492,62 @@ class Explorer(Ablation, Opening, w.VBox):
             self.table.update(table, selected_rows=[], columnDefs=_column_defs(table.columns), **TABLE_OPTIONS)
         finally:
             self._hold = False
-        self._prefetch()
+        self.opener.prefetch_rows()
         total = len(next(iter(runs.values())).items)
         words = self.search_box.value.strip()
         self.count.value = f"<b>{len(rows)}</b> of {total} items" + (
             f" (with the words “{html.escape(words)}”)" if words else "")
+
+    @property
+    def holding_table(self) -> bool:
+        """True while the explorer sets the table itself (its selection changes are not a person's clicks)."""
+        return self._hold
+
+    def select(self, k: int | None) -> None:
+        """Mark row ``k`` of the table as the one open (None: none), without opening it."""
+        want = [k] if k is not None else []
+        if list(self.table.selected_rows) != want:
+            self._hold = True
+            try:
+                self.table.selected_rows = want
+            finally:
+                self._hold = False
+
+    # --- the explorer's verbs (each done by one of its parts) ----------------------------------
+
+    @property
+    def workbench(self) -> Any:
+        """The workbench rows open in (``opener.workbench``: made and shown below the explorer when first needed)."""
+        return self.opener.workbench
+
+    def open_row(self, k: int) -> None:
+        """Open the ``k``-th row of the table (as filtered) in the workbench."""
+        self.opener.open_row(k)
+
+    def open_item(self, position: int, run: str | None = None) -> None:
+        """Load item ``position`` exactly as run ``run`` scored it into the workbench (``opener.open_item``)."""
+        self.opener.open_item(position, run)
+
+    def ablate(self, *, premise: str | None = None, options: str | None = None, domain_premise: str | None = None,
+               name: str | None = None) -> Job | None:
+        """Run the first run's items under an edited template beside it (``ablation.ablate``)."""
+        return self.ablation.ablate(premise=premise, options=options, domain_premise=domain_premise, name=name)
+
+    def comparison(self) -> pd.DataFrame:
+        """``explore.compare`` of the last run against the first (``ablation.comparison``)."""
+        return self.ablation.comparison()
+
+    def save_session(self, folder: str | Path) -> Path:
+        """Write the runs and their sources to ``folder`` (``files.save_session``)."""
+        return self.files.save_session(folder)
+
+    def load_session(self, folder: str | Path) -> Path:
+        """Open the runs a saved session holds in place of the open ones (``files.load_session``)."""
+        return self.files.load_session(folder)
+
+    def export(self, path: str | Path) -> Path:
+        """Write the comparison (``.csv`` / ``.md``) or the summary figure (``.png`` / ``.html``) (``files.export``)."""
+        return self.files.export(path)
 
     def item_frame(self) -> pd.DataFrame:
         """The table as shown (filtered rows of ``explore.item_table``)."""
@@ -567,9 +559,7 @@ class Explorer(Ablation, Opening, w.VBox):
             super().close()
             return
         self.runner.close()
-        self.prefetch.close()
-        if self._reopen is not None:
-            self._reopen.cancel()
+        self.opener.close()
         for child in self.children:  # the workbench closes its own (its update threads first)
-            child.close() if child is self._workbench else close_tree(child)
+            child.close() if self.opener.owns(child) else close_tree(child)
         super().close()

@@ -4,29 +4,26 @@
 folder of them: data only, checked field by field) into ``LessonItem`` s. ``build_lesson`` loads each item into a
 ``Workbench`` that is not live and updates it, so every number, table, figure and sentence is the one the workbench
 shows for that item (no second copy of any scoring or drawing): ``snapshot`` reads each view's widgets as they
-stand (HTML, plotly JSON, token-heatmap rows) and ``lesson_page`` writes them into one HTML file. ``LessonExport``
-is the workbench's part: the "export lesson" button, which builds in the background with progress and a cancel.
+stand (HTML, plotly JSON, token-heatmap rows) and ``lesson_page`` writes them into one HTML file. The
+workbench's "export lesson" button is its part ``workbench.lessons.LessonButton``.
 """
 
 from __future__ import annotations
 
 import html
 import time
-from textwrap import shorten
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 import ipywidgets as w
 
-from ...engine import Cancelled
 from ...paraphrase import TEACHING_SET, load_teaching_set
 from ..workbench.examples import TEACHING, teaching_example
 from ..kit.heatmap import TokenHeatmap
 from .page import write_lesson
 from .text import notebook_cells
 from ..kit.plot import PlotView
-from ..kit.runner import Runner
 from ..workbench.updates import ViewState
 from ..workbench.state import STATE_FORMAT, check_example, read_state
 
@@ -228,89 +225,3 @@ def default_title(items: list[LessonItem], teaching: bool) -> str:
     if teaching:
         return "Surface form competition: a lesson (the surfacelab teaching set)"
     return f"surfacelab lesson: {items[0].title}" if len(items) == 1 else f"surfacelab lesson: {len(items)} items"
-
-
-class LessonExport:
-    """The lesson part of ``Workbench``: the "export lesson" button (of the item shown, or of the teaching set) and
-    ``export_lesson``. A build runs in the background on its own ``Runner`` (pressing the button again cancels it),
-    on a second Workbench that is not live and shares this one's models, so the views shown here never change."""
-
-    def _build_lesson_controls(self) -> list[w.Widget]:
-        """The lesson picker and button (placed in the files row). In the app a lesson is of the item shown: the
-        teaching set's (30 items, 388-764 s here, docs/lesson.md) would hold the CPU a class shares for minutes."""
-        choices = [("this item", "item")] + ([] if self.policy.app else [("the teaching set", "teaching")])
-        self.lesson_picker = w.Dropdown(options=choices, value="item", description="lesson of",
-                                        layout=w.Layout(width="auto"))
-        self.lesson_button = w.Button(description="export lesson", icon="book",
-                                      tooltip="write one HTML page with every view, which opens in any browser "
-                                              "without Jupyter or a kernel")
-        self.lesson_picker.add_class("sl-lesson-picker")
-        self.lesson_button.add_class("sl-export-lesson")
-        self.lesson_button.on_click(lambda _: self._lesson_clicked())
-        self._lesson_runner = Runner("surfacelab-lesson", on_progress=self._lesson_progress)
-        self._lesson_bench: Any = None  # the Workbench computing a lesson, while one is built
-        self._lesson_run: Any = None
-        self._lesson_started = False  # the build submitted last has begun
-        return [self.lesson_picker, self.lesson_button]
-
-    def export_lesson(self, items: Any = "item", path: str | Path | None = None, *,
-                      progress: Callable[[float, str], None] | None = None,
-                      check: Callable[[], None] | None = None) -> Path:
-        """Write a lesson page (``sl.lesson``) computed with this workbench's models: ``items`` "item" (the inputs
-        shown), "teaching" or anything ``sl.lesson`` takes; ``path`` None: a new file in the export folder.
-        ``progress(fraction, note)`` hears after each item; ``check()`` may raise ``Cancelled`` between items."""
-        if isinstance(items, str) and items == "item":
-            items = [dict(self.state(), title=shorten(self.premise_box.value, 60, placeholder=" …") or "this item")]
-        found, teaching = lesson_items(items)
-        out = check_path(path) if path is not None else self._unique("lesson", ".html")
-        bench = self._lesson_bench = type(self)(lm=self.lm, mlm=self.mlm, live=False, top_k=self.top_k,
-                                                policy=self.policy)
-        try:
-            return build_lesson(bench, found, out, title=default_title(found, teaching), lesson_text=teaching,
-                                progress=progress, check=check)
-        finally:
-            self._lesson_bench = None
-            bench.close()
-
-    def _lesson_clicked(self) -> None:
-        if not self._lesson_runner.idle:  # a build is waiting or running: the button cancels it
-            self._lesson_runner.cancel()
-            bench = self._lesson_bench
-            if bench is not None:
-                bench.updates.close()  # its forward pass stops at the next layer
-            if self._lesson_run.wait(0) and not self._lesson_started:  # dropped before it began
-                self.files_note.value = "<span class='sl-hint'>lesson cancelled</span>"
-                self.lesson_button.description, self.lesson_button.icon = "export lesson", "book"
-            return
-        which = self.lesson_picker.value
-        self.lesson_button.description, self.lesson_button.icon = "cancel lesson", "stop"
-        self.files_note.value = "<span class='sl-hint'>building the lesson…</span>"
-        self._lesson_started = False
-
-        def job(run: Any) -> None:
-            self._lesson_started = True
-            try:
-                path = self.export_lesson(which, progress=run.progress, check=run.check)
-                self.files_note.value = self._saved_note(path)
-            except Cancelled:
-                self.files_note.value = "<span class='sl-hint'>lesson cancelled</span>"
-            except Exception as err:  # a failed build is a message beside the button, not a traceback
-                note = "lesson cancelled" if run.cancelled else f"⚠ lesson failed: {self.policy.public(str(err))}"
-                self.files_note.value = f"<span class='sl-error'>{html.escape(note)}</span>"
-            finally:
-                self.lesson_button.description, self.lesson_button.icon = "export lesson", "book"
-
-        self._lesson_run = self._lesson_runner.submit(job)
-
-    def close_lesson(self) -> None:
-        """Stop a lesson being built (the workbench is closing) and refuse later builds."""
-        runner = getattr(self, "_lesson_runner", None)  # absent when the constructor stopped before its controls
-        if runner is not None:
-            runner.close()
-        bench = getattr(self, "_lesson_bench", None)
-        if bench is not None:
-            bench.updates.close()
-
-    def _lesson_progress(self, fraction: float | None, note: str | None) -> None:
-        done = f"{fraction:.0%} · " if fraction is not None else ""
-        self.files_note.value = f"<span class='sl-hint'>lesson: {done}{html.escape(note or '')}</span>"

@@ -5,8 +5,8 @@
 ...             "options": [" bathtub", " sink"], "gold": 0}], "bath.html")                         # doctest: +SKIP
 >>> sl.lesson("~/surfacelab-exports", "saved.html")           # every saved state in a folder      # doctest: +SKIP
 
-Every item's views are computed by a ``Workbench`` that is not live (``lesson_build``) and written by
-``lesson_page``; docs/lesson.md says how a teacher makes and hands out the file.
+Every item's views are computed by a ``Workbench`` that is not live (``build``) and written by
+``page``; docs/lesson.md says how a teacher makes and hands out the file.
 """
 
 from __future__ import annotations

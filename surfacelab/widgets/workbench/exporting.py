@@ -1,5 +1,5 @@
-"""The Workbench's files: each view exported as PNG / HTML / CSV and the state saved, under unique names in
-the export folder, with a download link in the widget (a mixin of ``Workbench``).
+"""The Workbench's files (a part of the ``Workbench``): each view exported as PNG / HTML / CSV and the state saved,
+under unique names in the export folder, with a download link in the widget.
 
 A PNG or HTML export is the view's figures (one under the other) under a header that says what they show: the
 premise, the domain premise, the options with the gold starred and the model (with its server's URL, never its API
@@ -24,9 +24,12 @@ from ... import viz
 from ..._format import visible
 from ...models import MLM
 from ..kit.files import DEFAULT_EXPORT_DIR, saved_note, unique_path, write_figure
+from ..kit.layout import classed
 from .models import server_url
 
 if TYPE_CHECKING:
+    from ..app import AppPolicy
+    from .host import Host
     from .inputs import Inputs
     from .views.base import View
 
@@ -210,8 +213,29 @@ def save_view(view: "View", path: Path, *, standalone: bool = False) -> Path:
     return write_figure(go.Figure(spec), path, standalone=standalone)
 
 
-class Exports:
-    """The export part of ``Workbench``: the export folder, the export buttons, ``export`` and saving the state."""
+class Exporter:
+    """The files of a ``Workbench``: the export folder box, "save state", the note beside them, ``export`` and the
+    views' export buttons (``clicked``).
+
+    Args:
+        host: the workbench (``Host``): its views, what it shows (``catch_up``) and its state (``examples``).
+        policy: in the app every file goes to the visitor's own folder (the box is hidden and never read).
+        export_dir: the folder the box starts with (None: ``DEFAULT_EXPORT_DIR``).
+    """
+
+    def __init__(self, host: Host, policy: AppPolicy, export_dir: str | Path | None) -> None:
+        self.host, self.policy = host, policy
+        self.folder_box = w.Text(value=str(Path(export_dir).expanduser().resolve() if export_dir is not None
+                                           else DEFAULT_EXPORT_DIR), description="export folder",
+                                 style={"description_width": "initial"})
+        if policy.app:  # the visitor's own folder, never read from the box (see ``export_dir``)
+            self.folder_box.value, self.folder_box.disabled = "", True
+            self.folder_box.layout.display = "none"
+        self.save_button = w.Button(description="save state", icon="save", tooltip="save the inputs and models as JSON")
+        self.note = w.HTML("")
+        classed([(self.folder_box, "sl-export-dir"), (self.save_button, "sl-save-state"),
+                 (self.note, "sl-files-note")])
+        self.save_button.on_click(lambda _: self._save_clicked())
 
     @property
     def export_dir(self) -> Path:
@@ -219,43 +243,48 @@ class Exports:
         (whatever the box holds)."""
         if self.policy.app:
             return self.policy.visitor_folder()
-        text = self.export_box.value.strip()
+        text = self.folder_box.value.strip()
         return Path(text).expanduser() if text else DEFAULT_EXPORT_DIR
 
-    def _unique(self, stem: str, suffix: str) -> Path:
+    def unique(self, stem: str, suffix: str) -> Path:
+        """A new file name in the export folder."""
         return unique_path(self.export_dir, stem, suffix)
 
-    def _saved_note(self, path: Path) -> str:
+    def saved(self, path: Path) -> str:
+        """The note that ``path`` was written, with its download link (``kit.files.saved_note``)."""
         return saved_note(path, app=self.policy.app)
 
-    def export_clicked(self, name: str, kind: str) -> None:
+    def failed(self, what: str, err: BaseException) -> str:
+        """The note that ``what`` failed, and why (naming no place on the host in the app)."""
+        return f"<span class='sl-error'>⚠ {what}: {html.escape(self.policy.public(str(err)))}</span>"
+
+    def clicked(self, name: str, kind: str) -> None:
         """A view's export button: write view ``name`` as ``kind`` into the export folder under a unique name; the
         note beside the buttons says where (with a download link), or why it failed."""
-        view = self.views[name]
+        view = self.host.views[name]
         view.export_note.value = f"<span class='sl-hint'>exporting {kind.upper()}…</span>"
         for b in view.export_buttons:  # one export at a time: a second click would only queue behind it
             b.disabled = True
         try:
-            path = self.export(name, self._unique(name, f".{kind}"))
-            view.export_note.value = self._saved_note(path)
+            path = self.export(name, self.unique(name, f".{kind}"))
+            view.export_note.value = self.saved(path)
         except Exception as err:  # an export failure is a message next to the button, not a traceback
-            said = html.escape(self.policy.public(str(err)))
-            view.export_note.value = f"<span class='sl-error'>⚠ export failed: {said}</span>"
+            view.export_note.value = self.failed("export failed", err)
         finally:
             for b in view.export_buttons:
                 b.disabled = False
 
     def _save_clicked(self) -> None:
         try:
-            self.files_note.value = self._saved_note(self.save_state(self._unique("state", ".json")))
+            self.note.value = self.saved(self.host.examples.save_state(self.unique("state", ".json")))
         except Exception as err:
-            said = html.escape(self.policy.public(str(err)))
-            self.files_note.value = f"<span class='sl-error'>⚠ could not save: {said}</span>"
+            self.note.value = self.failed("could not save", err)
 
     def export(self, view: str, path: str | Path) -> Path:
         """Write one view as PNG or HTML (its figures under the header of what they show: ``save_view``) or CSV
         (its main frame), chosen by the suffix of ``path`` (``View.save``)."""
-        if view not in self.views:
-            raise ValueError(f"view: unknown view {view!r}; known: {', '.join(self.views)}")
-        self.catch_up()
-        return self.views[view].save(Path(path).expanduser())
+        views = self.host.views
+        if view not in views:
+            raise ValueError(f"view: unknown view {view!r}; known: {', '.join(views)}")
+        self.host.catch_up()
+        return views[view].save(Path(path).expanduser())

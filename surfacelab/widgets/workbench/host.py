@@ -1,29 +1,39 @@
-"""``Bench``: what a view and an option row may read and call on the workbench that holds them (the ``Workbench``
-implements it). Nothing else of the workbench is theirs to touch: its update lanes, problems and files stay
-behind these members."""
+"""``Host``: what a view, an option row and a part of the workbench (its model slots, example source, exporter and
+lesson button) may read and call on the ``Workbench`` that holds them. Nothing else of the workbench is theirs to
+touch: its update lanes and problems stay behind these members."""
 
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, ContextManager, Mapping, Protocol
 
 if TYPE_CHECKING:
+    import ipywidgets as w
+
     from ..app import AppPolicy
+    from .examples import ExampleSource
+    from .exporting import Exporter
     from .inputs import OptionRow, Problem
+    from .models import ModelSlots
     from .views.base import View
 
 
-class Bench(Protocol):
-    """The workbench as its views and option rows see it.
+class Host(Protocol):
+    """The workbench as its views, option rows and parts see it.
 
     Attributes:
         lm: the causal LM the views score with; mlm: the masked LM (the PLL view's).
         top_k: alternatives per token (the scorer, token and paraphrase views ask for as many).
         live: whether an edit updates the views by itself (otherwise Score / ``update()`` does).
         views: every view, by name (a view may read another's result: ``views["scores"].result_for``).
-        rows: the option rows, in order.
+        rows: the option rows, in order; gold: the gold row's index (None: none).
         publishing: held while an update publishes a view's result and key: hold it to read the two together.
         policy: what a visitor of the app may do (``app.AppPolicy``; a view's export follows it).
+        models, examples, exporter: the workbench's parts (a part may ask another: the examples load into the model
+            pickers, the exporter saves the examples' state, the lesson button writes beside the exporter's note).
+        premise_box, domain_box: the premise and domain premise fields; progress, status, message: the progress
+            bar, the status line and the messages line (a model load reports in the first two).
+        holding_edits: True while several fields change together (``holding``).
     """
 
     lm: Any
@@ -32,18 +42,41 @@ class Bench(Protocol):
     live: bool
     views: Mapping[str, View]
     rows: list[OptionRow]
+    gold: int | None
     publishing: threading.Lock
     policy: AppPolicy
+    models: ModelSlots
+    examples: ExampleSource
+    exporter: Exporter
+    premise_box: w.Textarea
+    domain_box: w.Text
+    progress: w.FloatProgress
+    status: w.HTML
+    message: w.HTML
+    holding_edits: bool
 
     def edited(self, delay: float | None = None) -> None:
         """An input changed (a box, a picker, a view's own choice): mark the views it outdates and update them
         (live: after the debounce, or ``delay`` seconds)."""
 
+    def holding(self) -> ContextManager[None]:
+        """Within the block, edits make no update (one follows the last)."""
+
+    def set_options(self, options: list[str], paraphrases: list[str] | None = None, *,
+                    gold: int | None = None) -> None:
+        """Replace every option (and their paraphrases), mark ``gold``."""
+
+    def score(self) -> None:
+        """What the Score button does: models that failed to load are tried again, then the views update."""
+
+    def catch_up(self) -> None:
+        """Bring the views a live update left for later up to date (before reading or exporting them)."""
+
+    def show_messages(self, found: list[Problem]) -> None:
+        """Show ``found`` in the messages line (one line each)."""
+
     def problems_for(self, view: str) -> list[Problem]:
         """The notices of the last update that concern ``view`` (a view shows them beside its reading)."""
-
-    def export_clicked(self, view: str, kind: str) -> None:
-        """A view's export button: write ``view`` as ``kind`` ("png", "html", "csv"), the note beside the button."""
 
     def gold_toggled(self, row: OptionRow, on: bool) -> None:
         """A row's gold marker changed: at most one row is gold."""

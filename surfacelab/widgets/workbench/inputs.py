@@ -14,7 +14,7 @@ from ...text import bad_character, blank, duplicates, glued
 from ..app import Caps
 
 if TYPE_CHECKING:
-    from .host import Bench
+    from .host import Host
 
 
 @dataclass(frozen=True)
@@ -192,7 +192,7 @@ class OptionRow(w.HBox):
     """One option: number, gold toggle, text, paraphrases, move up/down, remove, and how it joins the premise
     (the ␣ marker, with an "add ␣" button when the option is glued to the premise's last word)."""
 
-    def __init__(self, bench: "Bench", text: str = "", paraphrases: str = "") -> None:
+    def __init__(self, workbench: "Host", text: str = "", paraphrases: str = "") -> None:
         self.number = w.HTML("")
         self.number.add_class("sl-option-number")
         self.gold = w.ToggleButton(value=False, description="★", tooltip="gold answer")
@@ -214,16 +214,16 @@ class OptionRow(w.HBox):
         tail.add_class("sl-option-tail")
         super().__init__([self.number, self.gold, self.text, self.paraphrases, self.up, self.down, self.remove, tail])
         self.add_class("sl-option-row")
-        self.up.on_click(lambda _: bench.move_option(bench.rows.index(self), -1))
-        self.down.on_click(lambda _: bench.move_option(bench.rows.index(self), +1))
-        self.remove.on_click(lambda _: bench.remove_option(bench.rows.index(self)))
+        self.up.on_click(lambda _: workbench.move_option(workbench.rows.index(self), -1))
+        self.down.on_click(lambda _: workbench.move_option(workbench.rows.index(self), +1))
+        self.remove.on_click(lambda _: workbench.remove_option(workbench.rows.index(self)))
         self.fix.on_click(lambda _: setattr(self.text, "value", boxed(" " + self.option.lstrip())))
         self.gold.observe(lambda ch: setattr(self.gold, "button_style", "warning" if ch["new"] else ""), "value")
-        self.gold.observe(lambda ch: bench.gold_toggled(self, ch["new"]), "value")
+        self.gold.observe(lambda ch: workbench.gold_toggled(self, ch["new"]), "value")
         self.new = False  # added by "add option" and not typed in yet (see ``problems``)
         self.text.observe(self._typed, "value")
-        self.text.observe(lambda _: bench.edited(), "value")
-        self.paraphrases.observe(lambda _: bench.edited(), "value")
+        self.text.observe(lambda _: workbench.edited(), "value")
+        self.paraphrases.observe(lambda _: workbench.edited(), "value")
 
     def _typed(self, _change: object) -> None:
         self.new = False

@@ -1,5 +1,7 @@
-"""The Workbench's models: loaded once per workbench and server, with progress in the widget; a model that fails
-to load becomes a message and the views keep the one they had (a mixin of ``Workbench``)."""
+"""The Workbench's models (a part of the ``Workbench``): the model pickers and the server box, each model loaded once
+per workbench and server with progress in the widget; a model that fails to load becomes a message and the views keep
+the one they had. The API key goes only to a server the person gave (an argument, the box, or the "send my API key"
+button); in the app the server is fixed and the box never read."""
 
 from __future__ import annotations
 
@@ -9,12 +11,19 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+import ipywidgets as w
 
 from ...backends.vllm import SERVER_ENV, normalize_url
-from ...models import DEFAULT_LM, DEFAULT_MLM, load_lm, load_mlm
+from ...models import DEFAULT_LM, DEFAULT_MLM, list_presets, load_lm, load_mlm
+from ..app import NO_SERVER, AppPolicy
+from ..kit.layout import classed
 from .inputs import Problem
 from .updates import ViewState
+
+if TYPE_CHECKING:
+    from .host import Host
 
 
 def server_url(lm: Any) -> str:
@@ -55,30 +64,81 @@ def load_failure(key: tuple[str, str, str], err: Exception, current: Any) -> str
 
 
 class ModelSlots:
-    """The model part of ``Workbench``: ``_resolve``, ``_wanted``, ``_load_models`` and the Score retry."""
+    """The models of a ``Workbench``: ``lm`` and ``mlm`` (the ones the views use), the pickers and the server box.
 
-    def _resolve(self, value: Any, kind: str, server: str = "",
-                 progress: Callable[[float, str], None] | None = None) -> Any:
+    Args:
+        host: the workbench (``Host``): the views marked stale while a model loads, its progress bar and status line.
+        lm, mlm: a loaded model, a preset / folder name, or None (the default preset).
+        server: the causal LM's server URL, or None (in this kernel).
+        api_key: the API key of ``server`` or of a server typed into the box (kept here, never shown or saved).
+        key_for_server: whether ``api_key`` may go to ``server`` (False for a server only a file names).
+        policy: in the app the causal LM's server is fixed for the workbench's life and the box is never read.
+    """
+
+    def __init__(self, host: Host, lm: Any, mlm: Any, *, server: str | None, api_key: str | None,
+                 key_for_server: bool, policy: AppPolicy) -> None:
+        self.host, self.policy = host, policy
+        self._api_key = api_key
+        server = (server or "").strip()
+        # the servers the person gave (this argument, typed in the box, confirmed): the only ones the key goes to
+        self._trusted = {normalize_url(server)} if server and key_for_server else set()
+        self._loaded: dict[tuple[str, str, str], Any] = {}  # (kind, name, server URL or "") -> model
+        self._failed: dict[tuple[str, str, str], Problem] = {}  # models that failed to load, until retried
+        # (the models loaded, "" when none could be; seconds spent loading) of the last pass that tried a load
+        self.last_load: tuple[str, float] | None = None
+        self.lm = self.resolve(lm, "causal", server)
+        self.mlm = self.resolve(mlm, "masked")
+        # in the app, the causal LM's server for the workbench's life ("": in this kernel); None: the server box's
+        self.fixed_server = server_url(self.lm) if policy.app else None
+        presets = list_presets()
+        causal = presets.loc[presets["kind"] == "causal", "preset"].tolist()
+        masked = presets.loc[presets["kind"] == "masked", "preset"].tolist()
+        self.lm_picker = w.Dropdown(options=list(dict.fromkeys(causal + [self.lm.name])), value=self.lm.name,
+                                    description="causal LM")
+        # continuous_update=False: a URL is tried when typed out (Enter or leaving the box), not per keystroke
+        self.server_box = w.Text(value=server_url(self.lm), description="server", continuous_update=False,
+                                 placeholder="vLLM URL, e.g. http://127.0.0.1:8000/v1 (empty: this kernel)",
+                                 tooltip="score the causal LM on a vLLM server; the API key comes from "
+                                         "Workbench(api_key=...) or $SURFACELAB_API_KEY (for $SURFACELAB_SERVER) "
+                                         "and is never shown or saved")
+        if policy.app:  # what the app set, shown; the box is never read (see ``wanted``)
+            self.server_box.value, self.server_box.disabled = server_url(self.lm) or NO_SERVER, True
+            self.server_box.tooltip = "the app's server, set by whoever runs the app (make app SERVER=...)"
+        self.trust_button = w.Button(description="send my API key to this server", icon="key",
+                                     layout=w.Layout(display="none", width="auto"),
+                                     tooltip="this server came from a file and was contacted without your key")
+        self.mlm_picker = w.Dropdown(options=list(dict.fromkeys(masked + [self.mlm.name])), value=self.mlm.name,
+                                     description="masked LM")
+        classed([(self.lm_picker, "sl-lm-picker"), (self.server_box, "sl-server"), (self.mlm_picker, "sl-mlm-picker"),
+                 (self.trust_button, "sl-trust-server")])
+        self.lm_picker.observe(lambda _: host.edited(0), "value")
+        self.mlm_picker.observe(lambda _: host.edited(0), "value")
+        if not policy.app:  # in the app the server is fixed: what the box receives is never read
+            self.server_box.observe(self._server_changed, "value")
+            self.trust_button.on_click(lambda _: self.trust())
+
+    def resolve(self, value: Any, kind: str, server: str = "",
+                progress: Callable[[float, str], None] | None = None) -> Any:
         """A loaded model for ``value`` (None: the default preset; a causal one on ``server`` when given),
         loaded once per workbench and server."""
         if value is None or isinstance(value, (str, Path)):
             name = str(value) if value is not None else (DEFAULT_LM if kind == "causal" else DEFAULT_MLM)
             key = (kind, name, server)
-            if key not in self._models:
+            if key not in self._loaded:
                 if kind == "causal":
-                    remote = {"server": server, "api_key": self._key_for(server)} if server else {}
-                    self._models[key] = load_lm(name, progress=progress, **remote)
+                    remote = {"server": server, "api_key": self.key_for(server)} if server else {}
+                    self._loaded[key] = load_lm(name, progress=progress, **remote)
                 else:
-                    self._models[key] = load_mlm(name, progress=progress)
-            return self._models[key]
+                    self._loaded[key] = load_mlm(name, progress=progress)
+            return self._loaded[key]
         if server and server != server_url(value):
             raise ValueError(f"server: {server!r} given with an LM loaded "
                              f"{'on ' + server_url(value) if server_url(value) else 'in-process'}; "
                              "pass the model's name instead, or no server")
-        self._models[(kind, value.name, server_url(value))] = value
+        self._loaded[(kind, value.name, server_url(value))] = value
         return value
 
-    def _key_for(self, server: str) -> str | None:
+    def key_for(self, server: str) -> str | None:
         """The workbench's API key if ``server`` is one the person gave (``server=``, typed into the box, or
         confirmed with the "send my API key" button), else None: ``load_lm`` then sends ``$SURFACELAB_API_KEY``
         only if ``$SURFACELAB_SERVER`` names that server. A URL from a file never gets a key by itself."""
@@ -87,55 +147,61 @@ class ModelSlots:
         except ValueError:
             return None
 
-    def trust_server(self, url: str | None = None) -> None:
+    def trust(self, url: str | None = None) -> None:
         """Let the workbench's API key go to ``url`` (default: the server box's): what the "send my API key to
         this server" button does for a server that came from a file. The model loaded there without the key (or
         that failed without it) is loaded again."""
         url = normalize_url(url if url is not None else self.server_box.value)
         self._trusted.add(url)
-        for key in [k for k in (*self._models, *self._failed) if k[2] and normalize_url(k[2]) == url]:
-            self._models.pop(key, None)
+        for key in [k for k in (*self._loaded, *self._failed) if k[2] and normalize_url(k[2]) == url]:
+            self._loaded.pop(key, None)
             self._failed.pop(key, None)
         self._show_trust()
-        self._retry()
+        self.host.score()
 
     def _server_changed(self, _change: Any) -> None:
         """The server box changed: a URL typed by the person is theirs to send the key to; one set from a file (an
         example, a saved state: set while the workbench holds its updates) is not, until confirmed."""
         url = self.server_box.value.strip()
-        if url and not self._hold:
+        if url and not self.host.holding_edits:
             try:
                 self._trusted.add(normalize_url(url))
             except ValueError:
                 pass  # the load says what is wrong with the URL
         self._show_trust()
-        self.edited(0)
+        self.host.edited(0)
 
     def _show_trust(self) -> None:
         """The "send my API key" button: shown while the server in the box came from a file and a key is held."""
         url = self.server_box.value.strip()
-        show = bool(url and self._api_key) and self._key_for(url) is None
+        show = bool(url and self._api_key) and self.key_for(url) is None
         self.trust_button.layout.display = None if show else "none"
 
-    def _wanted(self, kind: str) -> tuple[str, str, str]:
+    def wanted(self, kind: str) -> tuple[str, str, str]:
         """The model the pickers (and the server box; in the app, the workbench's fixed server) ask for: (kind, name,
         server URL or "")."""
         if kind == "causal":
-            fixed = self._fixed_server
+            fixed = self.fixed_server
             return kind, self.lm_picker.value, self.server_box.value.strip() if fixed is None else fixed
         return kind, self.mlm_picker.value, ""
 
+    def changed(self) -> dict[str, bool]:
+        """Whether the pickers ask for another model than the views use, by what a view ``needs`` ("lm", "mlm")."""
+        return {"lm": self.wanted("causal") != ("causal", self.lm.name, server_url(self.lm)),
+                "mlm": self.mlm_picker.value != self.mlm.name}
+
     @contextmanager
     def _loading(self, name: str) -> Iterator[Callable[[float, str], None]]:
-        """Show a model load in the progress bar and the status line, with the seconds elapsed."""
+        """Show a model load in the workbench's progress bar and status line, with the seconds elapsed."""
         start = time.monotonic()
         state = {"step": "starting", "fraction": 0.0}
         done = threading.Event()
+        progress, status = self.host.progress, self.host.status
 
         def show() -> None:
-            self.progress.value = state["fraction"]
-            self.status.value = (f"<i>loading {html.escape(name)}: {html.escape(state['step'])} · "
-                                 f"{time.monotonic() - start:.0f} s</i>")
+            progress.value = state["fraction"]
+            status.value = (f"<i>loading {html.escape(name)}: {html.escape(state['step'])} · "
+                            f"{time.monotonic() - start:.0f} s</i>")
 
         def report(fraction: float, step: str) -> None:
             state["fraction"], state["step"] = min(max(float(fraction), 0.0), 1.0), step
@@ -146,33 +212,34 @@ class ModelSlots:
                 show()
 
         ticker = threading.Thread(target=tick, daemon=True, name="surfacelab-loading")
-        self.progress.bar_style = "info"
+        progress.bar_style = "info"
         show()
         ticker.start()
         try:
             yield report
         finally:
             done.set()
-            self.progress.bar_style = ""
+            progress.bar_style = ""
 
-    def _load_models(self) -> list[Problem]:
+    def load(self) -> list[Problem]:
         """Load what the pickers ask for. A model that fails (a bad or unreachable server, a missing folder)
-        becomes a message, and the views keep the model they had; it is tried again on Score / ``update()``.
+        becomes a message, and the views keep the model they had; it is tried again once ``forget_failures`` ran
+        (Score, ``update()``).
 
         Returns:
             The problems, one per model that could not be loaded.
         """
         out, loaded, spent = [], [], 0.0
         for kind, attr in (("causal", "lm"), ("masked", "mlm")):
-            key = self._wanted(kind)
-            if key not in self._models and key not in self._failed:
+            key = self.wanted(kind)
+            if key not in self._loaded and key not in self._failed:
                 began = time.monotonic()
                 try:
                     with self._loading(key[1] + (f" on {key[2]}" if key[2] else "")) as report:
-                        for v in self.views.values():  # the views that read this model
+                        for v in self.host.views.values():  # the views that read this model
                             if v.state != ViewState.EMPTY and attr in v.needs:
                                 v.set_state(ViewState.STALE, "loading model…")
-                        self._resolve(key[1], kind, key[2], report)
+                        self.resolve(key[1], kind, key[2], report)
                     loaded.append(key[1])
                 except Exception as err:  # a model that fails to load must not kill the UI
                     self._failed[key] = Problem(load_failure(key, err, getattr(self, attr)), kind="model",
@@ -181,11 +248,10 @@ class ModelSlots:
             if key in self._failed:
                 out.append(self._failed[key])
             else:
-                setattr(self, attr, self._models[key])
+                setattr(self, attr, self._loaded[key])
         self.last_load = (" and ".join(loaded), spent) if spent else None
         return out
 
-    def _retry(self) -> None:
-        """Score: try models that failed to load again, then update."""
+    def forget_failures(self) -> None:
+        """Try the models that failed to load again at the next load (Score, ``update()``)."""
         self._failed.clear()
-        self.updates.request()

@@ -3,7 +3,7 @@
 shows its preview there and is computed in the ``slow`` lane after the pass; views out of sight follow in that lane
 once the edits pause (``BACKGROUND_IDLE_S``), or at once when they come into sight or their data is asked for. An
 edit cancels the forward passes of the views whose key it changes, and only those. ``Updates`` reads the widget
-through ``Host`` and each view through ``Scheduled``.
+through ``Display`` and each view through ``Scheduled``.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ class Scheduled(Protocol):
     def set_state(self, state: ViewState, note: str | None = None) -> None: ...
 
 
-class Host(Protocol):
+class Display(Protocol):
     """What the update lanes ask of the widget that shows the views (the ``Workbench``)."""
 
     live: bool
@@ -123,7 +123,7 @@ class Updates:
         publishing: held while a view's result and key change together (hold it to read the two together).
     """
 
-    def __init__(self, host: Host) -> None:
+    def __init__(self, host: Display) -> None:
         self.host = host
         self.generation = 0
         self.last_update_s: float | None = None

@@ -23,9 +23,11 @@ Nothing here computes a score: every number comes from the library (``score``, `
 it affects as stale at once; the update (debounced, in a background thread) redraws each view in
 sight in place as soon as its numbers are ready, cheapest first, and starts over if a newer edit arrives (a
 forward pass whose view the edit outdates stops at the model's next layer: ``engine.cancelled_when``);
-the views out of sight follow once the typing pauses (``scheduler.BACKGROUND_IDLE_S``), so they are drawn by
+the views out of sight follow once the typing pauses (``updates.BACKGROUND_IDLE_S``), so they are drawn by
 the time a person scrolls to them. The update threads leave one core to the browser that draws the views. The
-lanes, debounce and cancellation are ``scheduler.Updates``; this module lays out and wires the widgets.
+lanes, debounce and cancellation are ``updates.Updates``; this module lays out the widget and its parts (``models``,
+``examples``, ``exporter``, ``lessons``: each an object with its own widgets and state, which reads the workbench
+through ``host.Host``) and wires the editing.
 
 >>> wb = Workbench()                     # doctest: +SKIP
 >>> wb                                   # displays the UI  # doctest: +SKIP
@@ -39,25 +41,24 @@ from __future__ import annotations
 import html
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import ipywidgets as w
 import pandas as pd
 import plotly.graph_objects as go
 
 from ..._checks import check_int, is_int, is_number
-from ...backends.vllm import normalize_url
 from ...text import glued
 from ...viz import check_gold
-from ...models import list_presets
-from ..app import NO_SERVER, AppPolicy
-from .examples import CUSTOM, DATASETS, SAVED, TEACHING, Examples
-from .exporting import DEFAULT_EXPORT_DIR, Exports
+from ..app import AppPolicy
+from ..kit.layout import box, close_tree, stylesheet
+from .examples import ExampleSource
+from .exporting import Exporter
 from .inputs import Inputs, OptionRow, Problem, boxed, problems
-from ..lesson.build import LessonExport
-from .models import ModelSlots, default_server, server_url
+from .lessons import LessonButton
+from .models import ModelSlots, default_server
+from .state import read_state
 from .updates import Updates, ViewState
-from ..kit.layout import close_tree
 from .views import INFO_MARK, VIEWS, View
 
 
@@ -85,7 +86,7 @@ def _check_arguments(debounce: Any, top_k: Any, export_dir: Any, server: Any, po
         raise TypeError(f"server: expected a URL string or None, got {type(server).__name__}")
 
 
-class Workbench(ModelSlots, Examples, Exports, LessonExport, w.VBox):
+class Workbench(w.VBox):
     """Side-by-side views of one multiple-choice item; edit anything and every view follows.
 
     Args:
@@ -118,73 +119,52 @@ class Workbench(ModelSlots, Examples, Exports, LessonExport, w.VBox):
         if not isinstance(self.policy, AppPolicy):
             raise TypeError(f"policy: expected an AppPolicy or None, got {type(policy).__name__}")
         _check_arguments(debounce, top_k, export_dir, server, self.policy)
-        server = default_server(lm, server)
         self.live, self.debounce, self.top_k = live, float(debounce), top_k
-        self._api_key = api_key
-        # the servers the person gave (this argument, typed in the box, confirmed): the only ones the key goes to
-        self._trusted = {normalize_url(server)} if server and server.strip() and key_for_server else set()
-        self._models: dict[tuple[str, str, str], Any] = {}  # (kind, name, server URL or "") -> model
-        self._failed: dict[tuple[str, str, str], Problem] = {}  # models that failed to load, until retried
         self.updates = Updates(self)  # the update lanes: debounce, background runs, cancellation
         self.publishing = self.updates.publishing
-        # (the models loaded, "" when none could be; seconds spent loading) of the last pass that tried a load
-        self.last_load: tuple[str, float] | None = None
         self._hold = 0
-        self._examples: dict[str, dict] = {}
         self._problems: list[Problem] = []
-        self._notes: list[Problem] = []  # notices about the example loaded last (what the app ignored of it)
         self._held_status = BLOCKED_STATUS  # the status line while a problem holds the views
-        self.lm = self._resolve(lm, "causal", (server or "").strip())
-        self.mlm = self._resolve(mlm, "masked")
-        # in the app, the causal LM's server for the workbench's life ("": in this kernel); None: the server box's
-        self._fixed_server = server_url(self.lm) if self.policy.app else None
         self.rows: list[OptionRow] = []
-        controls = self._build_controls(export_dir)
+        self._build_inputs()
+        self.models = ModelSlots(self, lm, mlm, server=default_server(lm, server), api_key=api_key,
+                                 key_for_server=key_for_server, policy=self.policy)
+        self.examples = ExampleSource(self, self.policy)
+        self.exporter = Exporter(self, self.policy, export_dir)
+        self.lessons = LessonButton(self, self.policy, lambda: Workbench(
+            lm=self.lm, mlm=self.mlm, live=False, top_k=self.top_k, policy=self.policy))
         self.views: dict[str, View] = {name: cls(self) for name, cls in VIEWS.items()}
         grid = w.GridBox([v.box for v in self.views.values()],
                          layout=w.Layout(grid_template_columns="repeat(auto-fit, minmax(min(100%, 520px), 1fr))",
                                          grid_gap="10px", width="100%"))
         grid.add_class("sl-views")
-        style = w.HTML(f"<style>{(HERE / 'workbench.css').read_text(encoding='utf-8')}</style>")
-        style.layout.display = "none"
-        # where a loaded item came from (``load_item``) and previous / next within its list (hidden until then)
-        self.origin = w.HTML("")
-        self.previous_button = w.Button(description="previous", icon="arrow-left", layout=w.Layout(width="auto"))
-        self.next_button = w.Button(description="next", icon="arrow-right", layout=w.Layout(width="auto"))
-        self.origin_row = w.HBox([self.origin, self.previous_button, self.next_button],
-                                 layout=w.Layout(display="none"))
-        self.origin_row.add_class("sl-origin")
-        super().__init__([style, w.HTML("<h3>surfacelab workbench</h3>"), self.origin_row, controls, grid])
+        super().__init__([stylesheet(HERE / "workbench.css"), w.HTML("<h3>surfacelab workbench</h3>"),
+                          self.examples.origin_row, self._layout(), grid])
         self.add_class("sl-workbench")
         with self.holding():
             self.set_options(DEFAULT_EXAMPLE["options"], DEFAULT_EXAMPLE["paraphrases"], gold=DEFAULT_EXAMPLE["gold"])
-        self._wire()
+        for view in self.views.values():
+            view.probe.observe(lambda ch, view=view: self.updates.sighted(view, ch["new"]), "in_sight")
         self.status.value = "<i>not computed yet: press Score</i>" if not live else ""
 
-    def _build_controls(self, export_dir: str | Path | None) -> w.VBox:
-        """Create the input widgets (pickers, premise, options, actions, messages, files) and lay them out."""
-        presets = list_presets()
-        causal = presets.loc[presets["kind"] == "causal", "preset"].tolist()
-        masked = presets.loc[presets["kind"] == "masked", "preset"].tolist()
-        self.lm_picker = w.Dropdown(options=list(dict.fromkeys(causal + [self.lm.name])), value=self.lm.name,
-                                    description="causal LM")
-        # continuous_update=False: a URL is tried when typed out (Enter or leaving the box), not per keystroke
-        self.server_box = w.Text(value=server_url(self.lm), description="server", continuous_update=False,
-                                 placeholder="vLLM URL, e.g. http://127.0.0.1:8000/v1 (empty: this kernel)",
-                                 tooltip="score the causal LM on a vLLM server; the API key comes from "
-                                         "Workbench(api_key=...) or $SURFACELAB_API_KEY (for $SURFACELAB_SERVER) "
-                                         "and is never shown or saved")
-        if self.policy.app:  # what the app set, shown; the box is never read (see ``_wanted``)
-            self.server_box.value, self.server_box.disabled = server_url(self.lm) or NO_SERVER, True
-            self.server_box.tooltip = "the app's server, set by whoever runs the app (make app SERVER=...)"
-        self.trust_button = w.Button(description="send my API key to this server", icon="key",
-                                     layout=w.Layout(display="none", width="auto"),
-                                     tooltip="this server came from a file and was contacted without your key")
-        self.mlm_picker = w.Dropdown(options=list(dict.fromkeys(masked + [self.mlm.name])), value=self.mlm.name,
-                                     description="masked LM")
-        self.source_picker = w.Dropdown(options=[CUSTOM, TEACHING, *DATASETS, SAVED], value=CUSTOM,
-                                        description="examples")
-        self.example_picker = w.Dropdown(options=[], description="item")
+    @property
+    def lm(self) -> Any:
+        """The causal LM the views score with (``models.lm``)."""
+        return self.models.lm
+
+    @property
+    def mlm(self) -> Any:
+        """The masked LM of the PLL view (``models.mlm``)."""
+        return self.models.mlm
+
+    @property
+    def holding_edits(self) -> bool:
+        """True while several fields change together (``holding``): their edits make one update after the last."""
+        return self._hold > 0
+
+    def _build_inputs(self) -> None:
+        """The workbench's own widgets: premise, domain premise, the options and their buttons, progress, status and
+        messages (its parts make theirs)."""
         self.premise_box = w.Textarea(value=DEFAULT_EXAMPLE["premise"], description="premise",
                                       layout=w.Layout(height="52px"))
         self.domain_box = w.Text(value=DEFAULT_EXAMPLE["domain_premise"], description="domain premise",
@@ -197,62 +177,31 @@ class Workbench(ModelSlots, Examples, Exports, LessonExport, w.VBox):
         self.message = w.HTML("")
         self.fix_spaces = w.Button(description="add ␣ to every glued option",
                                    layout=w.Layout(display="none", width="auto"))
-        self.export_box = w.Text(value=str(Path(export_dir).expanduser().resolve() if export_dir is not None
-                                           else DEFAULT_EXPORT_DIR), description="export folder",
-                                 style={"description_width": "initial"})
-        if self.policy.app:  # the visitor's own folder, never read from the box (see ``export_dir``)
-            self.export_box.value, self.export_box.disabled = "", True
-            self.export_box.layout.display = "none"
-        self.save_button = w.Button(description="save state", icon="save", tooltip="save the inputs and models as JSON")
-        self.files_note = w.HTML("")
-        lesson_controls = self._build_lesson_controls()  # "export lesson" (of this item or the teaching set)
-        for widget, cls in [(self.lm_picker, "sl-lm-picker"), (self.server_box, "sl-server"),
-                            (self.mlm_picker, "sl-mlm-picker"),
-                            (self.source_picker, "sl-example-source"), (self.example_picker, "sl-example-picker"),
-                            (self.premise_box, "sl-premise"), (self.domain_box, "sl-domain-premise"),
+        for widget, cls in [(self.premise_box, "sl-premise"), (self.domain_box, "sl-domain-premise"),
                             (self.options_box, "sl-options"), (self.add_button, "sl-add-option"),
                             (self.score_button, "sl-score"), (self.progress, "sl-progress"),
                             (self.status, "sl-status"), (self.message, "sl-message"),
-                            (self.fix_spaces, "sl-fix-spaces"), (self.trust_button, "sl-trust-server"),
-                            (self.export_box, "sl-export-dir"),
-                            (self.save_button, "sl-save-state"), (self.files_note, "sl-files-note")]:
+                            (self.fix_spaces, "sl-fix-spaces")]:
             widget.add_class(cls)
-
-        def row(children: list, cls: str) -> w.HBox:
-            box = w.HBox(children)
-            box.add_class(cls)
-            return box
-
-        controls = w.VBox([
-            row([self.lm_picker, self.server_box, self.mlm_picker, self.source_picker, self.example_picker],
-                "sl-pickers"),
-            self.premise_box, self.domain_box, w.HTML(f"<div class='sl-rule'>{RULE}</div>"), self.options_box,
-            row([self.add_button, self.score_button, self.progress, self.status], "sl-actions"),
-            row([self.message, self.fix_spaces, self.trust_button], "sl-messages"),
-            row([self.export_box, self.save_button, *lesson_controls, self.files_note], "sl-files"),
-        ])
-        controls.add_class("sl-controls")
-        return controls
-
-    def _wire(self) -> None:
-        """Connect the widgets' events to edits, updates, examples and files."""
-        for view in self.views.values():
-            view.probe.observe(lambda ch, view=view: self.updates.sighted(view, ch["new"]), "in_sight")
         self.premise_box.observe(lambda _: self.edited(), "value")
         self.domain_box.observe(lambda _: self.edited(), "value")
         self.add_button.on_click(lambda _: self._add_clicked())
-        self.score_button.on_click(lambda _: self._retry())
+        self.score_button.on_click(lambda _: self.score())
         self.fix_spaces.on_click(lambda _: self.fix_leading_spaces())
-        self.save_button.on_click(lambda _: self._save_clicked())
-        self.lm_picker.observe(lambda _: self.edited(0), "value")
-        if not self.policy.app:  # in the app the server is fixed: what the box receives is never read
-            self.server_box.observe(self._server_changed, "value")
-            self.trust_button.on_click(lambda _: self.trust_server())
-        self.mlm_picker.observe(lambda _: self.edited(0), "value")
-        self.source_picker.observe(lambda ch: self._source_changed(ch["new"]), "value")
-        self.example_picker.observe(lambda ch: self._example_chosen(ch["new"]), "value")
-        self.previous_button.on_click(lambda _: self.step_item(-1))
-        self.next_button.on_click(lambda _: self.step_item(1))
+
+    def _layout(self) -> w.VBox:
+        """The controls top to bottom: the pickers, the inputs, the actions, the messages, the files."""
+        models, examples, exporter, lessons = self.models, self.examples, self.exporter, self.lessons
+        controls = box([
+            box([models.lm_picker, models.server_box, models.mlm_picker, examples.source_picker,
+                 examples.item_picker], "sl-pickers"),
+            self.premise_box, self.domain_box, w.HTML(f"<div class='sl-rule'>{RULE}</div>"), self.options_box,
+            box([self.add_button, self.score_button, self.progress, self.status], "sl-actions"),
+            box([self.message, self.fix_spaces, models.trust_button], "sl-messages"),
+            box([exporter.folder_box, exporter.save_button, lessons.picker, lessons.button, exporter.note],
+                "sl-files"),
+        ], "sl-controls", vertical=True)
+        return controls
 
     # --- editing ----------------------------------------------------------------------------
 
@@ -310,7 +259,7 @@ class Workbench(ModelSlots, Examples, Exports, LessonExport, w.VBox):
         try:
             self.add_option()
         except ValueError as err:  # the cap on options (the button is disabled there: a click sent anyway)
-            self._show_messages([Problem(str(err))])
+            self.show_messages([Problem(str(err))])
             return
         self.rows[-1].text.focus()
 
@@ -393,8 +342,7 @@ class Workbench(ModelSlots, Examples, Exports, LessonExport, w.VBox):
     def _stale_views(self) -> list[View]:
         """Views whose inputs are newer than what they show."""
         inp = self.inputs()
-        pickers = {"lm": self._wanted("causal") != ("causal", self.lm.name, server_url(self.lm)),
-                   "mlm": self.mlm_picker.value != self.mlm.name}
+        pickers = self.models.changed()
         out = []
         for v in self.views.values():
             if v.state == ViewState.EMPTY:
@@ -430,8 +378,13 @@ class Workbench(ModelSlots, Examples, Exports, LessonExport, w.VBox):
 
     def update(self) -> None:
         """Recompute and redraw every view now (synchronously); problems become messages in the widget."""
-        self._failed.clear()
+        self.models.forget_failures()
         self.updates.update()
+
+    def score(self) -> None:
+        """The Score button: try models that failed to load again, then update (in the background)."""
+        self.models.forget_failures()
+        self.updates.request()
 
     def catch_up(self) -> None:
         """Bring the views a live update left for later (out of sight, in the slow lane, or at a preview when a
@@ -445,8 +398,8 @@ class Workbench(ModelSlots, Examples, Exports, LessonExport, w.VBox):
         failed to load (the next update tries it again)."""
         kept = [p for p in self._problems if p.kind == "model"] if keep_model_errors else []
         self._problems = problems(inp, {i for i, r in enumerate(self.rows) if r.new}, self.policy.caps) + kept
-        self._problems += self._notes
-        self._show_messages(self._problems)
+        self._problems += self.examples.notes
+        self.show_messages(self._problems)
         blocked = self._blocking(None)
         if blocked:
             new = self._waiting_for_new()
@@ -481,11 +434,12 @@ class Workbench(ModelSlots, Examples, Exports, LessonExport, w.VBox):
     def prepare(self) -> float:
         """Load the models the pickers ask for (a failure is a message; the views keep their model); the seconds
         spent loading, which the update time leaves out (the status line names the load)."""
-        failed = self._load_models()
+        failed = self.models.load()
         if failed:
             self._problems += failed
-            self._show_messages(self._problems)
-        return self.last_load[1] if self.last_load else 0.0
+            self.show_messages(self._problems)
+        load = self.models.last_load
+        return load[1] if load else 0.0
 
     def blocks(self, view: str) -> bool:
         """A problem with the inputs holds ``view``."""
@@ -501,7 +455,7 @@ class Workbench(ModelSlots, Examples, Exports, LessonExport, w.VBox):
     def report_done(self, rest: bool) -> None:
         """The status line after an update: its time, the model loaded, and whether views are still being
         finished in the background (``rest``: slow views, views out of sight)."""
-        load = self.last_load
+        load = self.models.last_load
         loaded = f" · loaded {load[0]} in {load[1]:.1f} s" if load and load[0] else ""
         self.status.value = f"updated in {self.last_update_s:.2f} s{html.escape(loaded)}" + (
             " · finishing the other views in the background…" if rest else "")
@@ -516,7 +470,7 @@ class Workbench(ModelSlots, Examples, Exports, LessonExport, w.VBox):
         self.status.value = (f"<span class='sl-error'>⚠ update failed: "
                              f"{html.escape(f'{type(err).__name__}: {err}')}</span>")
 
-    def _show_messages(self, found: list[Problem]) -> None:
+    def show_messages(self, found: list[Problem]) -> None:
         """One line per problem; notices (non-blocking) in the warning colour."""
         shown = [p for p in found if (p.scope is None or p.blocking) and p.kind != "new"]
         if not shown:
@@ -527,6 +481,70 @@ class Workbench(ModelSlots, Examples, Exports, LessonExport, w.VBox):
                         f"{' sl-model-error' if p.kind == 'model' else ''}'>"
                         f"{'⚠' if bad else INFO_MARK} {html.escape(p.text)}</li>" for p, bad in zip(shown, serious))
         self.message.value = f"<ul>{items}</ul>"
+
+    # --- the workbench's verbs (each done by one of its parts) --------------------------------
+
+    def load_example(self, example: dict) -> None:
+        """Fill every field from ``example`` (premise, domain_premise, options, paraphrases, gold; and lm, server,
+        mlm when given, as in a saved state): ``examples.load``."""
+        self.examples.load(example)
+
+    def load_item(self, premise: str, options: list[str], *, domain_premise: str | None = None,
+                  gold: int | None = None, source: str | None = None,
+                  previous: Callable[[], None] | None = None, next: Callable[[], None] | None = None) -> None:
+        """Load one item of a dataset run exactly as scored, with where it came from (``source``) and previous /
+        next buttons that call ``previous`` / ``next`` (``examples.load_item``)."""
+        self.examples.load_item(premise, options, domain_premise=domain_premise, gold=gold, source=source,
+                                previous=previous, next=next)
+
+    def step_item(self, delta: int) -> None:
+        """Go to the previous (-1) or next (1) item of the list ``load_item`` came from."""
+        self.examples.step(delta)
+
+    def state(self) -> dict:
+        """The inputs, the model names and the server URL (never an API key) as a saved state (``examples.state``)."""
+        return self.examples.state()
+
+    def save_state(self, path: str | Path) -> Path:
+        """Write the state as JSON to ``path`` (a ``.json`` file); ``Workbench.from_state`` reads it back."""
+        return self.examples.save_state(path)
+
+    def load_state(self, source: str | Path | dict) -> None:
+        """Load a saved state (a path written by ``save_state`` or its dict) into this workbench."""
+        self.examples.load(read_state(source))
+
+    @classmethod
+    def from_state(cls, source: str | Path | dict, **kwargs: Any) -> Workbench:
+        """A new Workbench with the models and inputs of a saved state (``lm=``/``mlm=`` and other keyword
+        arguments of ``Workbench`` override). In the app the state's server and models go through ``load_example``:
+        those the app does not have are ignored with a note."""
+        state = read_state(source)
+        kwargs.setdefault("key_for_server", "server" in kwargs)  # a server only the file names gets no key
+        kwargs["policy"] = kwargs.get("policy") or AppPolicy.from_env()
+        if kwargs["policy"].app:
+            bench = cls(**kwargs)
+            bench.load_example(state)
+            return bench
+        for key in ("lm", "mlm", "server"):
+            kwargs.setdefault(key, state.get(key))
+        bench = cls(**kwargs)
+        bench.load_example({k: v for k, v in state.items() if k not in ("lm", "mlm", "server")})
+        return bench
+
+    def export(self, view: str, path: str | Path) -> Path:
+        """Write one view as PNG or HTML (its figures under the header of what they show) or CSV (its main frame),
+        chosen by the suffix of ``path`` (``exporter.export``)."""
+        return self.exporter.export(view, path)
+
+    def export_lesson(self, items: Any = "item", path: str | Path | None = None, **kwargs: Any) -> Path:
+        """Write a lesson page computed with this workbench's models (``lessons.export``: ``items`` "item",
+        "teaching" or anything ``sl.lesson`` takes; ``progress``, ``check``)."""
+        return self.lessons.export(items, path, **kwargs)
+
+    def trust_server(self, url: str | None = None) -> None:
+        """Let the API key go to ``url`` (default: the server box's), a server that came from a file
+        (``models.trust``)."""
+        self.models.trust(url)
 
     # --- data out ---------------------------------------------------------------------------
 
@@ -552,7 +570,7 @@ class Workbench(ModelSlots, Examples, Exports, LessonExport, w.VBox):
             super().close()
             return
         self.updates.close()  # the update threads stop at their next check
-        self.close_lesson()  # a lesson being built stops at its next item
+        self.lessons.close()  # a lesson being built stops at its next item
         for child in self.children:
             close_tree(child)
         self.layout.close()

@@ -4,7 +4,7 @@ A view owns its widgets, created once and updated in place (no widget is created
 and nothing in the browser is rebuilt from scratch). Adding a view is local: subclass ``View``, set ``name``,
 ``title``, ``needs`` and ``order``, implement ``build`` (widgets), ``compute`` (library calls only: nothing here
 computes a score) and ``show`` (frames and widgets from the result), then ``register_view(MyView)``. Every
-``Workbench`` created afterwards shows it. A view reads the workbench only through ``bench.Bench``.
+``Workbench`` created afterwards shows it. A view reads the workbench only through ``host.Host``.
 
 >>> class Echo(View):                                              # doctest: +SKIP
 ...     name, title, needs, order = "echo", "7 · Echo", ("premise",), 9
@@ -33,7 +33,7 @@ from ...kit.plot import SightProbe
 from ..updates import ViewState
 
 if TYPE_CHECKING:
-    from ..host import Bench
+    from ..host import Host
     from ..inputs import Inputs
 
 #: CSS classes a view's box carries for its state (exactly one state at a time).
@@ -80,8 +80,8 @@ class View:
     #: its ``preview`` (if any) is shown at its place in the compute order meanwhile
     slow: ClassVar[bool] = False
 
-    def __init__(self, bench: "Bench") -> None:
-        self.bench = bench
+    def __init__(self, workbench: "Host") -> None:
+        self.workbench = workbench
         self.frames: dict[str, pd.DataFrame] = {}
         self.message = ""
         self.result: Any = None
@@ -107,7 +107,8 @@ class View:
         self.content.add_class("sl-view-content")
         self.text = w.HTML("")
         self.text.add_class("sl-view-text")
-        self.export_buttons, self.export_note, row = export_row(lambda kind: bench.export_clicked(self.name, kind))
+        self.export_buttons, self.export_note, row = export_row(
+            lambda kind: workbench.exporter.clicked(self.name, kind))
         self.box = w.VBox([head, self.error, self.content, self.text, row])
         self.box.add_class("sl-view")
         self.box.add_class(f"sl-view-{self.name}")
@@ -135,7 +136,7 @@ class View:
 
     def key(self, inp: "Inputs") -> tuple:
         """What the view's output depends on; the view is recomputed only when this changes."""
-        models = {"lm": self.bench.lm, "mlm": self.bench.mlm}
+        models = {"lm": self.workbench.lm, "mlm": self.workbench.mlm}
         return tuple((n, models[n].fingerprint) if n in models else (n, getattr(inp, n)) for n in self.needs)
 
     @property
@@ -166,7 +167,7 @@ class View:
             self.export_note.value = ""
         self._figure = None
         self.result = result
-        self.shown_for = (inp, next((getattr(self.bench, m) for m in ("mlm", "lm") if m in self.needs), None))
+        self.shown_for = (inp, next((getattr(self.workbench, m) for m in ("mlm", "lm") if m in self.needs), None))
         self.show(inp, result)
         self.message = ""
         self.error.value = ""
@@ -185,7 +186,8 @@ class View:
 
     def set_state(self, state: ViewState, note: str | None = None) -> None:
         """Mark the view with ``state``: its CSS classes and its visible cue (``note``: instead of the usual one)."""
-        cues = {ViewState.READY: "", ViewState.STALE: "updating…" if self.bench.live else "inputs changed: press Score",
+        stale = "updating…" if self.workbench.live else "inputs changed: press Score"
+        cues = {ViewState.READY: "", ViewState.STALE: stale,
                 ViewState.BUSY: "computing…", ViewState.BLOCKED: "waiting for valid inputs", ViewState.ERROR: "",
                 ViewState.EMPTY: "", ViewState.DEFERRED: "updates after the views in sight"}
         with self._state_lock:
@@ -203,7 +205,7 @@ class View:
     def save(self, path: str | Path) -> Path:
         """Export the figures under the header of what they show (``.png``/``.html``; in the app an HTML page holds
         plotly.js itself: it is downloaded alone) or the main frame (``.csv``)."""
-        return save_view(self, Path(path), standalone=self.bench.policy.app)
+        return save_view(self, Path(path), standalone=self.workbench.policy.app)
 
     def forget(self) -> None:
         """Drop what belongs to the previous example (a new one was loaded): the export message, and in views

@@ -30,7 +30,7 @@ class LettersView(View):
 
     def compute(self, inp: "Inputs") -> Any:
         # the options' leading spaces join them to the premise; as lettered lines they are plain text
-        return letter_scores(self.bench.lm, inp.premise, [o.strip() for o in inp.options], gold=inp.gold)
+        return letter_scores(self.workbench.lm, inp.premise, [o.strip() for o in inp.options], gold=inp.gold)
 
     def show(self, inp: "Inputs", result: Any) -> None:
         t = result.table

@@ -57,15 +57,15 @@ class ParaphraseView(View):
         concepts = concepts_of(inp.options, inp.paraphrases)
         answer = concepts.names[inp.gold] if inp.gold is not None else None
         # top_k as in the scorer view: the option forms' scores and alternatives come from that pass
-        return mass(self.bench.lm, inp.premise, concepts.as_dict(), domain_premise=inp.domain_premise,
-                         answer=answer, top_k=self.bench.top_k)
+        return mass(self.workbench.lm, inp.premise, concepts.as_dict(), domain_premise=inp.domain_premise,
+                         answer=answer, top_k=self.workbench.top_k)
 
     def show(self, inp: "Inputs", result: Any) -> None:
         self.frames = {"concepts": result.concepts, "forms": result.forms, "winners": result.winners,
                        "topk": result.topk}
         self.spec = viz.paraphrase_mass_spec(result.forms, result.concepts, result.winners, answer=result.answer)
         self.plot.show(self.spec)
-        notes = [p.text for p in self.bench.problems_for(self.name)]
+        notes = [p.text for p in self.workbench.problems_for(self.name)]
         reading = viz.mass_reading(result.concepts, result.winners, answer=result.answer)
         self.text.value = "".join(f"<div class='sl-note'>{INFO_MARK} {html.escape(n)}</div>" for n in notes) + \
             f"<div class='sl-explain'>{html.escape(reading)}</div>"

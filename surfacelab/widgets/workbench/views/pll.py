@@ -34,14 +34,14 @@ class PLLView(View):
 
     def compute(self, inp: "Inputs") -> Any:
         sentences = [inp.premise + o for o in inp.options]
-        return list(pll_metrics(self.bench.mlm, sentences, PLL_METRICS, progress=False).values())
+        return list(pll_metrics(self.workbench.mlm, sentences, PLL_METRICS, progress=False).values())
 
     def show(self, inp: "Inputs", result: Any) -> None:
         tokens = pd.concat([r.tokens.assign(metric=r.metric) for r in result], ignore_index=True)
         table = pd.concat([r.table.assign(metric=r.metric) for r in result], ignore_index=True)
         totals = viz.pll_totals(table, inp.options)
         self.frames = {"tokens": tokens, "table": table, "totals": totals}
-        note = self.bench.mlm.note or f"masked LM: {self.bench.mlm.name}"
+        note = self.workbench.mlm.note or f"masked LM: {self.workbench.mlm.name}"
         self.spec = viz.pll_options_spec(tokens, premise=inp.premise, options=inp.options, gold=inp.gold, note=note)
         self.plot.show(self.spec)
         metrics = [m for m in PLL_METRICS if m in totals.columns]
@@ -52,6 +52,7 @@ class PLLView(View):
                                         cls="sl-table sl-pll-table")
                              + "<div class='sl-hint'>sentence PLL (sum over every subword) · green = winner "
                                "under that metric</div>")
-        label = f"<div class='sl-note'>⚠ {html.escape(self.bench.mlm.note)}</div>" if self.bench.mlm.note else ""
-        reading = viz.pll_reading(tokens, totals, premise=inp.premise, unknown_id=self.bench.mlm.tokenizer.unk_token_id)
+        mlm = self.workbench.mlm
+        label = f"<div class='sl-note'>⚠ {html.escape(mlm.note)}</div>" if mlm.note else ""
+        reading = viz.pll_reading(tokens, totals, premise=inp.premise, unknown_id=mlm.tokenizer.unk_token_id)
         self.text.value = f"{label}<div class='sl-explain'>{html.escape(reading)}</div>"

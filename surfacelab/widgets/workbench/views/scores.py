@@ -44,8 +44,8 @@ class ScoresView(View):
     def compute(self, inp: "Inputs") -> Any:
         # top_k: the token view's alternatives come from this same pass; score_items rather than score, whose
         # warning about an option glued to the premise the workbench shows as its own notice
-        result = score_items(self.bench.lm, [(inp.premise, list(inp.options), inp.domain_premise)], progress=False,
-                             top_k=self.bench.top_k)[0]
+        result = score_items(self.workbench.lm, [(inp.premise, list(inp.options), inp.domain_premise)], progress=False,
+                             top_k=self.workbench.top_k)[0]
         result.gold = inp.gold
         return result
 
@@ -53,7 +53,7 @@ class ScoresView(View):
         """The scores of ``inp`` for the views built on them: the result shown when it is for ``inp``, otherwise
         computed (another thread may be drawing it; the engine's cache makes the second pass cheap), never an
         older input's."""
-        with self.bench.publishing:  # the result and its key together
+        with self.workbench.publishing:  # the result and its key together
             current = self.result if self.shown_key == self.key(inp) and self.state != ViewState.ERROR else None
         return current if current is not None else self.compute(inp)
 

@@ -28,17 +28,17 @@ class TokensView(View):
         return [self.heatmap]
 
     def compute(self, inp: "Inputs") -> Any:
-        return token_view(self.bench.lm, self.bench.views["scores"].result_for(inp), top_k=self.bench.top_k)
+        return token_view(self.workbench.lm, self.workbench.views["scores"].result_for(inp), top_k=self.workbench.top_k)
 
     def show(self, inp: "Inputs", result: Any) -> None:
         self.frames = {"tokens": result}
-        entropy = bool(getattr(self.bench.lm.backend, "has_entropy", True))
+        entropy = bool(getattr(self.workbench.lm.backend, "has_entropy", True))
         with self.heatmap.hold_sync():
             self.heatmap.has_entropy = entropy
             self.heatmap.rows = heatmap_rows(result)
         note = "" if entropy else (f"<div class='sl-note sl-no-entropy'>{INFO_MARK} "
                                    "entropy not available from this backend "
-                                   f"({html.escape(type(self.bench.lm.backend).__name__)}: it returns only the "
+                                   f"({html.escape(type(self.workbench.lm.backend).__name__)}: it returns only the "
                                    "top-k log-probs)</div>")
         reading = ("Each option's tokens under the premise and under the domain premise; the Δ row is their "
                    "difference, the token's share of DC-PMI." if inp.domain_premise is not None else

@@ -52,7 +52,7 @@ class WhyView(View):
                                   style={"description_width": "initial"})
         self.against.add_class("sl-why-against")
         self._choosing = False
-        self.against.observe(lambda _: None if self._choosing else self.bench.edited(0), "value")
+        self.against.observe(lambda _: None if self._choosing else self.workbench.edited(0), "value")
         self.gap = PlotView()
         self.gap.add_class("sl-why-gap")
         self.premise_map = TokenHeatmap()
@@ -99,7 +99,7 @@ class WhyView(View):
         against = self.against.value
         if against == AUTO or against == inp.gold or not 0 <= against < len(inp.options):
             against = None
-        return why(self.bench.lm, self.bench.views["scores"].result_for(inp), gold=inp.gold, against=against,
+        return why(self.workbench.lm, self.workbench.views["scores"].result_for(inp), gold=inp.gold, against=against,
                    all_options=False, occlusion=occlusion)
 
     def show(self, inp: "Inputs", result: Any) -> None:
