@@ -11,7 +11,7 @@ unchanged.
 httpx builds its pools without a way to pass httpcore's ``network_backend``, so ``bound`` sets it on the pools
 it built; if a later httpx keeps them elsewhere, ``bound`` fails loudly rather than drop the deadline. The
 backend and its streams follow httpcore's ``NetworkBackend`` / ``NetworkStream`` interface by duck typing, so
-importing this module does not import httpcore (``backends.vllm`` imports httpx only when it connects).
+importing this module does not import httpcore (``transport`` imports httpx only when it connects).
 """
 
 from __future__ import annotations

@@ -38,102 +38,33 @@ text must match; otherwise loading fails and says what differs. ``identity()`` (
 fingerprint) combines the served model name, the tokenizer, the vocabulary size and the log-prob
 of the probe text, so a server restarted with other weights never reuses cached numbers.
 
-An API key is sent only as the ``Authorization`` header, and only to the server it was given for: an
-``api_key=`` argument goes to the server of the same call; ``$SURFACELAB_API_KEY`` goes only to the server
-``$SURFACELAB_SERVER`` names (no key at all for any other URL, such as one read from a file). A key is
-never part of a repr, an error message, a log line, the fingerprint, a result or a pickle.
+The HTTP calls, their retries and deadline are ``transport``'s; where an API key may go is ``credentials``'s (only
+to the server it was given for, as the ``Authorization`` header). This module is vLLM's dialect: which fields a
+request carries and how its answer is read.
 """
 
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import json
 import math
-import os
-import time
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, Callable, Sequence
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
 from .._checks import is_int, is_number
-from .base import NextTokenScores, OnDone, TokenScores, raise_if_cancelled
-from .http_deadline import bound, deadline
-from .vllm_checks import (REASON_CHARS, ImpossibleAnswer, described, error_message, one_line, read_logprob,
-                          read_prompt_logprobs, refusal_hint, request_view)
+from .base import NextTokenScores, OnDone, TokenScores
+from .credentials import api_key_from, normalize_url
+from .transport import CONCURRENCY, ServerError, Transport
+from .vllm_checks import REASON_CHARS, ImpossibleAnswer, one_line, read_logprob, read_prompt_logprobs, request_view
 
-#: Environment variable read when no ``api_key`` is given ...
-API_KEY_ENV = "SURFACELAB_API_KEY"
-#: ... for the server this one names, and for no other.
-SERVER_ENV = "SURFACELAB_SERVER"
 #: Text whose server-side tokenization and log-prob identify the served model.
 PROBE = "The quick brown fox jumps over the lazy dog. Naïve café, 東京 2+2=4\n(probe)"
 #: Prompts per HTTP call and prompt tokens per call, unless ``batch_size`` says otherwise.
 BATCH_PROMPTS = 32
 BATCH_TOKENS = 8192
-#: HTTP calls in flight at once.
-CONCURRENCY = 4
 #: vLLM's default ``--max-logprobs`` (most alternatives or asked ids per position).
 MAX_LOGPROBS = 20
-#: Answers worth another try: overloaded, restarting or behind a proxy whose upstream is down.
-_RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
-
-
-class ServerError(ConnectionError):
-    """The server is unreachable, refused a request, timed out or answered something malformed.
-
-    A ``ConnectionError`` (an ``OSError``), so that code handling I/O failures (the CLI's one-line
-    errors) handles it too.
-    """
-
-
-class Secret:
-    """Holds the API key; its repr never shows it."""
-
-    def __init__(self, value: str | None) -> None:
-        self.value = value
-
-    def __repr__(self) -> str:
-        return "<hidden>" if self.value else "None"
-
-
-def normalize_url(server: Any) -> str:
-    """The completions API root of ``server``: ``http(s)://host:port/v1`` (``/v1`` added to a bare host).
-
-    Raises:
-        ValueError: ``server`` is not an http(s) URL.
-    """
-    if not isinstance(server, str) or not server.strip():
-        raise ValueError(f"server: expected an http(s) URL such as 'http://127.0.0.1:8000/v1', got {server!r}")
-    parts = urlsplit(server.strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"server: expected an http(s) URL such as 'http://127.0.0.1:8000/v1', got {server!r}")
-    if parts.username or parts.password:
-        raise ValueError("server: put credentials in api_key= (or $SURFACELAB_API_KEY), not in the URL")
-    path = parts.path.rstrip("/")
-    for tail in ("/completions", "/models"):
-        if path.endswith(tail):
-            path = path[: -len(tail)]
-    return urlunsplit((parts.scheme, parts.netloc, path or "/v1", "", ""))
-
-
-def on_this_machine(url: str) -> bool:
-    """Whether ``url`` names a loopback host; such a server is reached directly, never through ``$HTTP_PROXY`` /
-    ``$HTTPS_PROXY`` / ``$ALL_PROXY`` (set for a registry, with no ``$NO_PROXY``, they would send 127.0.0.1 to the
-    proxy).
-
-    >>> on_this_machine("http://127.0.0.1:8000/v1"), on_this_machine("http://localhost:8000"), on_this_machine("http://gpu-box:8000")
-    (True, True, False)
-    """
-    host = (urlsplit(url).hostname or "").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _token_key(key: str) -> int:
@@ -157,92 +88,29 @@ class VLLMBackend:
                  batch_tokens: int = BATCH_TOKENS, max_logprobs: int = MAX_LOGPROBS) -> None:
         self.url = normalize_url(url)
         self.served_model = served_model
-        self.timeout, self.retries, self.concurrency = float(timeout), int(retries), int(concurrency)
         self.batch_prompts, self.batch_tokens, self.max_logprobs = (int(batch_prompts), int(batch_tokens),
                                                                     int(max_logprobs))
         self.vocab_size = 0
         self.max_model_len: int | None = None
         self.next_token_mode = "generate"
         self._identity = ""
-        self._key = Secret(api_key)
-        self._client = bound(self._make_client())
+        self.http = Transport(self.url, api_key=api_key, timeout=timeout, retries=retries, concurrency=concurrency)
 
     def __repr__(self) -> str:
         return f"VLLMBackend(url={self.url!r}, served_model={self.served_model!r})"
 
-    def __getstate__(self) -> dict:
-        """Everything but the connection and the API key (an unpickled copy reads ``$SURFACELAB_API_KEY``, when
-        ``$SURFACELAB_SERVER`` names its server)."""
-        return {k: v for k, v in self.__dict__.items() if k not in ("_client", "_key")}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._key = Secret(api_key_from(None, self.url))
-        self._client = bound(self._make_client())
-
-    def _make_client(self) -> Any:
-        import httpx
-
-        headers = {"Authorization": f"Bearer {self._key.value}"} if self._key.value else {}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=httpx.Timeout(self.timeout, connect=10.0),
-                            limits=httpx.Limits(max_connections=max(1, self.concurrency)),
-                            trust_env=not on_this_machine(self.url))
-
     def close(self) -> None:
         """Close the HTTP connections."""
-        self._client.close()
+        self.http.close()
 
     # ------------------------------------------------------------------------------------- HTTP
 
-    def _request(self, method: str, path: str, body: dict | None = None) -> Any:
-        """One HTTP call, retried with back-off on connection errors and ``_RETRY_STATUS``; the decoded JSON answer.
-
-        ``timeout`` is one deadline for the whole call: connecting, sending and every read of every try, and the
-        back-off between tries (a try that would start after it is not made), so retries never stretch it.
-        """
-        import httpx
-
-        where = f"server {self.url}"
-        last = ""
-        end = time.monotonic() + self.timeout
-        tries = 0
-        while tries <= self.retries:
-            if tries:
-                pause = min(8.0, 0.5 * 2 ** (tries - 1))
-                if time.monotonic() + pause >= end:
-                    break
-                time.sleep(pause)
-            tries += 1
-            try:
-                with deadline(end):
-                    resp = self._client.request(method, path, json=body)
-            except httpx.TimeoutException as err:
-                raise ServerError(f"{where}: no answer to {method} {path} within {self.timeout:g} s (the whole "
-                                  f"request; {type(err).__name__}); raise timeout= or check the server") from None
-            except httpx.TransportError as err:  # refused, reset, dropped: the server may be restarting
-                last = f"{type(err).__name__}: {err}"
-                continue
-            if resp.status_code in _RETRY_STATUS:
-                last = f"HTTP {resp.status_code}: {error_message(resp)}"
-                continue
-            if resp.status_code in (401, 403):
-                raise ServerError(f"{where} refused the API key (HTTP {resp.status_code}): pass api_key= or set "
-                                  f"${API_KEY_ENV} with ${SERVER_ENV}={self.url}"
-                                  + (" (a key was sent)" if self._key.value else " (none was sent)"))
-            if resp.status_code >= 400:
-                raise ServerError(f"{where} refused {method} {path} (HTTP {resp.status_code}): {error_message(resp)}"
-                                  + refusal_hint(error_message(resp)))
-            try:
-                return resp.json()
-            except ValueError:
-                raise ServerError(f"{where}: malformed answer to {method} {path} (not JSON): "
-                                  f"{described(resp)}") from None
-        raise ServerError(f"{where}: unreachable after {tries} tries ({last}); is it running?")
+    # ------------------------------------------------------------------------------------- HTTP
 
     def _complete(self, prompts: list[Any], **fields: Any) -> list[dict]:
         """POST /completions for ``prompts``; the choices in prompt order (checked for count and shape)."""
         body = {"model": self.served_model, "prompt": prompts, "max_tokens": 1, "temperature": 0.0, **fields}
-        answer = self._request("POST", "/completions", body)
+        answer = self.http.request("POST", "/completions", body)
         choices = answer.get("choices") if isinstance(answer, dict) else None
         if not isinstance(choices, list) or len(choices) != len(prompts):
             got = len(choices) if isinstance(choices, list) else type(choices).__name__
@@ -251,60 +119,6 @@ class VLLMBackend:
             return sorted(choices, key=lambda c: int(c["index"]))
         except (KeyError, TypeError, ValueError):
             raise ServerError(f"server {self.url}: malformed answer: choices without an index") from None
-
-    def _fan_out(self, batches: list[list[int]], run: Callable[[list[int]], list[Any]], *, progress: bool,
-                 stats: Any, desc: str, on_done: OnDone | None, total: int) -> dict[int, Any]:
-        """Run ``run(batch)`` for every batch with at most ``concurrency`` in flight; results by index.
-
-        ``on_done`` is called from this thread as each batch finishes; the first error cancels the rest.
-        """
-        from tqdm.auto import tqdm
-
-        out: dict[int, Any] = {}
-        bar = tqdm(total=total, desc=desc, unit="req", disable=not progress or total < 64)
-        pool = ThreadPoolExecutor(max_workers=max(1, self.concurrency), thread_name_prefix="surfacelab-vllm")
-        pending: dict[Future, list[int]] = {}
-        todo = iter(batches)
-        try:
-            while True:
-                while len(pending) < max(1, self.concurrency):
-                    batch = next(todo, None)
-                    if batch is None:
-                        break
-                    raise_if_cancelled()  # before each HTTP call (see ``base.cancelled_when``)
-                    pending[pool.submit(run, batch)] = batch
-                if not pending:
-                    break
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    batch = pending.pop(fut)
-                    results = fut.result()
-                    out.update(zip(batch, results))
-                    stats.batches += 1
-                    if on_done is not None:
-                        on_done(batch, results)
-                    bar.update(len(batch))
-        finally:
-            for fut in pending:
-                fut.cancel()
-            pool.shutdown(wait=False, cancel_futures=True)
-            bar.close()
-        return out
-
-    def _batches(self, lengths: list[int], batch_size: int | None) -> list[list[int]]:
-        """Indices split into HTTP calls: at most ``batch_size`` (or ``batch_prompts``) prompts and
-        ``batch_tokens`` prompt tokens each (a longer prompt goes alone)."""
-        cap = batch_size or self.batch_prompts
-        out: list[list[int]] = []
-        cur: list[int] = []
-        tokens = 0
-        for i, n in enumerate(lengths):
-            if cur and (len(cur) >= cap or tokens + n > self.batch_tokens):
-                out.append(cur)
-                cur, tokens = [], 0
-            cur.append(i)
-            tokens += n
-        return out + ([cur] if cur else [])
 
     # ------------------------------------------------------------------------------------- scoring
 
@@ -336,8 +150,10 @@ class VLLMBackend:
                     raise self._refused(i, view(i), err) from None
             return out
 
-        batches = self._batches([len(ids) for ids, _ in items], batch_size)
-        got = self._fan_out(batches, run, progress=progress, stats=stats, desc=desc, on_done=on_done, total=len(items))
+        batches = self.http.batches([len(ids) for ids, _ in items], batch_size or self.batch_prompts,
+                                    self.batch_tokens)
+        got = self.http.fan_out(batches, run, progress=progress, stats=stats, desc=desc, on_done=on_done,
+                                total=len(items))
         stats.tokens_forwarded += sum(len(ids) for ids, _ in items)
         stats.tokens_padded += sum(len(ids) for ids, _ in items)
         stats.tokens_scored += sum(len(ids) - s for ids, s in items)
@@ -390,9 +206,9 @@ class VLLMBackend:
                                  np.array([v for _, v in ranked], np.float32)))
             return [NextTokenScores(selected[r], math.nan, tids, tlps) for r, (tids, tlps) in enumerate(tops)]
 
-        batches = self._batches([len(p) for p in prompts], batch_size)
-        got = self._fan_out(batches, run, progress=progress, stats=stats, desc=f"next token via {self.served_model}",
-                            on_done=on_done, total=len(prompts))
+        batches = self.http.batches([len(p) for p in prompts], batch_size or self.batch_prompts, self.batch_tokens)
+        got = self.http.fan_out(batches, run, progress=progress, stats=stats,
+                                desc=f"next token via {self.served_model}", on_done=on_done, total=len(prompts))
         stats.tokens_forwarded += sum(len(p) for p in prompts)
         stats.tokens_padded += sum(len(p) for p in prompts)
         stats.tokens_scored += len(prompts)
@@ -442,7 +258,7 @@ class VLLMBackend:
             ServerError: the server is unreachable, serves several models and none was named, or
                 serves a model whose vocabulary or tokenization differs from the local tokenizer's.
         """
-        listing = self._request("GET", "/models")
+        listing = self.http.request("GET", "/models")
         try:
             cards = {str(c["id"]): c for c in listing["data"]}
         except (KeyError, TypeError):
@@ -515,26 +331,6 @@ class VLLMBackend:
             return "generate" if asked in self._generated_logprobs(choice, 0, ids[:1]) else "append"
         except ServerError:
             return "append"
-
-
-def api_key_from(api_key: str | None, url: str) -> str | None:
-    """The key to send to the server at ``url``: ``api_key`` if given (it was given for this server), else
-    ``$SURFACELAB_API_KEY`` if ``$SURFACELAB_SERVER`` names this same server, else None.
-
-    Raises:
-        ValueError: ``api_key`` is not a non-empty string.
-    """
-    if api_key is None:
-        key, bound = os.environ.get(API_KEY_ENV), os.environ.get(SERVER_ENV)
-        if not key or not bound:
-            return None
-        try:
-            return key if normalize_url(bound) == normalize_url(url) else None
-        except ValueError:  # a $SURFACELAB_SERVER that is not a URL binds the key to nothing
-            return None
-    if not isinstance(api_key, str) or not api_key.strip():
-        raise ValueError("api_key: expected a non-empty string")
-    return api_key
 
 
 def connect(server: str, tokenizer: Any, vocab_size: int, *, served_model: str | None = None,

@@ -9,7 +9,7 @@ import os
 import time
 from typing import Any, Callable, Sequence
 
-from .vllm import Secret, on_this_machine
+from .credentials import Secret, on_this_machine
 
 
 class LocalServer:

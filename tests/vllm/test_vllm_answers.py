@@ -19,7 +19,7 @@ import torch
 
 import surfacelab as sl
 from surfacelab import engine
-from surfacelab.backends.vllm import ServerError
+from surfacelab.backends.transport import ServerError
 from surfacelab.engine.cache import ScoreCache
 
 from test_cli import lm_dir, run  # noqa: F401 - the tiny causal model saved to a folder, for the CLI

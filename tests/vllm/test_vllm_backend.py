@@ -16,7 +16,8 @@ import surfacelab as sl
 from surfacelab import engine, letters, paraphrase, tasks, text
 from surfacelab.alternatives import token_view
 from surfacelab.backends.base import RANK_TOL
-from surfacelab.backends.vllm import ServerError, VLLMBackend
+from surfacelab.backends.transport import ServerError
+from surfacelab.backends.vllm import VLLMBackend
 from surfacelab.engine.cache import ScoreCache
 
 from conftest import SERVED
@@ -223,12 +224,12 @@ def test_a_cancelled_call_stops_between_http_calls_and_keeps_the_finished_ones(r
 
     def after_the_first_calls() -> bool:  # checked before each HTTP call: true once as many as run at once are sent
         sent.append(1)
-        return len(sent) > remote_lm.backend.concurrency
+        return len(sent) > remote_lm.backend.http.concurrency
 
     with pytest.raises(engine.Cancelled), engine.cancelled_when(after_the_first_calls):
         engine.logprobs(remote_lm, requests, batch_size=1, cache=store, progress=False)
     again = engine.logprobs(remote_lm, requests, batch_size=1, cache=store, progress=False)
-    assert 1 <= again.stats.cached <= remote_lm.backend.concurrency  # what was answered before it is kept
+    assert 1 <= again.stats.cached <= remote_lm.backend.http.concurrency  # what was answered before it is kept
 
 
 def test_a_long_prompt_is_truncated_to_the_server_window(remote_lm, real_lm):

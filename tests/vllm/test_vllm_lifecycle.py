@@ -13,7 +13,7 @@ import pytest
 
 import surfacelab as sl
 from surfacelab import engine, text
-from surfacelab.backends.vllm import ServerError
+from surfacelab.backends.transport import ServerError
 from surfacelab.engine.cache import ScoreCache, request_key
 
 from conftest import SERVED, model_dir, vllm_python

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import surfacelab as sl
-from surfacelab.backends.vllm import ServerError
+from surfacelab.backends.transport import ServerError
 from surfacelab.widgets import Explorer, ViewState, Workbench
 from surfacelab.widgets.app import APP_CAPS, NO_SERVER, VISITORS, AppPolicy, Caps
 from surfacelab.widgets.kit.files import LINK_LIMIT

@@ -9,7 +9,7 @@ import json
 import pytest
 
 import surfacelab as sl
-from surfacelab.backends.vllm import ServerError
+from surfacelab.backends.transport import ServerError
 from surfacelab.widgets import Workbench
 from recording import recording
 from tiny_models import tiny_causal

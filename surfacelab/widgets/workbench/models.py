@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import ipywidgets as w
 
-from ...backends.vllm import SERVER_ENV, normalize_url
+from ...backends.credentials import SERVER_ENV, normalize_url
 from ...models import DEFAULT_LM, DEFAULT_MLM, list_presets, load_lm, load_mlm
 from ..app import NO_SERVER, AppPolicy
 from ..kit.layout import classed
