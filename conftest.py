@@ -17,8 +17,9 @@ from _pytest.doctest import DoctestItem
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-# `python -m surfacelab.cli` runs the CLI when imported: not a module to collect doctests from.
-collect_ignore = ["surfacelab/cli/__main__.py"]
+# `python -m surfacelab.cli` runs the CLI when imported: not a module to collect doctests from. tests/logs holds
+# framework logs and the scripts that made them, run by the frameworks' own interpreters (lighteval is not in .venv).
+collect_ignore = ["surfacelab/cli/__main__.py", "tests/logs"]
 
 
 def _tiny_models():
