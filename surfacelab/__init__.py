@@ -18,6 +18,7 @@ from .tasks.blimp import load_blimp
 from .paraphrase import MassResult, load_teaching_set, mass, mass_items
 from .scorers import list_scorers, register_scorer
 from .scoring import MCResult, score, score_items
+from .surface_forms import variants
 from .why import WhyResult, why
 
 __version__ = "0.1.0"
@@ -61,6 +62,7 @@ __all__ = [
     "score",
     "score_items",
     "tasks",
+    "variants",
     "viz",
     "why",
 ]

@@ -103,7 +103,7 @@ class Registry(Mapping[str, T], Generic[T]):
         return f"Registry({self.kind!r}: {', '.join(self._items)})"
 
 
-class View(Mapping[str, object]):
+class Derived(Mapping[str, object]):
     """A live read-only mapping derived from a registry: ``key(obj) -> value(obj)`` for every object, in
     registration order (so a figure that reads it sees objects registered after it was imported)."""
 

@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 import pandas as pd
 
 from .engine.requests import CONDITIONS
-from .registry import Registry, View
+from .registry import Derived, Registry
 
 
 @dataclass(frozen=True)
@@ -86,8 +86,8 @@ for _s in [
     register_scorer(_s)
 
 #: Live views for figures: scorer column -> display label, scorer column -> its rank column.
-SCORER_LABELS = View(SCORERS, lambda s: s.column, lambda s: s.label)
-SCORER_RANKS = View(SCORERS, lambda s: s.column, lambda s: f"rank_{s.name}")
+SCORER_LABELS = Derived(SCORERS, lambda s: s.column, lambda s: s.label)
+SCORER_RANKS = Derived(SCORERS, lambda s: s.column, lambda s: f"rank_{s.name}")
 
 
 def list_scorers() -> pd.DataFrame:

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import surfacelab as sl
-from surfacelab import engine, tasks, variants
+from surfacelab import engine, surface_forms, tasks
 from surfacelab.evaluate import (_items_frame, ablate, evaluate, evaluate_fewshot, label_counts, label_table,
                                  mcnemar)
 from surfacelab.scoring import option_table
@@ -391,7 +391,7 @@ def test_real_model_copa_val_labels_match_an_independent_computation(real_lm, da
         owners = {}
         for i, c in enumerate(conts):
             owners.setdefault(seqs[i][d], set()).add(i)
-            for v in variants.variants(c[cut:len(c) - len(tail)])["variant"]:
+            for v in surface_forms.variants(c[cut:len(c) - len(tail)])["variant"]:
                 ids = text.encode(real_lm, it.premise, c[:cut] + v + tail).scored_ids
                 if len(ids) > d and ids[:d] == seqs[0][:d]:
                     owners.setdefault(ids[d], set()).add(i)

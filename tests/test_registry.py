@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from surfacelab.registry import Registry, UnknownName, View
+from surfacelab.registry import Derived, Registry, UnknownName
 
 
 def test_register_refuses_a_taken_name_unless_overwrite():
@@ -40,7 +40,7 @@ def test_order_unregister_and_live_views():
     reg = Registry("thing")
     for k, v in (("b", 2), ("a", 1)):
         reg.register(k, v)
-    doubled = View(reg, lambda v: f"x{v}", lambda v: 2 * v)
+    doubled = Derived(reg, lambda v: f"x{v}", lambda v: 2 * v)
     assert list(reg.items()) == [("b", 2), ("a", 1)] and dict(doubled) == {"x2": 4, "x1": 2}
     reg.register("c", 3)
     assert doubled["x3"] == 6 and len(doubled) == 3

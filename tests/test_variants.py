@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from surfacelab import variants
+from surfacelab import surface_forms
 from test_paraphrase import lower_lm  # noqa: F401 - the fixture: a tokenizer that ignores case and spaces
 
 # --- number and articles -----------------------------------------------------------------------
@@ -53,45 +53,45 @@ ARTICLES = [
 
 @pytest.mark.parametrize("one, many", PLURALS)
 def test_plural(one, many):
-    assert variants.plural(one) == many
+    assert surface_forms.plural(one) == many
 
 
 @pytest.mark.parametrize("many, one", SINGULARS)
 def test_singular(many, one):
-    assert variants.singular(many) == one
+    assert surface_forms.singular(many) == one
 
 
 @pytest.mark.parametrize("word", INVARIANT)
 def test_invariant_nouns_have_one_form(word):
-    assert variants.plural(word) == word
-    assert variants.singular(word) is None
+    assert surface_forms.plural(word) == word
+    assert surface_forms.singular(word) is None
 
 
 @pytest.mark.parametrize("word", NOT_PLURAL)
 def test_singular_words_ending_like_plurals_are_not_plurals(word):
-    assert variants.singular(word) is None
+    assert surface_forms.singular(word) is None
 
 
 @pytest.mark.parametrize("phrase, article", ARTICLES)
 def test_indefinite_article_by_sound(phrase, article):
-    assert variants.indefinite_article(phrase) == article
+    assert surface_forms.indefinite_article(phrase) == article
 
 
 def test_inflection_bad_input():
     with pytest.raises(TypeError, match="phrase"):
-        variants.plural(3)
+        surface_forms.plural(3)
     with pytest.raises(ValueError, match="phrase"):
-        variants.singular("")
+        surface_forms.singular("")
 
 
 # --- the variant generator ---------------------------------------------------------------------
 
 def _forms(option: str) -> set[str]:
-    return set(variants.variants(option)["variant"])
+    return set(surface_forms.variants(option)["variant"])
 
 
 def test_variants_cover_the_rules():
-    v = variants.variants(" bathtub")
+    v = surface_forms.variants(" bathtub")
     got = set(v["variant"])
     for expected in (" bathtub", " a bathtub", " the bathtub", "bathtub", " Bathtub", " bathtubs", " the bathtubs",
                      " bathtub.", " A bathtub", "The bathtubs."):
@@ -128,21 +128,21 @@ def test_variants_hard_cases(option, present, absent):
 
 
 def test_variants_number_column():
-    v = variants.variants(" criteria").set_index("variant")
+    v = surface_forms.variants(" criteria").set_index("variant")
     assert v.loc[" criteria", "number"] == "plural" and v.loc[" criterion", "number"] == "singular"
     assert v.loc[" criterion", "rule"] == "singular"
-    assert set(variants.variants(" news")["number"]) == {"singular"}  # no second number for an invariant noun
+    assert set(surface_forms.variants(" news")["number"]) == {"singular"}  # no second number for an invariant noun
 
 
 def test_variants_drop_identical_strings():
-    v = variants.variants(" sheep")  # invariant: the plural is the same string
+    v = surface_forms.variants(" sheep")  # invariant: the plural is the same string
     assert v["variant"].is_unique
     assert (v["variant"] == " sheep").sum() == 1
 
 
 def test_variants_drop_tokenizer_identical_strings(lower_lm):  # noqa: F811 - the imported fixture
-    plain = variants.variants(" bathtub")
-    dedup = variants.variants(" bathtub", lm=lower_lm)
+    plain = surface_forms.variants(" bathtub")
+    dedup = surface_forms.variants(" bathtub", lm=lower_lm)
     ids = {v: tuple(lower_lm.tokenizer(v, add_special_tokens=False)["input_ids"]) for v in plain["variant"]}
     assert len(set(ids.values())) == len(dedup) < len(plain)
     assert dedup["token_ids"].map(tuple).is_unique
@@ -154,11 +154,11 @@ def test_variants_drop_tokenizer_identical_strings(lower_lm):  # noqa: F811 - th
 
 def test_variants_bad_input():
     with pytest.raises(TypeError, match="option"):
-        variants.variants(3)
+        surface_forms.variants(3)
     with pytest.raises(ValueError, match="option"):
-        variants.variants("")
+        surface_forms.variants("")
     with pytest.raises(ValueError, match="option"):
-        variants.variants("   ")
+        surface_forms.variants("   ")
 
 
 # --- proper nouns, proper adjectives and acronyms keep their case --------------------------------
@@ -186,9 +186,9 @@ def test_an_acronym_plural_adds_a_lower_case_s(option):
     forms = _forms(option)
     assert f" {word}s" in forms and f" the {word}s" in forms
     assert not [v for v in forms if _words(v)[-1] not in (word, word + "s")]  # no "MBAS", "UNESCOES"
-    assert variants.plural(word) == word + "s" and variants.singular(word + "s") == word
-    assert variants.singular(word) is None  # an acronym is singular
-    article = variants.indefinite_article(word)  # by sound, as inflect reads the letters
+    assert surface_forms.plural(word) == word + "s" and surface_forms.singular(word + "s") == word
+    assert surface_forms.singular(word) is None  # an acronym is singular
+    article = surface_forms.indefinite_article(word)  # by sound, as inflect reads the letters
     assert f" {article} {word}" in forms and f" {'a' if article == 'an' else 'an'} {word}" not in forms
 
 

@@ -19,7 +19,7 @@ import pandas as pd
 
 from .. import engine, text
 from .._format import gap, percent, signed
-from ..variants import variants as _variants
+from ..surface_forms import variants as _variants
 
 if TYPE_CHECKING:
     from ..models import LM
