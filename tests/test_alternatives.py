@@ -51,7 +51,7 @@ def test_alternatives_cache_and_duplicates(tiny_lm, monkeypatch):
     engine.clear_top_cache()
     req = ("A cat sat on the", " mat")
     a = alt.alternatives(tiny_lm, [req, req], top_k=3)
-    assert len(engine._TOP_CACHE) == 1
+    assert len(engine.memory.TOP_CACHE) == 1
 
     def boom(*args, **kwargs):
         raise AssertionError("the in-memory top-k cache should have answered")

@@ -265,9 +265,9 @@ def test_sigkill_mid_call_then_rerun_resumes_from_the_cache(tiny_lm, tmp_path, m
 def test_top_k_memory_cache_honours_cache_false(tiny_lm, monkeypatch):
     engine.clear_top_cache()
     engine.logprobs(tiny_lm, PAIRS[:3], cache=False, top_k=2, progress=False)
-    assert len(engine._TOP_CACHE) == 0  # not written
+    assert len(engine.memory.TOP_CACHE) == 0  # not written
     engine.logprobs(tiny_lm, PAIRS[:3], top_k=2, progress=False)
-    assert len(engine._TOP_CACHE) == 3
+    assert len(engine.memory.TOP_CACHE) == 3
     again = engine.logprobs(tiny_lm, PAIRS[:3], cache=False, top_k=2, progress=False)
     assert again.stats.cached == 0 and sum(again.stats.paths.values()) == 3  # not read either
 
@@ -276,7 +276,7 @@ def test_next_token_top_k_is_kept_in_memory_and_read_back_whole(tiny_lm):
     engine.clear_top_cache()
     prompts = ["The man took a", "The cat"]
     first = engine.next_token_logprobs(tiny_lm, prompts, token_ids=[5, 7], top_k=3, cache=True)
-    assert first.stats.cached == 0 and len(engine._TOP_CACHE) == 2
+    assert first.stats.cached == 0 and len(engine.memory.TOP_CACHE) == 2
     again = engine.next_token_logprobs(tiny_lm, prompts, token_ids=[5, 7], top_k=3, cache=True)
     assert again.stats.cached == 2 and again.stats.tokens_forwarded == 0
     for a, b in zip(first, again):
@@ -292,7 +292,7 @@ def test_next_token_top_k_is_kept_in_memory_and_read_back_whole(tiny_lm):
 def test_threads_share_the_top_k_cache_and_keep_their_own_stats(tiny_lm, monkeypatch):
     import threading
 
-    monkeypatch.setattr(engine, "_TOP_CACHE", engine._TopCache(4))  # small: constant eviction
+    monkeypatch.setattr(engine, "TOP_CACHE", engine.memory.TopCache(4))  # small: constant eviction
     errors, counts = [], {}
 
     def work(k):
@@ -348,7 +348,7 @@ def test_a_character_in_several_byte_pieces_is_shown_once(tiny_lm):
     covering = t[(t["char_start"] <= 1) & (t["char_end"] >= 2)]  # every piece that covers the emoji
     assert len(covering) > 1, t  # (the test needs the emoji split)
     assert "".join(t["token"]).count("🎉") == 1
-    assert list(covering["token"])[1:] == [engine.SAME_CHARACTER] * (len(covering) - 1)
+    assert list(covering["token"])[1:] == [engine.results.SAME_CHARACTER] * (len(covering) - 1)
     assert "".join(t["token"]).endswith("ok")
 
 

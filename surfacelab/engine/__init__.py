@@ -18,14 +18,10 @@ work: requests, cache hits, tokens forwarded against the ideal, and which execut
 
 from __future__ import annotations
 
-import threading
 import warnings
-from collections import OrderedDict
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Container, Iterable, Sequence
 
 import numpy as np
-import pandas as pd
 
 from .._checks import is_int
 from .. import text
@@ -34,6 +30,8 @@ from ..backends.base import (RANK_TOL, Cancelled, EngineStats, NextTokenScores, 
 from ..backends.masked import MaskedCopy, MaskedScores, MaskedStats
 from ..backends.packing import unique_prefix_tokens
 from .cache import ScoreCache, default_cache, masked_key, request_key
+from .memory import TOP_CACHE, clear_top_cache
+from .results import NextToken, Request, Results, Scored, token_strings
 
 if TYPE_CHECKING:
     from ..models import LM, MLM
@@ -42,78 +40,6 @@ __all__ = ["Cancelled", "EngineStats", "MaskedCopy", "MaskedScores", "MaskedStat
            "Results", "Scored", "cancelled_when", "check_batch_size", "check_requests", "clear_top_cache",
            "logprobs", "masked_logprobs", "next_token_logprobs", "reporting"]
 
-Request = tuple[str, str]
-#: Requests whose top-k alternatives are kept in memory (``logprobs(..., top_k=k)``).
-TOP_CACHE_SIZE = 4096
-
-
-@dataclass
-class Scored:
-    """The scored tokens of one request.
-
-    Arrays have one entry per continuation token: ``token_ids``, ``logprob`` (natural log,
-    computed in float32), ``rank`` (1 = the model's top choice; tokens within ``RANK_TOL`` nats
-    tie), ``entropy`` (nats, of the
-    next-token distribution at that position) and ``greedy`` (rank == 1).
-    """
-
-    request: Request
-    encoding: text.Encoding
-    logprob: np.ndarray
-    rank: np.ndarray
-    entropy: np.ndarray
-    greedy: np.ndarray
-    tokens: list[str] = field(default_factory=list)
-    top_ids: np.ndarray | None = None  # (n_tokens, k) most likely tokens at each position, with ``top_k``
-    top_logprobs: np.ndarray | None = None  # (n_tokens, k) their log-probs, most likely first
-
-    @property
-    def total(self) -> float:
-        """Summed log-prob of the continuation."""
-        return float(self.logprob.astype(np.float64).sum())
-
-    @property
-    def n_tokens(self) -> int:
-        """Number of scored tokens."""
-        return len(self.logprob)
-
-    @property
-    def flags(self) -> list[str]:
-        """Per-token flags: 'boundary_merge' on a token straddling the join, 'truncated' where the context was cut."""
-        out = []
-        for i in range(self.n_tokens):
-            f = []
-            if i == 0 and self.encoding.merged:
-                f.append("boundary_merge")
-            if self.encoding.truncated:
-                f.append(f"truncated:{self.encoding.truncated}")
-            out.append(",".join(f))
-        return out
-
-    def frame(self) -> pd.DataFrame:
-        """One row per scored token."""
-        enc = self.encoding
-        return pd.DataFrame({
-            "position": np.arange(self.n_tokens),
-            "token": self.tokens,
-            "token_id": np.asarray(enc.scored_ids, dtype=np.int64),
-            "char_start": [s for s, _ in enc.spans],
-            "char_end": [e for _, e in enc.spans],
-            "logprob": self.logprob.astype(np.float64),
-            "rank": self.rank,
-            "entropy": self.entropy.astype(np.float64),
-            "greedy": self.greedy,
-            "flags": self.flags,
-        })
-
-
-class Results(list):
-    """The per-request results of one engine call (a plain list) with that call's ``stats`` (a ``MaskedStats`` for
-    ``masked_logprobs``)."""
-
-    def __init__(self, items: Iterable[Any] = (), stats: EngineStats | MaskedStats | None = None) -> None:
-        super().__init__(items)
-        self.stats = stats if stats is not None else EngineStats()
 
 
 def check_requests(requests: Any) -> list[Request]:
@@ -137,51 +63,6 @@ def check_batch_size(batch_size: int | str) -> int | None:
     if not is_int(batch_size) or batch_size < 1:
         raise ValueError(f"batch_size: expected a positive int or 'auto', got {batch_size!r}")
     return batch_size
-
-
-class _TopCache:
-    """In-memory LRU of ``logprobs(..., top_k=k)`` results, safe to share between threads."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._items: OrderedDict[tuple[str, int], dict[str, np.ndarray]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get_many(self, keys: list[str], k: int) -> dict[str, dict[str, np.ndarray]]:
-        """The entries held for ``keys`` at this k (marked as recently used)."""
-        with self._lock:
-            out = {}
-            for key in keys:
-                entry = self._items.get((key, k))
-                if entry is not None:
-                    self._items.move_to_end((key, k))
-                    out[key] = entry
-            return out
-
-    def put_many(self, entries: dict[str, dict[str, np.ndarray]], k: int) -> None:
-        """Store entries; the least recently used go beyond ``size``."""
-        with self._lock:
-            for key, entry in entries.items():
-                self._items[(key, k)] = entry
-                self._items.move_to_end((key, k))
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
-
-    def clear(self) -> None:
-        """Forget everything."""
-        with self._lock:
-            self._items.clear()
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-
-_TOP_CACHE = _TopCache(TOP_CACHE_SIZE)
-
-
-def clear_top_cache() -> None:
-    """Empty the in-memory cache of ``logprobs(..., top_k=k)`` results."""
-    _TOP_CACHE.clear()
 
 
 def _store(cache: bool | ScoreCache) -> ScoreCache | None:
@@ -209,7 +90,7 @@ def _lookup(keys: Sequence[str], store: ScoreCache | None, top_k: int,
     forward: the disk's entries, or with ``top_k`` the in-memory top-k cache's (the disk keeps no alternatives)."""
     stored = store.get_many(keys) if store is not None else {}
     if top_k:
-        return (_TOP_CACHE.get_many(keys, top_k) if cache is not False else {}), stored
+        return (TOP_CACHE.get_many(keys, top_k) if cache is not False else {}), stored
     return dict(stored), stored
 
 
@@ -324,44 +205,14 @@ def logprobs(
             entry.update(top_ids=s.top_ids, top_logprobs=s.top_logprobs)
         fresh[key] = entry
     if top_k and cache is not False:
-        _TOP_CACHE.put_many(fresh, top_k)
+        TOP_CACHE.put_many(fresh, top_k)
     found.update(fresh)
     out = Results(stats=stats)
     for req, e in zip(reqs, encs):
         r = found[keys[unique[e.key]]]
-        out.append(Scored(req, e, r["logprob"], r["rank"], r["entropy"], r["rank"] == 1, _token_strings(lm, e),
+        out.append(Scored(req, e, r["logprob"], r["rank"], r["entropy"], r["rank"] == 1, token_strings(lm, e),
                           r.get("top_ids"), r.get("top_logprobs")))
     return out
-
-
-#: The token string of a byte piece whose character an earlier token already shows (" 🎉" in three byte-level
-#: tokens reads "␣🎉", "…", "…", not the emoji three times).
-SAME_CHARACTER = "…"
-
-
-def _token_strings(lm: LM, enc: text.Encoding) -> list[str]:
-    """Readable token strings: the continuation text each token covers (``SAME_CHARACTER`` for a byte piece of a
-    character an earlier token shows), or its decoded form."""
-    out = []
-    shown = 0  # the continuation's characters shown so far
-    for tid, (s, e) in zip(enc.scored_ids, enc.spans):
-        piece = enc.continuation[s:e]
-        out.append(SAME_CHARACTER if piece and e <= shown else piece or lm.tokenizer.decode([tid]))
-        shown = max(shown, e)
-    return out
-
-
-@dataclass
-class NextToken:
-    """The next-token distribution after one prompt (float32 log-softmax)."""
-
-    context: str
-    input_ids: tuple[int, ...]
-    selected: np.ndarray  # log-probs of the requested token ids, in their order
-    top_ids: np.ndarray
-    top_logprobs: np.ndarray
-    top_tokens: list[str]
-    entropy: float
 
 
 def next_token_logprobs(
@@ -428,7 +279,7 @@ def next_token_logprobs(
         store, _next_entry)
     computed.update(recalled)
     if top_k and cache is not False:
-        _TOP_CACHE.put_many({k: {**_next_entry(r), "top_ids": r.top_ids, "top_logprobs": r.top_logprobs}
+        TOP_CACHE.put_many({k: {**_next_entry(r), "top_ids": r.top_ids, "top_logprobs": r.top_logprobs}
                              for k, r in computed.items()}, top_k)
     out = Results(stats=stats)
     for c, p, k in zip(contexts, prompts, keys):
