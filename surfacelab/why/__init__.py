@@ -55,7 +55,6 @@ The verdict label of an item follows the rules of :mod:`surfacelab.why.rules`.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
@@ -63,13 +62,13 @@ import pandas as pd
 
 from .. import engine, text
 from .._checks import check_int, is_int
-from .._format import change, gap, percent, signed
-from .._results import JSONResult
+from .._format import change, gap, signed
 from ..scorers import get_scorer
 from ..scoring import MCResult, score
 from .first_token import (COMPETITOR_COLUMNS, FIRST_TOKEN_KEYS, FirstTokenPlan, competitors_frame, first_token_numbers,
                           first_token_plan, first_token_terms)
 from .occlusion import engine_cost, premise_attribution
+from .result import WhyResult, quoted
 from .rules import LABELS, decompose, is_option_ids, shares, verdict
 
 if TYPE_CHECKING:
@@ -112,10 +111,6 @@ def _tokens_frame(result: MCResult, gold: int, against: int, prior_cond: str) ->
     return out
 
 
-def _q(option: str) -> str:
-    return repr(option.strip() if option.strip() else option)
-
-
 def _gap_word(x: float) -> str:
     return "leads" if x > 0 else "trails" if x < 0 else "ties"
 
@@ -125,7 +120,7 @@ def _terms_frame(result: MCResult, gold: int, against: int, d: dict[str, float],
     # ~50 lines kept whole: one row per term in display order, each with its sentence; split, the order would scatter
     t = result.table
     g, a = t.iloc[gold], t.iloc[against]
-    og, oa = _q(result.options[gold]), _q(result.options[against])
+    og, oa = quoted(result.options[gold]), quoted(result.options[against])
     pcol = "domain_logprob" if prior_cond == "domain" else "null_logprob"
     ng, na = int(g["n_tokens"]), int(a["n_tokens"])
     rows = []
@@ -167,7 +162,7 @@ def _terms_frame(result: MCResult, gold: int, against: int, d: dict[str, float],
         top = int(np.argmax(t[s.column].to_numpy()))  # the first best option, as MCResult.winner
         add("scorer", name, diff, unit, s.formula,
             f"{s.label}: {og} {_gap_word(diff)} {oa} by {abs(diff):.3g} {unit}; "
-            + ("the gold wins." if top == gold else f"the top option is {_q(result.options[top])}."))
+            + ("the gold wins." if top == gold else f"the top option is {quoted(result.options[top])}."))
     for row in mass:
         add("first token", *row)
     add("verdict", label, 0.0 if label in ("right", "tie") else float("nan"), "", "", label_detail)
@@ -201,133 +196,6 @@ def _verdict_detail(label: str, d: dict[str, float], og: str, oa: str, mass: dic
 
 
 # ----------------------------------------------------------------------------- result
-@dataclass
-class WhyResult(JSONResult):
-    """A contrastive account of why ``options[gold]`` lost to (or beat) ``options[against]``.
-
-    Attributes:
-        premise, options, domain_premise, model: the item and the model's name.
-        gold, against: option indices compared; ``scorer``: the scorer that chose ``against``.
-        table: ``MCResult.table`` (one row per option, every scorer's column and rank).
-        terms: one row per number with its sentence (group, term, value, unit, formula, sentence):
-            group ``gap`` (length, prior per token, premise evidence, LM gap: the first three sum
-            to the last), ``prior``, ``length`` (the LM gap split by tokens and by characters),
-            ``scorer`` (gold − against under every scorer), ``first token`` (where the gold's probability went
-            at the first token where the options differ) and ``verdict``.
-        tokens: both options' tokens (see ``_tokens_frame``: logprob, prior_logprob, evidence,
-            gap_lm / gap_prior / gap_evidence, shared (a token prefix both options share, whose
-            parts cancel), rank_cost and rank_evidence (1 = the token that costs the gold most,
-            among the tokens not shared; 0 for shared ones)).
-        attribution: one row per (premise unit, method): unit ("word"/"sentence"), index, text,
-            start/end (character span in the premise), method ("remove", "replace",
-            "grad_x_input"), occluded (the premise scored), lm_margin / dcpmi_margin (gold − against
-            after occlusion), delta_lm / delta_dcpmi (their change; < 0: the unit supported the gold),
-            lm_winner / dcpmi_winner (option index after occlusion), gold_wins_lm / gold_wins_dcpmi.
-            ``grad_x_input`` rows fill only delta_* (margins NaN, winners −1, gold_wins False).
-        competitors: see ``competitors_frame``.
-        verdict: the label (``LABELS``).
-        meta: prior context, neutral word, top_k, where the mass was read, costs of each engine call.
-    """
-
-    premise: str
-    options: list[str]
-    domain_premise: str | None
-    model: str
-    gold: int
-    against: int
-    scorer: str
-    table: pd.DataFrame
-    terms: pd.DataFrame
-    tokens: pd.DataFrame
-    attribution: pd.DataFrame
-    competitors: pd.DataFrame
-    verdict: str
-    meta: dict = field(default_factory=dict)
-
-    def term(self, name: str, group: str | None = None) -> float:
-        """The value of one row of ``.terms`` (by term name, optionally within ``group``)."""
-        rows = self.terms[(self.terms["term"] == name) & ((self.terms["group"] == group) if group else True)]
-        if rows.empty:
-            raise ValueError(f"name: no term {name!r}; known: {sorted(set(self.terms['term']))}")
-        return float(rows["value"].iloc[0])
-
-    def explain(self) -> str:
-        """Plain words: the gap and its parts, the costly tokens, the premise words, the mass, the verdict."""
-        t = self.terms
-        og, oa = _q(self.options[self.gold]), _q(self.options[self.against])
-        lines = []
-        lm_gap = self.term("LM gap", "gap")
-        under = get_scorer(self.scorer).label
-        winner = self.meta.get("winner", self.against if lm_gap < 0 else self.gold)
-        if not self.meta.get("gold_lost", lm_gap < 0):
-            lead = f"The gold {og} wins under {under}; compared here with {oa}"
-        elif winner == self.against:
-            lead = f"The gold {og} loses to {oa} under {under}"
-        else:
-            lead = f"The gold {og} loses to {_q(self.options[winner])} under {under}; compared here with {oa}"
-        lines.append(f"{lead}. " + t[(t.group == "gap") & (t.term == "LM gap")]["sentence"].iloc[0])
-        lines.append("That gap is length + prior per token + premise evidence: "
-                     + " ".join(t[(t.group == "gap") & (t.term != "LM gap")]["sentence"]))
-        norm = t[(t.group == "scorer") & t.term.isin(["avg", "per_char", "per_byte", "dcpmi"])]
-        lines.append("Other scorers: " + " ".join(norm["sentence"]))
-        tok = self.tokens[(self.tokens["rank_cost"] > 0) & (self.tokens["side"] == "gold")]
-        tok = tok.sort_values("rank_cost").head(3)
-        lines.append("Costliest tokens for the gold: " + ", ".join(
-            f"{r.token!r} in {_q(r.option)} ({gap(-r.gap_lm)} nats)" for r in tok.itertuples()) + ".")
-        ev = self.tokens[(self.tokens["rank_evidence"] > 0) & (self.tokens["gap_evidence"] < 0)]
-        ev = ev.sort_values("rank_evidence").head(2)
-        if len(ev):
-            lines.append("Tokens where the premise works against the gold most: " + ", ".join(
-                f"{r.token!r} in {_q(r.option)} ({gap(-r.gap_evidence)} nats)" for r in ev.itertuples()) + ".")
-        occ = self.attribution[self.attribution["method"] == "remove"]
-        if len(occ):
-            pro = occ[occ["delta_lm"] < 0].nsmallest(3, "delta_lm")
-            con = occ[occ["delta_lm"] > 0].nlargest(2, "delta_lm")
-            # a word's support for the gold is −delta_lm (as the premise map draws it): said by side, unsigned
-            sides = (("that support the gold most", f"lowers the gold's LM margin over {oa}", pro),
-                     (f"that work against the gold, for {oa}", "raises the gold's margin", con))
-            words = [f"{side} (removing one {verb} by): "
-                     + ", ".join(f"{r.text!r} {gap(abs(r.delta_lm))}" for r in part.itertuples())
-                     for side, verb, part in sides if len(part)]
-            if words:
-                lines.append("Premise words " + "; ".join(words) + ".")
-            # as the attribution frame: the gold against every option, or against the compared one alone
-            rival, won = (("every other option", self.meta.get("gold_wins_lm", lm_gap > 0))
-                          if self.meta.get("all_options", True) else (oa, lm_gap > 0))
-            flips = occ[occ["gold_wins_lm"] != won]
-            if len(flips):
-                lines.append(f"Removing {', '.join(repr(x) for x in flips['text'])} would make the gold "
-                             f"{'lose to' if won else 'beat'} {rival} under LM.")
-        mass = t[t.group == "first token"].set_index("term")
-        # dict.fromkeys: a sentence both options' rows hold (one token starts both) is said once
-        lines += dict.fromkeys(mass.loc[k, "sentence"] for k in ("unavailable", "gold listed", "gold unlisted",
-                                                                  "against listed", "against unlisted", "mass gain")
-                               if k in mass.index)
-        if len(self.competitors):
-            top = self.competitors.iloc[0]
-            lines.append(f"The model's top token there is {top['token']!r} "
-                         f"(P = {percent(top['prob'])}, {top['group']}).")
-        lines += list(t[t.group == "verdict"]["sentence"])
-        return "\n".join(lines)
-
-    def show(self, view: str | None = None) -> Any:
-        """The figures of this result (``surfacelab.viz.why``): all four as a dict, or one by name
-        ("gap", "tokens", "attribution", "competitors")."""
-        from .. import viz
-
-        figs = viz.why_figures(self)
-        if view is None:
-            return figs
-        if view not in figs:
-            raise ValueError(f"view: expected one of {list(figs)}, got {view!r}")
-        return figs[view]
-
-    def _repr_html_(self) -> str:
-        t = self.terms[self.terms["group"].isin(["gap", "verdict"])][["term", "value", "sentence"]]
-        return t.to_html(index=False, float_format=lambda v: f"{v:+.3f}")
-
-
-# ----------------------------------------------------------------------------- entry points
 def _index(value: Any, options: list[str], name: str) -> int:
     if isinstance(value, str):
         if value not in options:
@@ -413,9 +281,10 @@ def from_result(
     lm_winner = int(np.argmax(lm_scores))  # the first best option, as MCResult.winner
     label = verdict(d["lm"], d["length"], d["prior_per_token"], d["evidence"], gold_wins=lm_winner == gold,
                     mass_ratio=mass["gold_ratio"], mass_gain=mass["mass_gain"], letters=is_option_ids(options))
-    detail = _verdict_detail(label, d, _q(options[gold]), _q(options[against]), mass, _q(options[lm_winner]))
+    detail = _verdict_detail(label, d, quoted(options[gold]), quoted(options[against]), mass,
+                             quoted(options[lm_winner]))
     mass_rows = first_token_terms(plan, mass, competitors, result.premise, d["lm"], gold, against,
-                           (_q(options[gold]), _q(options[against])))
+                                  (quoted(options[gold]), quoted(options[against])))
     terms = _terms_frame(result, gold, against, d, prior_cond, prior_desc, mass_rows, label, detail)
     meta = {"prior": prior_cond, "prior_context": result.domain_premise if prior_cond == "domain" else "",
             "neutral": neutral, "top_k": top_k, "all_options": all_options, "occlusion": occlusion,
