@@ -315,27 +315,29 @@ def test_threads_share_the_top_k_cache_and_keep_their_own_stats(tiny_lm, monkeyp
 
 
 def test_token_budget_follows_free_gpu_memory_and_model_size():
+    from surfacelab.backends import budget
+
     from types import SimpleNamespace
 
-    from surfacelab.backends import transformers as tb
 
     llama_8b = SimpleNamespace(hidden_size=4096, intermediate_size=14336, num_attention_heads=32)
     smol = SimpleNamespace(hidden_size=576, intermediate_size=1536, num_attention_heads=9)
     gib = 1 << 30
     # the CPU keeps its fixed table, whatever the model
-    assert tb.token_budget({"cpu": 4096}, torch.device("cpu"), llama_8b) == 4096
+    assert budget.token_budget({"cpu": 4096}, torch.device("cpu"), llama_8b) == 4096
     # more free memory, more tokens; a bigger model, fewer tokens per byte
-    budgets = [tb.scaled_budget(f * gib, tb.token_bytes(llama_8b)) for f in (1, 8, 40, 60)]
+    budgets = [budget.scaled_budget(f * gib, budget.token_bytes(llama_8b)) for f in (1, 8, 40, 60)]
     assert budgets == sorted(budgets) and budgets[0] < budgets[-1]
-    assert tb.scaled_budget(40 * gib, tb.token_bytes(smol)) > tb.scaled_budget(40 * gib, tb.token_bytes(llama_8b))
+    per_token = {name: budget.token_bytes(c) for name, c in (("smol", smol), ("llama", llama_8b))}
+    assert budget.scaled_budget(40 * gib, per_token["smol"]) > budget.scaled_budget(40 * gib, per_token["llama"])
     # an 8B model with 60 GiB free (an 80 GB card) gets tens of thousands of tokens, not the CPU's 4096 nor millions
-    assert 16_000 <= tb.scaled_budget(60 * gib, tb.token_bytes(llama_8b)) <= 131_072
+    assert 16_000 <= budget.scaled_budget(60 * gib, budget.token_bytes(llama_8b)) <= 131_072
     # a nearly full card still gets a usable floor; a huge one is capped
-    assert tb.scaled_budget(0, tb.token_bytes(llama_8b)) == tb.CUDA_BUDGET_BOUNDS[0]
-    assert tb.scaled_budget(10**15, tb.token_bytes(smol)) == tb.CUDA_BUDGET_BOUNDS[1]
+    assert budget.scaled_budget(0, budget.token_bytes(llama_8b)) == budget.CUDA_BUDGET_BOUNDS[0]
+    assert budget.scaled_budget(10**15, budget.token_bytes(smol)) == budget.CUDA_BUDGET_BOUNDS[1]
     # a multimodal config is read through its text config
     wrapped = SimpleNamespace(get_text_config=lambda: smol)
-    assert tb.token_bytes(wrapped) == tb.token_bytes(smol)
+    assert budget.token_bytes(wrapped) == budget.token_bytes(smol)
 
 
 def test_a_character_in_several_byte_pieces_is_shown_once(tiny_lm):
@@ -387,7 +389,7 @@ def test_a_prompt_that_was_a_scored_context_is_recalled_without_a_forward(own_ti
 
 
 def test_only_a_call_with_a_few_contexts_is_remembered_and_only_the_last_ones(own_tiny_lm):
-    from surfacelab.backends.transformers import RECENT_CONTEXTS, REMEMBER_MAX_CONTEXTS
+    from surfacelab.backends.recent import RECENT_CONTEXTS, REMEMBER_MAX_CONTEXTS
 
     contexts = [f"the bird {'sat ' * k}on the" for k in range(REMEMBER_MAX_CONTEXTS + 1)]  # a dataset-sized call
     engine.logprobs(own_tiny_lm, [(c, " mat") for c in contexts], cache=False, progress=False)

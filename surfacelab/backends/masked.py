@@ -10,8 +10,8 @@ the disk cache and its keys, and the fingerprint. A masked backend only computes
   most likely token; a token outranks the target only if it is strictly more likely). Results come back in
   the order given.
 * ``batch_size`` caps copies per batch; ``None``: a token budget per batch (``MASKED_TOKEN_BUDGET`` by
-  device type; on CUDA scaled to the free memory, see ``transformers.token_budget``) that halves on
-  out-of-memory, the unfinished copies planned again (``transformers.back_off``; a fixed ``batch_size`` or a
+  device type; on CUDA scaled to the free memory, see ``budget.token_budget``) that halves on
+  out-of-memory, the unfinished copies planned again (``budget.back_off``; a fixed ``batch_size`` or a
   one-copy batch re-raises it).
 * The backend reports its work into the ``MaskedStats`` it is handed and calls ``on_done(indices, results)``
   as soon as a batch is finished (``indices``: positions in the list given), so that the engine commits
@@ -36,7 +36,7 @@ import torch
 
 from . import openmp
 from .base import OnDone, raise_if_cancelled
-from .transformers import back_off, token_budget
+from .budget import back_off, token_budget
 
 #: Token budget of one automatic batch of masked copies (rows x length), by device type: on CPU half the causal
 #: ``transformers.TOKEN_BUDGET``, every copy being as long as its whole sentence.

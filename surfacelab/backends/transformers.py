@@ -28,13 +28,14 @@ import copy
 import functools
 import threading
 import time
-from collections import OrderedDict
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
 
 from . import arch, openmp, packing
+from .budget import back_off, token_budget
+from .recent import REMEMBER_MAX_CONTEXTS, RecentContexts
 from .base import (RANK_TOL, EngineStats, NextTokenScores, OnDone, TokenScores, cancelled_when, foreign_hooks,
                    raise_if_cancelled)
 
@@ -48,51 +49,6 @@ Head = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 TOKEN_BUDGET = {"cpu": 4096, "mps": 16384, "cuda": 65536}
 
 
-#: On CUDA the budget follows the free device memory: this share of it, at ``token_bytes`` per token,
-#: within these bounds.
-CUDA_FREE_SHARE = 0.25
-#: A scoring call with at most this many distinct contexts (one question's) keeps the next-token distribution after
-#: each; the last ``RECENT_CONTEXTS`` are kept, per model (``TransformersBackend.remembered``).
-REMEMBER_MAX_CONTEXTS = 8
-RECENT_CONTEXTS = 32
-CUDA_BUDGET_BOUNDS = (1024, 1 << 18)
-
-
-def token_bytes(config: Any) -> int:
-    """Activation bytes one token of a batch needs at the peak of a layer (fp32 upper bound): the residual
-    stream and attention projections (~8 x hidden), the MLP (~3 x intermediate) and a 256-wide attention row
-    per head (packed rows are at most 256 long; the vocabulary projection runs in separate chunks)."""
-    text = config.get_text_config() if hasattr(config, "get_text_config") else config
-    hidden = int(getattr(text, "hidden_size", None) or getattr(text, "n_embd", None) or 1024)
-    inner = int(getattr(text, "intermediate_size", None) or getattr(text, "n_inner", None) or 4 * hidden)
-    heads = int(getattr(text, "num_attention_heads", None) or getattr(text, "n_head", None) or 16)
-    return 4 * (8 * hidden + 3 * inner + 256 * heads)
-
-
-def scaled_budget(free_bytes: int, per_token: int) -> int:
-    """A batch's token budget for ``free_bytes`` of free device memory at ``per_token`` bytes a token."""
-    low, high = CUDA_BUDGET_BOUNDS
-    return max(low, min(high, int(free_bytes * CUDA_FREE_SHARE) // max(per_token, 1)))
-
-
-def token_budget(table: dict[str, int], device: torch.device, config: Any) -> int:
-    """The automatic token budget of one batch: ``table``'s figure for the device type; on CUDA, scaled to the
-    device memory free now (``scaled_budget``), so a large GPU gets large batches and a full one small ones
-    (an out-of-memory error still halves it, ``back_off``)."""
-    if device.type != "cuda":
-        return table.get(device.type, 4096)
-    free, _ = torch.cuda.mem_get_info(device)
-    return scaled_budget(free, token_bytes(config))
-
-
-def back_off(budget: int, device: torch.device, *, fixed: bool, floor: int = 0) -> int:
-    """Called while handling an out-of-memory error: the halved automatic token budget (CUDA's cache emptied),
-    or the error re-raised when nothing can shrink (``fixed``: rows given or a one-row batch; budget < ``floor``)."""
-    if fixed or budget < floor:
-        raise  # the out-of-memory error being handled (back_off is called inside its except block)
-    if device.type == "cuda":
-        torch.cuda.empty_cache()
-    return budget // 2
 #: Most logits (positions x vocabulary) projected at once (small chunks keep the log-softmax passes in cache) ...
 PROJECT_ELEMENTS = 1 << 22
 #: ... but at least this many positions: each chunk streams the whole output projection (671 MB in float32 for
@@ -127,9 +83,7 @@ class TransformersBackend:
         self._failed = ""  # how the last self-check probe failed
         self._checked = False
         self._check_lock = threading.Lock()
-        # (identity, context token ids) -> float32 log-softmax of the next token after them (see ``remembered``)
-        self._recent: OrderedDict[tuple[str, tuple[int, ...]], torch.Tensor] = OrderedDict()
-        self._recent_lock = threading.Lock()
+        self.recent = RecentContexts()  # the next-token distributions after recent contexts (``remembered``)
         for block in _blocks(model):
             block.register_forward_pre_hook(raise_if_cancelled)
 
@@ -168,10 +122,7 @@ class TransformersBackend:
                    top_k: int) -> dict[int, NextTokenScores]:
         """The next-token distribution after each prompt that a recent scoring call had as a context (by its
         index in ``prompts``), as ``next_token`` returns it; the others are left out."""
-        identity = self.identity()
-        with self._recent_lock:
-            rows = {i: self._recent.get((identity, tuple(p))) for i, p in enumerate(prompts)}
-        hits = {i: r for i, r in rows.items() if r is not None}
+        hits = self.recent.get(self.identity(), prompts)
         if not hits:
             return {}
         chosen = torch.tensor([int(t) for t in token_ids], dtype=torch.long)
@@ -181,23 +132,13 @@ class TransformersBackend:
     def _remember(self, jobs: list[packing.Job], rows: list[int], features: torch.Tensor) -> None:
         """Keep the next-token distribution after each job's context, from ``features[rows[k]]`` (job k's first
         scored position)."""
-        fresh: dict[tuple[str, tuple[int, ...]], int] = {}
         identity = self.identity()
-        with self._recent_lock:
-            for job, r in zip(jobs, rows):
-                key = (identity, job.ids[:job.first + 1])
-                if key not in self._recent:
-                    fresh.setdefault(key, r)
+        fresh = self.recent.missing(identity, [(job.ids[:job.first + 1], r) for job, r in zip(jobs, rows)])
         if not fresh:
             return
         at = torch.tensor(list(fresh.values()), dtype=torch.long, device=features.device)
         logp = torch.cat([lp for _, _, lp in self._log_softmax_chunks(features[at])]).cpu()
-        with self._recent_lock:
-            for key, row in zip(fresh, logp):
-                self._recent[key] = row.clone()
-                self._recent.move_to_end(key)
-            while len(self._recent) > RECENT_CONTEXTS:
-                self._recent.popitem(last=False)
+        self.recent.keep(identity, dict(zip(fresh, logp)))
 
     # ------------------------------------------------------------------ heads
 

@@ -282,9 +282,10 @@ def test_options_over_the_cap_are_refused_before_any_row_is_made(tiny_lm, tiny_m
         bench.load_example({"premise": "A", "options": [f" o{i}" for i in range(13)]})
     assert bench.premise_box.value == "The man took a bath in the"
     for _ in range(8):
-        bench.add_button.click()
-    assert len(bench.rows) == 12 and bench.add_button.disabled and "at most 12" in bench.add_button.tooltip
-    bench.add_button.click()  # a click sent anyway: refused, said
+        bench.option_list.add_button.click()
+    add = bench.option_list.add_button
+    assert len(bench.rows) == 12 and add.disabled and "at most 12" in add.tooltip
+    bench.option_list.add_button.click()  # a click sent anyway: refused, said
     assert len(bench.rows) == 12 and "at most 12" in bench.message.value
     bench.close()
 

@@ -24,6 +24,7 @@ from surfacelab.widgets.workbench.views import paraphrase as paraphrase_view
 from surfacelab.widgets.workbench.views import scores as scores_view
 from surfacelab.widgets.workbench.views import why as why_view
 from surfacelab.widgets.kit import files as kit_files
+from surfacelab.widgets.workbench import messages as messages_mod
 from surfacelab.widgets.workbench import widget as wbmod
 
 PREMISE = "The man took a bath in the"
@@ -159,14 +160,14 @@ def test_set_options_fills_the_rows_there_are_and_makes_or_drops_the_rest(wb):
     rows = list(wb.rows)
     wb.rows[1].paraphrases.value = "soaps"
     wb.set_options([" a", " b\nc", " d", " e"], gold=3)
-    assert wb.rows == rows and list(wb.options_box.children) == rows  # the same widgets, the browser keeps them
+    assert wb.rows == rows and list(wb.option_list.box.children) == rows  # the same widgets, the browser keeps them
     assert wb.options == [" a", " b\nc", " d", " e"] and wb.gold == 3
     assert [r.paraphrases.value for r in wb.rows] == [""] * 4 and [r.number.value for r in wb.rows] == list("1234")
     wb.set_options([" x", " y"], ["ys", ""])
-    assert wb.rows == rows[:2] and list(wb.options_box.children) == rows[:2] and wb.gold is None
+    assert wb.rows == rows[:2] and list(wb.option_list.box.children) == rows[:2] and wb.gold is None
     assert all(r.comm is None for r in rows[2:])  # the rows dropped are closed
     wb.set_options([" x", " y", " z"], gold=2)
-    assert wb.rows[:2] == rows[:2] and wb.rows[2] not in rows and len(wb.options_box.children) == 3
+    assert wb.rows[:2] == rows[:2] and wb.rows[2] not in rows and len(wb.option_list.box.children) == 3
     wb.update()
     assert wb.frames()["scores"]["option"].tolist() == [" x", " y", " z"] and wb.gold == 2
 
@@ -198,10 +199,10 @@ def test_messages_and_the_status_line_follow_each_keystroke_before_the_update(ti
     bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=True, debounce=3600.0)  # no update runs in this test
     bench.update()
     bench.rows[1].text.value = ""
-    assert "Option 2 is empty" in bench.message.value and bench.status.value == wbmod.BLOCKED_STATUS
+    assert "Option 2 is empty" in bench.message.value and bench.status.value == messages_mod.BLOCKED_STATUS
     assert all(v.state == ViewState.BLOCKED for v in bench.views.values())
     bench.rows[1].text.value = " s"  # refilled: the message and the blocked status go at once
-    assert bench.message.value == "" and bench.status.value != wbmod.BLOCKED_STATUS
+    assert bench.message.value == "" and bench.status.value != messages_mod.BLOCKED_STATUS
     assert all(v.state == ViewState.STALE for v in bench.views.values())
     bench.rows[2].paraphrases.value = "s"  # a form of option 2 as a paraphrase of 3: the paraphrase view waits
     assert bench.views["paraphrase"].state == ViewState.BLOCKED and bench.views["scores"].state == ViewState.STALE
@@ -234,7 +235,7 @@ def test_glued_option_is_marked_and_fixed_in_one_click(wb):
     assert set(wb.frames()["scores"]["option"]) <= set(forms["form"])
     row.fix.click()
     assert wb.options == [" mug", " cup"] and "sl-space-yes" in row.join.value
-    assert row.fix.layout.display == "none" and wb.fix_spaces.layout.display == "none"
+    assert row.fix.layout.display == "none" and wb.option_list.fix_button.layout.display == "none"
     wb.update()
     assert _messages(wb) == []
     assert wb.views["paraphrase"].frames["forms"]["form"].tolist() == [" mug", " cup", " teacup", " glass"]
@@ -243,8 +244,9 @@ def test_glued_option_is_marked_and_fixed_in_one_click(wb):
 def test_fix_all_leading_spaces(wb):
     wb.premise_box.value = "He poured the coffee into a"
     wb.set_options(["mug", "cup", " bowl"])
-    assert wb.fix_spaces.layout.display != "none" and "2 glued options" in wb.fix_spaces.description
-    wb.fix_spaces.click()
+    fix = wb.option_list.fix_button
+    assert fix.layout.display != "none" and "2 glued options" in fix.description
+    wb.option_list.fix_button.click()
     assert wb.options == [" mug", " cup", " bowl"]
 
 
@@ -449,7 +451,7 @@ def test_a_new_option_row_waits_for_its_text_without_a_warning(tiny_lm, tiny_mlm
     bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=True, debounce=0.05)
     bench.update()
     shown = bench.views["scores"].data.copy()
-    bench.add_button.click()
+    bench.option_list.add_button.click()
     bench.wait(30)
     assert _messages(bench) == [] and "type option 5" in bench.status.value
     assert all(v.state == ViewState.READY for v in bench.views.values())
@@ -605,7 +607,7 @@ def test_a_result_that_lands_while_the_inputs_are_blocked_shows_as_blocked(tiny_
     gate.set()
     bench.wait(60)
     assert scores.state == ViewState.BLOCKED and "waiting for valid inputs" in scores.cue.value
-    assert bench.status.value == wbmod.BLOCKED_STATUS
+    assert bench.status.value == messages_mod.BLOCKED_STATUS
     bench.close()
 
 

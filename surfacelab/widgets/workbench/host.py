@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from .exporting import Exporter
     from .inputs import OptionRow, Problem
     from .models import ModelSlots
+    from .options import OptionList
     from .views.base import View
 
 
@@ -29,8 +30,9 @@ class Host(Protocol):
         rows: the option rows, in order; gold: the gold row's index (None: none).
         publishing: held while an update publishes a view's result and key: hold it to read the two together.
         policy: what a visitor of the app may do (``app.AppPolicy``; a view's export follows it).
-        models, examples, exporter: the workbench's parts (a part may ask another: the examples load into the model
-            pickers, the exporter saves the examples' state, the lesson button writes beside the exporter's note).
+        models, option_list, examples, exporter: the workbench's parts (a part may ask another: the examples load
+            into the model pickers and the option rows, the exporter saves the examples' state, the lesson button
+            writes beside the exporter's note; an option row moves and removes itself through ``option_list``).
         premise_box, domain_box: the premise and domain premise fields; progress, status, message: the progress
             bar, the status line and the messages line (a model load reports in the first two).
         holding_edits: True while several fields change together (``holding``).
@@ -46,6 +48,7 @@ class Host(Protocol):
     publishing: threading.Lock
     policy: AppPolicy
     models: ModelSlots
+    option_list: OptionList
     examples: ExampleSource
     exporter: Exporter
     premise_box: w.Textarea
@@ -78,11 +81,3 @@ class Host(Protocol):
     def problems_for(self, view: str) -> list[Problem]:
         """The notices of the last update that concern ``view`` (a view shows them beside its reading)."""
 
-    def gold_toggled(self, row: OptionRow, on: bool) -> None:
-        """A row's gold marker changed: at most one row is gold."""
-
-    def move_option(self, index: int, delta: int) -> None:
-        """Move the option at ``index`` by ``delta`` places."""
-
-    def remove_option(self, index: int) -> None:
-        """Remove the option at ``index``."""

@@ -47,27 +47,25 @@ import ipywidgets as w
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..._checks import check_int, is_int, is_number
-from ...text import glued
-from ...viz import check_gold
+from ..._checks import check_int, is_number
 from ..app import AppPolicy
 from ..kit.layout import box, close_tree, stylesheet
 from .examples import ExampleSource
 from .exporting import Exporter
-from .inputs import Inputs, OptionRow, Problem, boxed, problems
+from .inputs import Inputs, OptionRow, Problem
 from .lessons import LessonButton
+from .messages import Messages
+from .options import OptionList
 from .models import ModelSlots, default_server
 from .state import read_state
 from .updates import Updates, ViewState
-from .views import INFO_MARK, VIEWS, View
+from .views import VIEWS, View
 
 
 HERE = Path(__file__).parent
 DEFAULT_EXAMPLE = {"premise": "The man took a bath in the", "domain_premise": " the",
                    "options": [" bathtub", " sink", " pool", " xylophone"],
                    "paraphrases": ["tub, bath tub", "basin, washbasin", "swimming pool", ""], "gold": 0}
-#: The status line while a problem with the inputs blocks every view.
-BLOCKED_STATUS = "<i>fix the inputs above to update the views</i>"
 RULE = ("Each option is read exactly as typed, straight after the premise: start it with a space (<code>␣</code>) "
         "to begin a new word. Paraphrases (comma-separated) take their option's leading space. ★ marks the gold "
         "answer.")
@@ -123,10 +121,10 @@ class Workbench(w.VBox):
         self.updates = Updates(self)  # the update lanes: debounce, background runs, cancellation
         self.publishing = self.updates.publishing
         self._hold = 0
-        self._problems: list[Problem] = []
-        self._held_status = BLOCKED_STATUS  # the status line while a problem holds the views
-        self.rows: list[OptionRow] = []
         self._build_inputs()
+        self.option_list = OptionList(self)
+        self.messages = Messages(self)
+        self.message = self.messages.line  # the line a part or a lesson reads
         self.models = ModelSlots(self, lm, mlm, server=default_server(lm, server), api_key=api_key,
                                  key_for_server=key_for_server, policy=self.policy)
         self.examples = ExampleSource(self, self.policy)
@@ -169,25 +167,16 @@ class Workbench(w.VBox):
                                       layout=w.Layout(height="52px"))
         self.domain_box = w.Text(value=DEFAULT_EXAMPLE["domain_premise"], description="domain premise",
                                  placeholder="empty: no Unc / DC-PMI")
-        self.options_box = w.VBox([])
-        self.add_button = w.Button(description="add option", icon="plus")
         self.score_button = w.Button(description="Score", icon="play", button_style="primary")
         self.progress = w.FloatProgress(value=0, min=0, max=1)
         self.status = w.HTML("")
-        self.message = w.HTML("")
-        self.fix_spaces = w.Button(description="add ␣ to every glued option",
-                                   layout=w.Layout(display="none", width="auto"))
         for widget, cls in [(self.premise_box, "sl-premise"), (self.domain_box, "sl-domain-premise"),
-                            (self.options_box, "sl-options"), (self.add_button, "sl-add-option"),
                             (self.score_button, "sl-score"), (self.progress, "sl-progress"),
-                            (self.status, "sl-status"), (self.message, "sl-message"),
-                            (self.fix_spaces, "sl-fix-spaces")]:
+                            (self.status, "sl-status")]:
             widget.add_class(cls)
         self.premise_box.observe(lambda _: self.edited(), "value")
         self.domain_box.observe(lambda _: self.edited(), "value")
-        self.add_button.on_click(lambda _: self._add_clicked())
         self.score_button.on_click(lambda _: self.score())
-        self.fix_spaces.on_click(lambda _: self.fix_leading_spaces())
 
     def _layout(self) -> w.VBox:
         """The controls top to bottom: the pickers, the inputs, the actions, the messages, the files."""
@@ -195,9 +184,9 @@ class Workbench(w.VBox):
         controls = box([
             box([models.lm_picker, models.server_box, models.mlm_picker, examples.source_picker,
                  examples.item_picker], "sl-pickers"),
-            self.premise_box, self.domain_box, w.HTML(f"<div class='sl-rule'>{RULE}</div>"), self.options_box,
-            box([self.add_button, self.score_button, self.progress, self.status], "sl-actions"),
-            box([self.message, self.fix_spaces, models.trust_button], "sl-messages"),
+            self.premise_box, self.domain_box, w.HTML(f"<div class='sl-rule'>{RULE}</div>"), self.option_list.box,
+            box([self.option_list.add_button, self.score_button, self.progress, self.status], "sl-actions"),
+            box([self.message, self.option_list.fix_button, models.trust_button], "sl-messages"),
             box([exporter.folder_box, exporter.save_button, lessons.picker, lessons.button, exporter.note],
                 "sl-files"),
         ], "sl-controls", vertical=True)
@@ -206,100 +195,40 @@ class Workbench(w.VBox):
     # --- editing ----------------------------------------------------------------------------
 
     @property
-    def gold(self) -> int | None:
-        """Index of the gold option, or None."""
-        marked = [i for i, r in enumerate(self.rows) if r.gold.value]
-        return marked[0] if marked else None
+    def rows(self) -> list[OptionRow]:
+        """The option rows, in order (``option_list.rows``)."""
+        return self.option_list.rows
 
     @property
     def options(self) -> list[str]:
         """The option strings, in order (exactly as typed)."""
-        return [r.option for r in self.rows]
+        return self.option_list.options
+
+    @property
+    def gold(self) -> int | None:
+        """Index of the gold option, or None."""
+        return self.option_list.gold
 
     def set_options(self, options: list[str], paraphrases: list[str] | None = None, *, gold: int | None = None) -> None:
-        """Replace every option (and their paraphrases, as "form, form" strings); mark ``gold`` (an index or None).
-        More options than the policy's cap are refused before any row is made."""
-        if isinstance(options, str) or not isinstance(options, (list, tuple)):
-            raise TypeError("options: expected a list of strings")
-        self.policy.caps.check_options(len(options))
-        bad = [i for i, o in enumerate(options) if not isinstance(o, str)]
-        if bad:
-            raise TypeError(f"options: option {bad[0] + 1} is a {type(options[bad[0]]).__name__}, not a string")
-        paraphrases = list(paraphrases) if paraphrases is not None else [""] * len(options)
-        if len(paraphrases) != len(options):
-            raise ValueError(f"paraphrases: expected {len(options)} entries, got {len(paraphrases)}")
-        if any(not isinstance(p, str) for p in paraphrases):
-            raise TypeError('paraphrases: expected one "form, form" string per option')
-        gold = check_gold(gold, len(options))
-        kept, dropped = self.rows[:len(options)], self.rows[len(options):]
-        with self.holding():  # the rows there are take the new texts (new widgets cost the browser a redraw)
-            for r, o, p in zip(kept, options, paraphrases):
-                r.text.value, r.paraphrases.value, r.new = boxed(o), p, False
-            self.rows = [*kept, *(OptionRow(self, o, p) for o, p in zip(options[len(kept):], paraphrases[len(kept):]))]
-            for i, r in enumerate(self.rows):
-                r.gold.value = i == gold
-            if dropped or len(self.options_box.children) != len(self.rows):
-                self.options_box.children = tuple(self.rows)
-        for r in dropped:
-            close_tree(r)
-        self.edited()
+        """Replace every option (and their paraphrases, as "form, form" strings); mark ``gold`` (an index or None)
+        (``option_list.set``; more options than the policy's cap are refused before any row is made)."""
+        self.option_list.set(options, paraphrases, gold=gold)
 
     def add_option(self, text: str = "", paraphrases: str = "") -> None:
-        """Append an option row (a ``ValueError`` once the policy's cap on options is reached)."""
-        self.policy.caps.check_options(len(self.rows) + 1)
-        with self.holding():
-            row = OptionRow(self, text, paraphrases)
-            row.new = not text
-            self.rows.append(row)
-            self.options_box.children = tuple(self.rows)
-        self.edited()
-
-    def _add_clicked(self) -> None:
-        """The "add option" button: a new row, with the cursor in its text box (ready for typing)."""
-        try:
-            self.add_option()
-        except ValueError as err:  # the cap on options (the button is disabled there: a click sent anyway)
-            self.show_messages([Problem(str(err))])
-            return
-        self.rows[-1].text.focus()
+        """Append an option row (``option_list.add``)."""
+        self.option_list.add(text, paraphrases)
 
     def remove_option(self, index: int) -> None:
         """Remove the option at ``index`` (0-based)."""
-        if not is_int(index) or not 0 <= index < len(self.rows):
-            raise ValueError(f"index: no option {index!r} (there are {len(self.rows)})")
-        row = self.rows.pop(index)
-        self.options_box.children = tuple(self.rows)
-        close_tree(row)
-        self.edited()
+        self.option_list.remove(index)
 
     def move_option(self, index: int, delta: int) -> None:
         """Move the option at ``index`` by ``delta`` places (clamped to the list)."""
-        if not is_int(index) or not 0 <= index < len(self.rows):
-            raise ValueError(f"index: no option {index!r} (there are {len(self.rows)})")
-        j = min(max(index + delta, 0), len(self.rows) - 1)
-        self.rows.insert(j, self.rows.pop(index))
-        self.options_box.children = tuple(self.rows)
-        self.edited()
+        self.option_list.move(index, delta)
 
     def fix_leading_spaces(self) -> int:
         """Start every option that is glued to the premise with a space; returns how many were changed."""
-        premise = self.premise_box.value
-        bad = [r for r in self.rows if glued(premise, r.option)]
-        with self.holding():
-            for r in bad:
-                r.text.value = boxed(" " + r.option)
-        if bad:
-            self.edited()
-        return len(bad)
-
-    def gold_toggled(self, row: OptionRow, on: bool) -> None:
-        """A row's gold marker changed: turning one on turns the others off."""
-        if on:
-            with self.holding():
-                for r in self.rows:
-                    if r is not row:
-                        r.gold.value = False
-        self.edited()
+        return self.option_list.fix_leading_spaces()
 
     @contextmanager
     def holding(self) -> Iterator[None]:
@@ -309,17 +238,6 @@ class Workbench(w.VBox):
             yield
         finally:
             self._hold -= 1
-
-    def _refresh_rows(self) -> None:
-        premise = self.premise_box.value
-        for i, r in enumerate(self.rows):
-            r.refresh(i + 1, premise)
-        n = sum(glued(premise, r.option) for r in self.rows)
-        self.fix_spaces.description = f"add ␣ to the {n} glued option{'s' if n != 1 else ''}"
-        self.fix_spaces.layout.display = None if n else "none"
-        cap = self.policy.caps.options
-        self.add_button.disabled = cap is not None and len(self.rows) >= cap
-        self.add_button.tooltip = f"at most {cap} options here" if self.add_button.disabled else ""
 
     # --- updating ---------------------------------------------------------------------------
 
@@ -331,7 +249,11 @@ class Workbench(w.VBox):
 
     def problems_for(self, view: str) -> list[Problem]:
         """The notices of the last update that concern ``view``."""
-        return [p for p in self._problems if p.scope == view]
+        return self.messages.for_view(view)
+
+    def show_messages(self, found: list[Problem]) -> None:
+        """One line per problem in the messages line (``messages.show``)."""
+        self.messages.show(found)
 
     @property
     def last_update_s(self) -> float | None:
@@ -355,7 +277,7 @@ class Workbench(w.VBox):
     def edited(self, delay: float | None = None) -> None:
         """An input changed: mark the views it outdates (stale, or blocked by a problem) and, when live, update
         them after the debounce (``delay``: after that many seconds instead)."""
-        self._refresh_rows()
+        self.option_list.refresh()
         if self._hold:
             return
         self.updates.edit()
@@ -364,12 +286,12 @@ class Workbench(w.VBox):
                 if v.state != ViewState.BUSY:
                     v.set_state(ViewState.STALE)
             return
-        self._check_inputs(self.inputs(), keep_model_errors=True)
-        if self._waiting_for_new():
+        self.messages.check(self.inputs(), keep_model_errors=True)
+        if self.messages.waiting_for_new():
             return
         for v in self._stale_views():
             if v.state != ViewState.BUSY:
-                v.set_state(ViewState.BLOCKED if self._blocking(v.name) else ViewState.STALE)
+                v.set_state(ViewState.BLOCKED if self.messages.blocking(v.name) else ViewState.STALE)
         self.updates.schedule(self.debounce if delay is None else delay)
 
     def wait(self, timeout: float = 120.0) -> None:
@@ -392,41 +314,14 @@ class Workbench(w.VBox):
         if self.updates.behind():
             self.update()
 
-    def _check_inputs(self, inp: Inputs, *, keep_model_errors: bool = False) -> bool:
-        """Find and show the problems of ``inp`` (on each edit too, so that a message goes as soon as its problem
-        is fixed); True when one of them blocks every view. ``keep_model_errors``: keep showing a model that
-        failed to load (the next update tries it again)."""
-        kept = [p for p in self._problems if p.kind == "model"] if keep_model_errors else []
-        self._problems = problems(inp, {i for i, r in enumerate(self.rows) if r.new}, self.policy.caps) + kept
-        self._problems += self.examples.notes
-        self.show_messages(self._problems)
-        blocked = self._blocking(None)
-        if blocked:
-            new = self._waiting_for_new()
-            self.status.value = self._held_status = f"<i>{html.escape(blocked[0].text)}</i>" if new else BLOCKED_STATUS
-        elif self.status.value == self._held_status:
-            self.status.value = "<i>updating…</i>"
-        return bool(blocked)
-
-    def _waiting_for_new(self) -> bool:
-        """True when only option rows just added (and not typed in yet) stop the update: the views keep showing
-        the numbers for the other options, undimmed, until the new one is typed."""
-        blocked = self._blocking(None)
-        return bool(blocked) and all(p.kind == "new" for p in blocked)
-
-    def _blocking(self, scope: str | None) -> list[Problem]:
-        """The blocking problems of the views (``scope`` None: of every view; otherwise of that view alone or of
-        every view)."""
-        return [p for p in self._problems if p.blocking and p.scope in (None, scope)]
-
     # --- what the update lanes ask of the workbench (``scheduler.Host``) --------------------
 
     def held(self, inp: Inputs) -> bool:
         """Show the problems of ``inp``; True when one holds every view (they are marked blocked, unless only an
         option row just added waits for its text: the views keep their numbers meanwhile)."""
-        if not self._check_inputs(inp):
+        if not self.messages.check(inp):
             return False
-        if not self._waiting_for_new():
+        if not self.messages.waiting_for_new():
             for v in self.views.values():
                 v.set_state(ViewState.BLOCKED)
         return True
@@ -434,16 +329,13 @@ class Workbench(w.VBox):
     def prepare(self) -> float:
         """Load the models the pickers ask for (a failure is a message; the views keep their model); the seconds
         spent loading, which the update time leaves out (the status line names the load)."""
-        failed = self.models.load()
-        if failed:
-            self._problems += failed
-            self.show_messages(self._problems)
+        self.messages.add(self.models.load())
         load = self.models.last_load
         return load[1] if load else 0.0
 
     def blocks(self, view: str) -> bool:
         """A problem with the inputs holds ``view``."""
-        return bool(self._blocking(view))
+        return bool(self.messages.blocking(view))
 
     def report(self, fraction: float | None, note: str | None) -> None:
         """An update's progress: the bar (``fraction``) and the status line (``note``)."""
@@ -469,18 +361,6 @@ class Workbench(w.VBox):
         """An update failed outside any view: the status line says why (the next edit tries again)."""
         self.status.value = (f"<span class='sl-error'>⚠ update failed: "
                              f"{html.escape(f'{type(err).__name__}: {err}')}</span>")
-
-    def show_messages(self, found: list[Problem]) -> None:
-        """One line per problem; notices (non-blocking) in the warning colour."""
-        shown = [p for p in found if (p.scope is None or p.blocking) and p.kind != "new"]
-        if not shown:
-            self.message.value = ""
-            return
-        serious = [p.blocking or p.kind == "model" for p in shown]
-        items = "".join(f"<li class='sl-problem{'' if bad else ' sl-warning'}"
-                        f"{' sl-model-error' if p.kind == 'model' else ''}'>"
-                        f"{'⚠' if bad else INFO_MARK} {html.escape(p.text)}</li>" for p, bad in zip(shown, serious))
-        self.message.value = f"<ul>{items}</ul>"
 
     # --- the workbench's verbs (each done by one of its parts) --------------------------------
 
