@@ -458,6 +458,55 @@ def test_cli_refuses_each_hostile_log_in_one_line(capsys, tmp_path, name):
     assert not (tmp_path / "items.csv").exists()
 
 
+ESC = "\x1b[2J\x1b[31mEVIL\x1b]0;title\x07\u009b1m\u202e"  # clear screen, red, window title, 8-bit CSI, RTL override
+
+
+def _no_raw_controls(text: str) -> None:
+    assert not any(c in text for c in "\x1b\x07\x9b\u202e"), repr(text)
+
+
+def test_cli_prints_text_from_the_log_with_its_control_characters_escaped(capsys, tmp_path):
+    def edit(log):
+        log[0]["doc_id"] = f"doc{ESC}"
+        log[0]["acc"] = 1.0 - log[0]["acc"]  # a disagreement: its note names the doc_id
+    samples = _run_copy(tmp_path, edit, _set("model_name", f"model{ESC}"))
+    renamed = samples.with_name(f"samples_arc{ESC.replace('/', '')}_{samples.name.rsplit('_', 1)[1]}")
+    samples.rename(renamed)
+    rc, out, err = _cli(capsys, "--from-lm-eval", str(renamed), "--out", str(tmp_path / "items.csv"))
+    assert rc == 0, err
+    _no_raw_controls(out + err)
+    flat = " ".join(out.split())
+    assert "model\\x1b[2J\\x1b[31mEVIL" in flat and "samples_arc\\x1b[2J" in flat  # shown, not acted on
+    assert "doc_id" in flat and "doc\\x1b[2J" in flat
+    fifo = tmp_path / f"samples_{ESC.replace('/', '')}_2024-01-01T00-00-00.jsonl"
+    os.mkfifo(fifo)
+    rc, out, err = _cli(capsys, "--from-lm-eval", str(fifo))
+    assert rc == 2 and "a FIFO" in err and len(err.strip().splitlines()) == 1, err
+    _no_raw_controls(out + err)
+
+
+def _with_mutual_info(log: list[dict]) -> None:
+    """The log as a task with ``acc_mutual_info`` logs it: each choice scored again after an empty context."""
+    for rec in log:
+        n = len(rec["arguments"])
+        for k in range(n):
+            rec["arguments"][f"gen_args_{n + k}"] = {"arg_0": "", "arg_1": rec["arguments"][f"gen_args_{k}"]["arg_1"]}
+        uncond = [-2.0 - len(rec["arguments"][f"gen_args_{k}"]["arg_1"]) for k in range(n)]
+        rec["filtered_resps"] += [[str(u), "False"] for u in uncond]
+        pmi = [float(r[0]) - u for r, u in zip(rec["filtered_resps"], uncond)]
+        rec["metrics"].append("acc_mutual_info")
+        rec["acc_mutual_info"] = float(int(np.argmax(pmi)) == int(rec["target"]))
+
+
+def test_the_cli_table_fits_80_columns_with_every_metric_name(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    samples = _run_copy(tmp_path, _with_mutual_info)
+    rc, out, err = _cli(capsys, "--from-lm-eval", str(samples), "--out", str(tmp_path / "items.csv"))
+    assert rc == 0, err
+    assert "acc_mutual_info" in out.split() and "pmi_null" in out.split()
+    assert max(len(line) for line in out.splitlines()) <= 80, out
+
+
 @pytest.mark.process
 def test_the_console_script_refuses_what_would_hang_or_fill_the_memory(tmp_path):
     """The installed ``surfacelab`` script, in a process limited to 3 GB of address space, on what lm_eval never
