@@ -11,6 +11,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..evaluate import EvalResult
+from ..lm_eval_log import LOG_SOURCE
 from .prefetch import AFTER_OPEN_S
 from .prefetch import ROWS as PREFETCH_ROWS
 
@@ -120,9 +121,11 @@ class Opening:
         except ValueError as err:
             self._show_error(err)
             return
-        where = (f"lm-eval log {Path(self.sources[name]['log']).name}" if "log" in self.sources.get(name, {})
-                 else f"{res.task}/{res.split}")
-        source = f"{where} #{position} {item['id']} · template {res.template} · run {name}"
+        if res.meta.get("source") == LOG_SOURCE:  # the log's task and file, and the harness's own doc_id
+            source = (f"the lm-eval log of {res.task} ({Path(res.meta['files'][0]).name}) · doc_id {item['id']} · "
+                      f"run {name}")
+        else:
+            source = f"{res.task}/{res.split} #{position} {item['id']} · template {res.template} · run {name}"
         k = np.flatnonzero(self.rows == position)
         step = (lambda d: (lambda: self.open_item(int(self.rows[k[0] + d]), run))) if len(k) else None
         previous = step(-1) if step and k[0] > 0 else None
