@@ -5,7 +5,8 @@ numbers to the same text or a non-zero gap to zero. ``distinct`` picks the fewes
 different values apart; ``gap`` prints a difference with enough decimals to show that it is not 0;
 ``percent`` prints a probability with significant digits, so probabilities a visible number of nats
 apart never print alike; ``change`` puts a signed change into words whose verb carries the sign;
-``visible`` makes leading whitespace visible (the one marker used in every view: ``␣``).
+``visible`` makes leading whitespace visible (the one marker used in every view: ``␣``); ``printable`` writes
+the characters a terminal would act on as escapes, for text from a file shown on a terminal.
 
 >>> distinct([0.491, 0.494], percent=True)
 ['49.1%', '49.4%']
@@ -15,11 +16,14 @@ apart never print alike; ``change`` puts a signed change into words whose verb c
 ('0.0470%', '0.0520%')
 >>> visible(" bathtub")
 '␣bathtub'
+>>> print(printable("model \\x1b[2J\\u202eevil\\u2028"))
+model \\x1b[2J\\u202eevil\\u2028
 """
 
 from __future__ import annotations
 
 import math
+import re
 from typing import Iterable
 
 from ._checks import check_int
@@ -29,6 +33,11 @@ MAX_DIGITS = 6
 #: precision nats are printed with) never print alike, however small they are.
 PROB_DIGITS = 3
 SPACE_MARK = "\u2423"  # ␣
+#: What a terminal acts on or cannot print: C0 and C1 controls (ESC starts a CSI / OSC sequence, U+009B is a CSI on
+#: its own), DEL, the line and paragraph separators, the bidirectional overrides and isolates (text shown in another
+#: order than it is stored) and lone surrogates (not encodable, so printing them fails).
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+                          "\ud800-\udfff]")
 _WHITESPACE_MARKS = {" ": SPACE_MARK, "\t": "\u21e5", "\n": "\u21b5", "\r": "\u21b5", "\u00a0": "\u237d"}
 
 
@@ -138,3 +147,10 @@ def visible(text: str) -> str:
     trail = text[len(text.rstrip()):]
     return ("".join(_WHITESPACE_MARKS.get(c, c) for c in lead) + core
             + "".join(_WHITESPACE_MARKS.get(c, c) for c in trail))
+
+
+def printable(text: str) -> str:
+    """``text`` with every character a terminal would act on (controls, ESC sequences, bidi overrides, line
+    separators) or cannot print (lone surrogates) written as its Python escape (``\\x1b``, ``\\u2028``); the rest,
+    other languages and emoji included, as it is."""
+    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)

@@ -26,6 +26,7 @@ import pandas as pd
 
 from .engine import Cancelled, reporting
 from .evaluate import EvalResult, accuracy_table, evaluate, mcnemar, paired_table
+from .lm_eval_log import LOG_SOURCE, log_notes
 from .tasks import Task, Template
 from .tasks.task import resolve_template
 from .why.verdicts import label_counts
@@ -172,12 +173,15 @@ def combine(parts: Sequence[EvalResult], *, n_boot: int = 1000, seed: int = 0) -
 
 
 def run_line(run: EvalResult) -> str:
-    """One line on what a run cost: "200 items · 1,604 requests, 802 from the cache · 41,200 tokens forwarded"."""
+    """One line on what a run cost: "200 items · 1,604 requests, 802 from the cache · 41,200 tokens forwarded"; for
+    an lm-eval log's run, what its table does not show (``lm_eval_log.log_notes``: "LM re-scored: agrees with the
+    log within 1.4e-04 nats", the files of the folder passed over, ...)."""
     engine = run.meta.get("engine")
     cost = (f" · {engine['requests']:,} requests, {engine['cached']:,} from the cache · "
             f"{engine['tokens_forwarded']:,} tokens forwarded" if engine else "")
     stopped = f" · stopped after {run.meta['stopped_at']} items" if "stopped_at" in run.meta else ""
-    return f"{len(run.items)} items{cost}{stopped}"
+    notes = log_notes(run.meta) if run.meta.get("source") == LOG_SOURCE else []
+    return f"{len(run.items)} items{cost}{stopped}" + "".join(f" · {line}" for line in notes)
 
 
 # ----------------------------------------------------------------------------- the item table

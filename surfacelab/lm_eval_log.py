@@ -16,30 +16,25 @@ exactly) and DC-PMI is that minus surfacelab's domain log-prob; surfacelab's own
 >>> run.accuracy[["scorer", "lm_eval_metric", "accuracy", "lm_eval_value"]]   # lm | acc | ...   # doctest: +SKIP
 >>> run = sl.from_lm_eval("out/", lm=sl.load_lm(...), domain_premise=" the answer is:")          # doctest: +SKIP
 
-Layout read (what ``EvaluationTracker.save_results_samples`` writes): one JSON object per line and document
-with ``doc_id``, ``doc``, ``target`` (the gold as text: an index or the gold choice), ``arguments``
-(``{"gen_args_<i>": {"arg_0": context, "arg_1": delimiter + choice}}``), ``resps`` / ``filtered_resps``
-(``[log-likelihood, is-greedy]`` as strings), ``filter``, ``metrics`` (the names of the per-document metrics,
-each also a key: ``acc``, ``acc_norm``, ...) and ``doc_hash`` / ``prompt_hash`` / ``target_hash``. Beside it,
-``results_<date>.json`` (same date) names the model, its arguments, the task's configuration (output type,
-target delimiter, split) and the aggregate scores. A file is data only: it is parsed as JSON, nothing in it runs.
+The files are found and read by ``surfacelab.lm_eval_read`` (untrusted: regular files only, size caps, every
+field used checked); what a run leaves out or does not add up is said once (``log_notes``: the warnings, the command
+line's notes and the explorer's run line).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import math
-import re
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
+from ._format import printable
 from .evaluate import EvalResult, accuracy_table, paired_table
+from .lm_eval_read import Doc, as_float, find_log, one_filter, parse_doc, read_records, task_config
 from .scorers import SCORERS, check_scorers, get_scorer
 from .scoring import option_table, result_meta, score_items
 from .tasks.harness import METRIC_SCORERS, lm_eval_metric
@@ -47,14 +42,12 @@ from .tasks.harness import METRIC_SCORERS, lm_eval_metric
 if TYPE_CHECKING:
     from .models import LM
 
-#: ``samples_<task>_<date>.jsonl``: the date is the ``date_id`` shared with ``results_<date>.json``.
-SAMPLES_NAME = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)\.jsonl$")
-#: The keys every line of a samples log has, whatever the task.
-REQUIRED = ("doc_id", "target", "arguments", "filtered_resps")
 #: Largest |surfacelab log-prob - logged log-likelihood| still taken as "the same model" (fp32 batching noise).
 LOGPROB_TOL = 1e-3
 #: The template name an lm-eval log's run carries (its prompts are the harness's, read from the log).
 TEMPLATE = "lm-eval log"
+#: ``meta["source"]`` of a run read from a log.
+LOG_SOURCE = "lm-eval log"
 #: Settings of ``results_<date>.json`` recorded in ``EvalResult.meta`` (the model's, the run's and the versions).
 RESULT_KEYS = ("config", "model_name", "model_source", "lm_eval_version", "transformers_version", "git_hash", "date",
                "max_length", "chat_template", "system_instruction", "fewshot_as_multiturn")
@@ -77,7 +70,8 @@ def from_lm_eval(
 
     Args:
         path: a ``samples_<task>_<date>.jsonl`` file, or a folder holding one (searched recursively: the
-            ``--output_path`` folder or its ``<model>`` subfolder). Generation logs in a folder are passed over.
+            ``--output_path`` folder or its ``<model>`` subfolder). Generation logs in a folder are passed over (a
+            warning names them; ``meta["passed_over"]`` too).
         task: the harness task to read when the folder holds several.
         lm: a loaded ``LM`` (in-process or vLLM-backed) to score the logged strings again: adds ``n_tokens``
             (Avg), ``null_logprob`` (PMI-null, unless the log has its own), the domain condition and the
@@ -94,33 +88,36 @@ def from_lm_eval(
         log-likelihood as ``logprob``; ``items`` holds ``id`` (the ``doc_id``), the logged target and the
         harness's own per-document metrics as ``lm_eval_<metric>``; ``accuracy`` adds the harness's aggregate
         (``lm_eval_value``). ``meta["lm_eval_disagreements"]`` lists the documents where a recomputed metric
-        differs from the logged one (also a warning).
+        differs from the logged one (also a warning); ``meta["scorers_left_out"]`` says why a scorer the log
+        gives is not in the run (an empty choice: no score per character).
 
     Raises:
-        ValueError: naming ``path`` (missing, an empty folder, not a samples log, an unknown layout, a
-            generation or perplexity task, several gold answers), ``task`` / ``filter_name`` (ambiguous or
-            unknown), ``domain_premise`` (without ``lm``) or ``scorers`` (one the log cannot give).
+        ValueError: naming ``path`` (missing, an empty folder, not a regular file, too large, not a samples log,
+            an unknown layout, a field of the wrong type, a logged log-likelihood that is not finite or above 0, a
+            generation or perplexity task, several gold answers; the file, line, doc_id and field), ``task`` /
+            ``filter_name`` (ambiguous or unknown), ``domain_premise`` (without ``lm``) or ``scorers`` (one the
+            log cannot give).
     """
     if domain_premise is not None and lm is None:
         raise ValueError("domain_premise: scoring the domain condition needs a model: pass lm= as well")
     if domain_premise is not None and (not isinstance(domain_premise, str) or not domain_premise.strip()):
         raise ValueError(f"domain_premise: expected a non-blank string, got {domain_premise!r}")
-    file, task_name, date = _samples_file(path, task)
-    results, results_file = _results_for(file, date)
-    config = (results or {}).get("configs", {}).get(task_name, {})
+    found = find_log(path, task)
+    file, task_name, results = found.file, found.task, found.results
+    config = task_config(results, found.results_file, task_name)
     if config.get("output_type", "multiple_choice") != "multiple_choice":
         raise ValueError(f"path: {str(file)!r} is the log of a {config['output_type']!r} task ({task_name}, says "
-                         f"{results_file.name}); surfacelab reads multiple_choice logs only")
-    records = _read_lines(file)
-    records, filt = _one_filter(records, file, filter_name)
+                         f"{found.results_file.name}); surfacelab reads multiple_choice logs only")
+    records = read_records(file)
+    records, filt = one_filter(records, file, filter_name)
     delimiter = config.get("target_delimiter", " ")
-    docs = [_parse_doc(rec, line, file, delimiter) for line, rec in records]
+    docs = [parse_doc(rec, line, file, delimiter) for line, rec in records]
     raw = _raw_rows(docs, delimiter)
     checks: dict[str, Any] = {}
     if lm is not None:
         checks = _rescore(lm, raw, domain_premise, batch_size=batch_size, progress=progress)
     table = _ordered(option_table(raw, by="item"))
-    scorers = _usable_scorers(table, scorers)
+    scorers, left_out = _usable_scorers(table, scorers)
     scores = _keep_scorers(table, scorers)
     items = _items_frame(docs, scores, scorers, domain_premise or "")
     disagreements = _disagreements(items, scorers)
@@ -128,238 +125,27 @@ def from_lm_eval(
     accuracy = accuracy_table(items, scorers, n_boot, seed)
     accuracy["lm_eval_metric"] = [lm_eval_metric(s) for s in scorers]
     accuracy["lm_eval_reports"] = [m in metrics for m in accuracy["lm_eval_metric"]]
-    reported = (results or {}).get("results", {}).get(task_name, {})
-    accuracy["lm_eval_value"] = [float(reported.get(f"{m},{filt}", np.nan)) if m else np.nan
-                                 for m in accuracy["lm_eval_metric"]]
+    reported = results.get("results", {}).get(task_name, {})
+    accuracy["lm_eval_value"] = [as_float(reported.get(f"{m},{filt}")) for m in accuracy["lm_eval_metric"]]
     meta = {
-        "source": "lm-eval log", "files": [str(file)], "results_file": str(results_file) if results_file else None,
+        "source": LOG_SOURCE, "files": [str(file)],
+        "results_file": str(found.results_file) if found.results_file else None, "passed_over": found.passed_over,
         "lm_eval_task": task_name, "lm_eval_task_config": config, "filter": filt, "target_delimiter": delimiter,
-        "lm_eval_metrics": metrics, "lm_eval_disagreements": disagreements,
-        "task_hash_matches": _hash_matches(records, (results or {}).get("task_hashes", {}).get(task_name)),
-        "n_shot": (results or {}).get("n-shot", {}).get(task_name), "n_boot": n_boot, "seed": seed,
-        **{f"lm_eval_{k}" if not k.startswith("lm_eval") else k: results[k] for k in RESULT_KEYS
-           if results and k in results},
+        "lm_eval_metrics": metrics, "lm_eval_disagreements": disagreements, "scorers_left_out": left_out,
+        "task_hash_matches": _hash_matches(records, results.get("task_hashes", {}).get(task_name)),
+        "n_shot": results.get("n-shot", {}).get(task_name), "n_boot": n_boot, "seed": seed,
+        **{f"lm_eval_{k}" if not k.startswith("lm_eval") else k: results[k] for k in RESULT_KEYS if k in results},
         **checks,
         **(result_meta(lm, scorers=scorers) if lm is not None else {"scorers": scorers}),
     }
-    _warn(file, disagreements, checks, meta["task_hash_matches"])
-    return EvalResult(task=task_name, split=config.get("test_split") or config.get("validation_split") or "",
-                      model=str((results or {}).get("model_name", "")), template=TEMPLATE, scorers=scorers,
+    _warn(file, meta)
+    return EvalResult(task=task_name, split=str(config.get("test_split") or config.get("validation_split") or ""),
+                      model=str(results.get("model_name", "")), template=TEMPLATE, scorers=scorers,
                       scores=scores, items=items, accuracy=accuracy, paired=paired_table(items, scorers), meta=meta)
 
 
-# ----------------------------------------------------------------------------- finding and reading the files
-def _samples_file(path: str | Path, task: str | None) -> tuple[Path, str, str]:
-    """The one samples log ``path`` names (a file, or the multiple_choice one in a folder) with its task and date."""
-    if not isinstance(path, (str, Path)):
-        raise TypeError(f"path: expected a file or folder path, got {type(path).__name__}")
-    p = Path(path).expanduser()
-    if not p.exists():
-        raise ValueError(f"path: {str(p)!r} does not exist")
-    if p.is_file():
-        m = SAMPLES_NAME.match(p.name)
-        if task is not None and m and m["task"] != task:
-            raise ValueError(f"task: {task!r} is not the task of {str(p)!r} ({m['task']!r})")
-        return p, m["task"] if m else p.stem, m["date"] if m else ""
-    found = [(f, m) for f in sorted(p.rglob("samples_*.jsonl")) if (m := SAMPLES_NAME.match(f.name))]
-    if not found:
-        raise ValueError(f"path: the folder {str(p)!r} holds no samples_<task>_<date>.jsonl file of lm_eval "
-                         "--log_samples")
-    if task is not None:
-        found = [(f, m) for f, m in found if m["task"] == task]
-        if not found:
-            raise ValueError(f"task: no samples log of {task!r} in {str(p)!r}")
-    else:
-        found = [(f, m) for f, m in found if _output_type(f, m["task"], m["date"]) == "multiple_choice"]
-        if not found:
-            raise ValueError(f"path: the folder {str(p)!r} holds only logs of generation or perplexity tasks; "
-                             "surfacelab reads multiple_choice logs only")
-    if len(found) > 1:
-        names = ", ".join(str(f.relative_to(p)) for f, _ in found)
-        hint = "pass one file as path" if len({m["task"] for _, m in found}) == 1 else "pass task= or one file as path"
-        raise ValueError(f"path: the folder {str(p)!r} holds {len(found)} samples logs ({names}): {hint}")
-    f, m = found[0]
-    return f, m["task"], m["date"]
-
-
-def _output_type(file: Path, task: str, date: str) -> str:
-    """The task's output type as its results file says, else as its first line shows (unknown: multiple_choice,
-    so that reading the file names what is wrong)."""
-    results, _ = _results_for(file, date)
-    kind = (results or {}).get("configs", {}).get(task, {}).get("output_type")
-    if kind:
-        return str(kind)
-    try:
-        with file.open(encoding="utf-8") as fh:
-            first = json.loads(fh.readline())
-        args = first["arguments"]["gen_args_0"]
-    except (ValueError, KeyError, TypeError, OSError):
-        return "multiple_choice"
-    return "generate_until" if isinstance(args.get("arg_1"), dict) else "multiple_choice"
-
-
-def _results_for(file: Path, date: str) -> tuple[dict[str, Any] | None, Path | None]:
-    """The ``results_<date>.json`` (or ``<name>_<date>.json``) written by the same run, parsed; (None, None) if
-    there is none or it is not a JSON object."""
-    if not date:
-        return None, None
-    for cand in sorted(file.parent.glob(f"*_{date}.json")):
-        if cand.name.startswith("samples_"):
-            continue
-        try:
-            doc = json.loads(cand.read_text(encoding="utf-8"))
-        except (ValueError, OSError):
-            continue
-        if isinstance(doc, dict) and "configs" in doc:
-            return doc, cand
-    return None, None
-
-
-def _read_lines(file: Path) -> list[tuple[int, dict[str, Any]]]:
-    """(1-based line, record) of every non-blank line; a file that is not JSON Lines of samples is refused."""
-    try:
-        lines = file.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError:
-        raise ValueError(f"path: {str(file)!r} is not a samples log of lm_eval --log_samples (not UTF-8 "
-                         "text)") from None
-    out = []
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            what = ("lm-eval's results file (aggregate scores)" if _is_results_file(file) else
-                    f"not JSON Lines (line {n} is not a JSON value)")
-            raise ValueError(f"path: {str(file)!r} is {what}, not a samples log of lm_eval --log_samples; pass the "
-                             "samples_<task>_<date>.jsonl beside it, or its folder") from None
-        if not isinstance(rec, dict) or ("doc_id" not in rec and "arguments" not in rec):
-            raise ValueError(f"path: {str(file)!r} is not a samples log of lm_eval --log_samples (line {n} is not an "
-                             "object with doc_id and arguments)")
-        missing = [k for k in REQUIRED if k not in rec]
-        if missing:
-            raise ValueError(f"path: {str(file)!r} has an unknown layout: line {n} lacks {', '.join(missing)} (an "
-                             f"lm-eval 0.4 samples line has {', '.join(REQUIRED)})")
-        out.append((n, rec))
-    if not out:
-        raise ValueError(f"path: {str(file)!r} is empty")
-    return out
-
-
-def _is_results_file(file: Path) -> bool:
-    try:
-        doc = json.loads(file.read_text(encoding="utf-8"))
-    except ValueError:
-        return False
-    return isinstance(doc, dict) and "results" in doc and "configs" in doc
-
-
-def _one_filter(records: list[tuple[int, dict[str, Any]]], file: Path,
-                filter_name: str | None) -> tuple[list[tuple[int, dict[str, Any]]], str]:
-    """The records of one harness filter (each document is logged once per filter), each doc_id once."""
-    names = list(dict.fromkeys(str(rec.get("filter", "none")) for _, rec in records))
-    if filter_name is None and len(names) > 1:
-        raise ValueError(f"filter_name: {str(file)!r} logs each document under {len(names)} filters ({names}); pass "
-                         "one of them")
-    name = names[0] if filter_name is None else filter_name
-    if name not in names:
-        raise ValueError(f"filter_name: {name!r} is not in {str(file)!r} (its filters: {names})")
-    kept = [(n, rec) for n, rec in records if str(rec.get("filter", "none")) == name]
-    seen: dict[Any, int] = {}
-    for n, rec in kept:
-        key = json.dumps(rec["doc_id"])
-        if key in seen:
-            raise ValueError(f"path: {str(file)!r} logs doc_id {rec['doc_id']!r} twice (lines {seen[key]} and {n}): "
-                             "two runs appended to one file?")
-        seen[key] = n
-    return kept, name
-
-
-# ----------------------------------------------------------------------------- one document
-@dataclass
-class _Doc:
-    """One logged document: its requests, the logged log-likelihoods (and unconditional ones, for
-    ``acc_mutual_info``), the gold option and the harness's own per-document metrics."""
-
-    doc_id: Any
-    contexts: list[str]
-    options: list[str]
-    lls: list[float]
-    null_lls: list[float] | None
-    gold: int
-    target: str
-    metrics: dict[str, float]
-
-
-def _parse_doc(rec: dict[str, Any], line: int, file: Path, delimiter: str) -> _Doc:
-    """A line's requests and numbers, checked: a generation, perplexity or multi-gold log is refused."""
-    where = f"path: {str(file)!r} line {line} (doc_id {rec['doc_id']!r})"
-    args, resps = rec["arguments"], rec["filtered_resps"]
-    if not isinstance(args, dict) or not isinstance(resps, list) or not args:
-        raise ValueError(f"{where}: unknown layout: arguments is not a gen_args_<i> mapping or filtered_resps not a "
-                         "list")
-    reqs = [args.get(f"gen_args_{i}") for i in range(len(args))]
-    if not all(isinstance(r, dict) for r in reqs):
-        raise ValueError(f"{where}: unknown layout: arguments has keys {sorted(args)}, not gen_args_0.."
-                         f"gen_args_{len(args) - 1}")
-    if any(isinstance(r.get("arg_1"), dict) for r in reqs):
-        raise ValueError(f"{where}: a generation-task log (generate_until: the request holds generation settings, "
-                         "not a continuation); surfacelab reads multiple_choice logs only")
-    if not all(isinstance(r.get("arg_0"), str) and isinstance(r.get("arg_1"), str) for r in reqs):
-        raise ValueError(f"{where}: not a multiple_choice log: a request lacks the (context, continuation) strings "
-                         "arg_0 / arg_1 (a loglikelihood_rolling, perplexity, task?)")
-    if len(resps) != len(reqs):
-        raise ValueError(f"{where}: unknown layout: {len(reqs)} requests but {len(resps)} filtered_resps")
-    lls = [_loglikelihood(r, where, k) for k, r in enumerate(resps)]
-    metrics = {m: float(rec[m]) for m in rec.get("metrics", []) if _is_number(rec.get(m))}
-    contexts, options = [r["arg_0"] for r in reqs], [r["arg_1"] for r in reqs]
-    null_lls = None
-    if "acc_mutual_info" in rec.get("metrics", []) and len(reqs) % 2 == 0:
-        half = len(reqs) // 2  # the harness appends ("", delimiter + choice) for every choice
-        if all(c == "" for c in contexts[half:]) and options[half:] == options[:half]:
-            contexts, options, lls, null_lls = contexts[:half], options[:half], lls[:half], lls[half:]
-    if len(options) < 2:
-        raise ValueError(f"{where}: not a multiple_choice log: one continuation per document (a loglikelihood "
-                         "task such as lambada)")
-    if len(set(contexts)) > 1:
-        raise ValueError(f"{where}: the options differ by context (a multiple_input task such as winogrande): the "
-                         "gold option is not in the log, so surfacelab cannot read it")
-    gold = _gold(str(rec["target"]), options, delimiter, where)
-    return _Doc(rec["doc_id"], contexts, options, lls, null_lls, gold, str(rec["target"]), metrics)
-
-
-def _loglikelihood(resp: Any, where: str, k: int) -> float:
-    """The log-likelihood of ``filtered_resps[k]``: ``[ll, is_greedy]`` as strings (or numbers)."""
-    value = resp[0] if isinstance(resp, list) and len(resp) == 2 else None
-    try:
-        return float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise ValueError(f"{where}: unknown layout: filtered_resps[{k}] is {resp!r}, not [log-likelihood, "
-                         "is-greedy]") from None
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _gold(target: str, options: list[str], delimiter: str, where: str) -> int:
-    """The gold option's index from the logged target: an index, or the gold choice's text."""
-    if re.fullmatch(r"-?\d+", target.strip()):
-        gold = int(target)
-        if not 0 <= gold < len(options):
-            raise ValueError(f"{where}: the target {target!r} is not an option index (the document has "
-                             f"{len(options)} options)")
-        return gold
-    for text in (target, delimiter + target):
-        if text in options:
-            return options.index(text)
-    if target.startswith("["):
-        raise ValueError(f"{where}: several gold answers (target {target!r}); surfacelab's runs have one gold")
-    raise ValueError(f"{where}: the target {target!r} is neither an option index nor one of the options")
-
-
 # ----------------------------------------------------------------------------- frames
-def _raw_rows(docs: list[_Doc], delimiter: str) -> pd.DataFrame:
+def _raw_rows(docs: list[Doc], delimiter: str) -> pd.DataFrame:
     """One raw row per (document, option): the logged strings and log-likelihood; lengths without the delimiter
     (as the harness's ``acc_norm`` / ``acc_bytes`` divide by the choice's length); model-only columns NaN / 0."""
     rows = []
@@ -403,18 +189,31 @@ def _ordered(table: pd.DataFrame) -> pd.DataFrame:
     return table[first + [c for c in table.columns if c not in first + last] + last]
 
 
-def _usable_scorers(table: pd.DataFrame, scorers: str | Sequence[str] | None) -> list[str]:
-    """The scorers asked for (default: every one this table gives a finite score for every option), each checked."""
-    finite = {s.name for s in SCORERS.values() if np.isfinite(table[s.column].to_numpy(dtype=float)).all()}
-    if scorers is None:
-        return [s for s in SCORERS if s in finite]
+def _usable_scorers(table: pd.DataFrame, scorers: str | Sequence[str] | None) -> tuple[list[str], dict[str, str]]:
+    """The scorers asked for (default: every one this table gives a finite score for every option), each checked,
+    and why each scorer the table has numbers for is left out of the default (an empty choice has no score per
+    character): the warnings and notes say so."""
+    missing, not_finite = {}, {}
+    for s in SCORERS.values():
+        values = table[s.column].to_numpy(dtype=float)
+        if np.isnan(values).all():
+            missing[s.name] = ("a domain premise: pass lm= and domain_premise=" if "domain" in s.needs else
+                               "the model: pass lm=")
+        elif not np.isfinite(values).all():
+            i = int(np.flatnonzero(~np.isfinite(values))[0])
+            doc_id = table["id"].iloc[i]
+            not_finite[s.name] = (f"{s.name} ({s.formula}) is {values[i]} for doc_id "
+                                  f"{getattr(doc_id, 'item', lambda: doc_id)()!r}, option "
+                                  f"{int(table['option_index'].iloc[i])} ({table['option'].iloc[i]!r})")
+    if scorers is None:  # lm is always in: every logged log-likelihood is finite (parse_doc)
+        return [s for s in SCORERS if s not in missing and s not in not_finite], not_finite
     chosen = check_scorers(scorers)
     for s in chosen:
-        if s not in finite:
-            needs = ("a domain premise: pass lm= and domain_premise=" if "domain" in get_scorer(s).needs else
-                     "the model: pass lm=")
-            raise ValueError(f"scorers: {s!r} cannot be computed from the log alone; it needs {needs}")
-    return chosen
+        if s in missing:
+            raise ValueError(f"scorers: {s!r} cannot be computed from the log alone; it needs {missing[s]}")
+        if s in not_finite:
+            raise ValueError(f"scorers: {s!r} has no finite score for every option: {not_finite[s]}")
+    return chosen, {}
 
 
 def _keep_scorers(table: pd.DataFrame, scorers: list[str]) -> pd.DataFrame:
@@ -425,7 +224,7 @@ def _keep_scorers(table: pd.DataFrame, scorers: list[str]) -> pd.DataFrame:
     return table[[c for c in table.columns if c not in dropped]].copy()
 
 
-def _items_frame(docs: list[_Doc], scores: pd.DataFrame, scorers: list[str], domain_premise: str) -> pd.DataFrame:
+def _items_frame(docs: list[Doc], scores: pd.DataFrame, scorers: list[str], domain_premise: str) -> pd.DataFrame:
     """One row per document: gold, each scorer's pick (the first top option on a tie, as the harness's argmax),
     the logged target and per-document metrics, and the truncation columns."""
     items = pd.DataFrame({
@@ -473,19 +272,37 @@ def _hash_matches(records: list[tuple[int, dict[str, Any]]], expected: str | Non
     return hashlib.sha256(joined.encode("utf-8")).hexdigest() == expected
 
 
-def _warn(file: Path, disagreements: dict[str, list[Any]], checks: dict[str, Any], hash_ok: bool | None) -> None:
-    """One warning per thing that does not add up: recomputed metrics, the model's log-probs, the task hash."""
-    for metric, ids in disagreements.items():
+def logprob_note(check: Mapping[str, Any]) -> str:
+    """The model's check against the log (``meta["logprob_check"]``) in one sentence."""
+    if check["agrees"]:
+        return f"LM re-scored: agrees with the log within {check['max_abs_diff']:.1e} nats"
+    return (f"LM re-scored: differs from the log by up to {check['max_abs_diff']:.3g} nats (tolerance "
+            f"{check['tolerance']:g}): lm is not the log's model, or runs in another dtype; the lm column keeps the "
+            "logged values (surfacelab's are in surfacelab_logprob)")
+
+
+def log_notes(meta: Mapping[str, Any], *, problems_only: bool = False) -> list[str]:
+    """What a log run's table does not show, one sentence each, its text from the files made printable: the
+    model's check against the log (``lm=``), documents whose logged metric the logged numbers do not give, a task
+    hash that does not match, scorers left out and samples files passed over. ``problems_only`` leaves out a check
+    that agrees (the warnings say the rest)."""
+    out = []
+    check = meta.get("logprob_check")
+    if check and not math.isnan(check["max_abs_diff"]) and not (problems_only and check["agrees"]):
+        out.append(logprob_note(check))
+    for metric, ids in meta.get("lm_eval_disagreements", {}).items():
         shown = ", ".join(map(str, ids[:5])) + (", ..." if len(ids) > 5 else "")
-        warnings.warn(f"{file.name}: the logged {metric} differs from the one recomputed from the logged "
-                      f"log-likelihoods for {len(ids)} documents (doc_id {shown}); see "
-                      "meta['lm_eval_disagreements']", stacklevel=3)
-    check = checks.get("logprob_check")
-    if check and not check["agrees"] and not math.isnan(check["max_abs_diff"]):
-        warnings.warn(f"{file.name}: surfacelab's log-probs differ from the logged log-likelihoods by up to "
-                      f"{check['max_abs_diff']:.3g} nats (tolerance {LOGPROB_TOL:g}): lm is not the log's model, or "
-                      "runs in another dtype; the lm column keeps the logged values (surfacelab's are in "
-                      "surfacelab_logprob)", stacklevel=3)
-    if hash_ok is False:
-        warnings.warn(f"{file.name}: its document hashes do not give the task hash of the results file beside it "
-                      "(edited, or written by another run)", stacklevel=3)
+        out.append(f"the logged {metric} differs from the one recomputed from the logged log-likelihoods for "
+                   f"{len(ids)} documents (doc_id {shown})")
+    if meta.get("task_hash_matches") is False:
+        out.append("the log's document hashes do not give the task hash of the results file beside it (edited, or "
+                   "written by another run)")
+    out += [f"left out {why}" for why in meta.get("scorers_left_out", {}).values()]
+    out += [f"passed over {Path(p['file']).name}: {p['why']}" for p in meta.get("passed_over", [])]
+    return [printable(line) for line in out]
+
+
+def _warn(file: Path, meta: dict[str, Any]) -> None:
+    """One warning per thing that does not add up or was left out (``log_notes``)."""
+    for note in log_notes(meta, problems_only=True):
+        warnings.warn(f"{printable(file.name)}: {note}", stacklevel=3)

@@ -7,6 +7,7 @@ line's versions of these are in tests/test_cli.py.
 from __future__ import annotations
 
 import json
+import os
 import warnings
 
 import pytest
@@ -74,6 +75,18 @@ def test_letters_needs_two_options_scoring_one(tiny_lm):
 
 
 # --- data files ---------------------------------------------------------------------------------
+
+def test_a_data_file_reads_line_separators_inside_its_text_and_refuses_a_fifo(tmp_path):
+    premise = "The man took\u2028a bath\u2029in the\u0085tub."  # raw in the file: JSON writers leave them so
+    f = tmp_path / "val.jsonl"
+    f.write_text(json.dumps(dict(COPA_LINE, premise=premise), ensure_ascii=False) + "\n", encoding="utf-8")
+    assert "\u2028".encode() in f.read_bytes()
+    assert tasks.read_jsonl(f)[0][1]["premise"] == premise
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match=rf"{fifo}: is a FIFO \(named pipe\), not a regular file"):
+        tasks.load("copa", "val", source=fifo)  # refused from its kind: a FIFO is never opened for reading
+
 
 def test_empty_choice_is_refused_with_file_line_and_item(tmp_path):
     f = _write_jsonl(tmp_path / "val.jsonl", [COPA_LINE, dict(COPA_LINE, id="c2", choice2="")])

@@ -145,6 +145,16 @@ def test_a_table_wider_than_the_terminal_is_not_cut(capsys):
     assert "95% CI low" in out
 
 
+def test_the_header_breaks_between_its_parts_not_inside_a_quoted_premise(lm_dir, capsys, monkeypatch):
+    rc, out, _ = run(capsys, score_args(lm_dir, "--format", "json"))
+    header = f"model {json.loads(out)['model']} · premise 'The man took a bath in the' · domain premise ' the'"
+    monkeypatch.setenv("COLUMNS", str(len(header) - 2))  # " the'" does not fit: a wrap at a space cuts ' the' in two
+    rc, out, _ = run(capsys, score_args(lm_dir))
+    assert rc == 0
+    lines = out.splitlines()
+    assert lines[0] == header.rsplit(" · ", 1)[0] + " ·" and lines[1] == "domain premise ' the'", lines[:2]
+
+
 def test_score_table_reads_first_scorers_marks_winners_and_explains(lm_dir, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "100")
     rc, out, _ = run(capsys, score_args(lm_dir))

@@ -15,6 +15,7 @@ import os
 import sys
 from typing import Iterator, NoReturn, Sequence
 
+from .._format import printable
 from . import _checks, evaluate, models, pll, score
 
 #: exit status of a run stopped with Ctrl-C (128 + SIGINT), as shells report it
@@ -83,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise  # a bug, not the user's mistake: the traceback is the report
             err = ValueError(f"--model: {err}")
         text = f"{err.filename}: {err.strerror}" if isinstance(err, OSError) and err.filename else str(err)
-        message = " ".join(text.split())  # one line, whatever the message holds
+        message = printable(" ".join(text.split()))  # one line, whatever the message holds; no ESC sequence
         print(f"surfacelab {args.command}: error: {message}", file=sys.stderr)
         return 2
     gc.collect()  # the stopped loop's progress bar closes now (its frames are gone), not after the line below

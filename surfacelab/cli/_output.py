@@ -2,7 +2,9 @@
 
 ``--format table`` (default) prints the columns a person reads first, floats to 3 decimals, integers as
 integers, the best cell of a column marked ``*``, wrapped to the terminal's width (``$COLUMNS`` when
-output goes to a pipe). ``--wide`` shows every column. ``--format markdown`` prints the same tables as
+output goes to a pipe); a header line breaks only between its parts, never inside a quoted premise. Text from
+files and arguments is printed with its control characters escaped (``\\x1b``: no ESC sequence reaches the
+terminal). ``--wide`` shows every column. ``--format markdown`` prints the same tables as
 markdown; ``csv`` (the command's main table) and ``json`` (every table) carry every column at full
 precision, and notes then go to stderr so that stdout stays machine-readable.
 """
@@ -24,6 +26,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from .._format import printable
 from ..paths import write_atomic
 
 FORMATS = ("table", "csv", "json", "markdown")
@@ -111,7 +114,20 @@ class Printer:
 
     def note(self, line: str) -> None:
         """A line of prose (explanations, notes, files written), wrapped to the width."""
-        self.notes.print(line)
+        self.notes.print(printable(line))
+
+    def header(self, parts: list[str]) -> None:
+        """What a table is of (model, premise, task, ...): the parts joined by " · ", a line broken only between two
+        parts (a quoted premise keeps its spaces on one line; a part wider than the terminal wraps on its own)."""
+        lines = [""]
+        for part in map(printable, parts):
+            if lines[-1] and len(lines[-1]) + len(" · " + part) > self.notes.width:
+                lines[-1] += " ·"
+                lines.append(part)
+            else:
+                lines[-1] += f" · {part}" if lines[-1] else part
+        for line in lines:
+            self.notes.print(line)
 
     def show(self, views: list[View], extra: dict[str, Any] | None = None) -> None:
         """Print the views: rich tables, markdown tables, the first view as csv, or every view (and ``extra``)
@@ -137,7 +153,7 @@ def _cells(view: View, wide: bool) -> tuple[list[str], list[list[tuple[str, bool
     rows = []
     for i in range(len(view.frame)):
         row = view.frame.iloc[i]
-        rows.append([(repr(row[c]) if c in view.quoted else _cell(row[c], integer[c]),
+        rows.append([(printable(repr(row[c]) if c in view.quoted else _cell(row[c], integer[c])),
                       bool(view.best[c].iloc[i]) if c in view.best else False) for c in cols])
     return cols, rows
 
@@ -147,7 +163,7 @@ def _rich(view: View, wide: bool, width: int) -> tuple[Table, int]:
     are never wrapped nor cut, long text wraps down to ``WRAPPED`` characters; a wide view of a few rows that cannot
     fit is transposed."""
     cols, rows = _cells(view, wide)
-    headers = [view.headers.get(c, c) for c in cols]
+    headers = [printable(view.headers.get(c, c)) for c in cols]
     natural = sum(max([len(h)] + [len(r[j][0]) + 2 for r in rows]) for j, h in enumerate(headers)) + 3 * len(cols)
     numeric = [pd.api.types.is_numeric_dtype(view.frame[c]) and not pd.api.types.is_bool_dtype(view.frame[c])
                for c in cols]
@@ -178,7 +194,7 @@ def _transposed(view: View, headers: list[str], rows: list[list[tuple[str, bool]
 
 
 def _table(view: View) -> Table:
-    return Table(title=view.title or None, title_justify="left", caption=view.caption or None,
+    return Table(title=printable(view.title) or None, title_justify="left", caption=printable(view.caption) or None,
                  caption_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
 
 
@@ -192,11 +208,12 @@ def _markdown(view: View, wide: bool) -> str:
     def escape(cell: str) -> str:
         return cell.replace("|", "\\|")
 
-    lines = [f"**{view.title}**", ""] if view.title else []
-    lines += ["| " + " | ".join(escape(view.headers.get(c, c)) for c in cols) + " |", "|" + "---|" * len(cols)]
+    lines = [f"**{printable(view.title)}**", ""] if view.title else []
+    lines += ["| " + " | ".join(escape(printable(view.headers.get(c, c))) for c in cols) + " |",
+              "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(f"**{escape(v)}**" if best else escape(v) for v, best in row) + " |" for row in rows]
     if view.caption:
-        lines += ["", view.caption]
+        lines += ["", printable(view.caption)]
     return "\n".join(lines)
 
 

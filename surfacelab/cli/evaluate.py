@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         warnings.filterwarnings("ignore", message="Truncated to fit")
         res = evaluate(lm, task, scorers, batch_size=batch, progress=not args.no_progress, too_long=args.too_long)
     printer = _output.Printer(args.format, args.wide)
-    printer.note(f"{res.task}/{res.split} · {res.model} · template {res.template} · {len(res.items)} items")
+    printer.header([f"{res.task}/{res.split}", res.model, f"template {res.template}", f"{len(res.items)} items"])
     views = _views(res)
     printer.show(views if args.wide or args.format == "json" else views[:2],
                  extra={"meta": {"task": res.task, "split": res.split, "model": res.model, "template": res.template,

@@ -21,34 +21,27 @@ from .score import DEFAULT_SCORERS
 
 
 def _views(res: Any) -> list[_output.View]:
-    """The accuracy table (each scorer's harness metric and the harness's own aggregate beside it), then the
-    paired tests."""
+    """The accuracy table (each scorer's harness metric and the harness's own aggregate beside it; the count of
+    documents is in the line above it, so that the table fits 80 columns with every metric name), then the paired
+    tests."""
     acc = res.accuracy
-    accuracy = _output.View("accuracy", acc, ["scorer", "lm_eval_metric", "n", "correct", "accuracy", "ci_low",
-                                              "ci_high", "lm_eval_value"],
-                            headers={"lm_eval_metric": "lm-eval", "ci_low": "95% CI low", "ci_high": "high",
+    accuracy = _output.View("accuracy", acc, ["scorer", "lm_eval_metric", "correct", "accuracy", "ci_low", "ci_high",
+                                              "lm_eval_value"],
+                            headers={"lm_eval_metric": "lm-eval", "ci_low": "CI low", "ci_high": "CI high",
                                      "lm_eval_value": "lm-eval's"},
                             best={"accuracy": acc["accuracy"] == acc["accuracy"].max()},
-                            caption="* the best scorer; CI: percentile bootstrap over documents; lm-eval's: the "
+                            caption="* the best scorer; CI: 95% percentile bootstrap over documents; lm-eval's: the "
                                     "aggregate in the run's results file")
     return [accuracy, _output.View("paired", res.paired, [str(c) for c in res.paired.columns],
                                    title="paired tests (exact McNemar)")]
 
 
 def _notes(res: Any) -> list[str]:
-    """What the table does not show: a recomputed metric that disagrees with the log, the model's log-prob check,
-    a task hash that does not match, truncated contexts."""
-    out = []
-    for metric, ids in res.meta.get("lm_eval_disagreements", {}).items():
-        shown = ", ".join(map(str, ids[:5])) + (", ..." if len(ids) > 5 else "")
-        out.append(f"note: the logged {metric} differs from the recomputed one for {len(ids)} documents ({shown})")
-    check = res.meta.get("logprob_check")
-    if check:
-        verdict = "equal to" if check["agrees"] else "NOT equal to (another model or dtype?)"
-        out.append(f"LM is {verdict} lm-eval's logged log-likelihoods: largest difference {check['max_abs_diff']:.2g} "
-                   f"nats (tolerance {check['tolerance']:g})")
-    if res.meta.get("task_hash_matches") is False:
-        out.append("note: the log's document hashes do not match the task hash of its results file")
+    """What the table does not show (``log_notes``: the model's log-prob check, recomputed metrics that disagree
+    with the log, a task hash that does not match, scorers left out, files passed over), and truncated contexts."""
+    from ..lm_eval_log import log_notes
+
+    out = [f"note: {line}" for line in log_notes(res.meta)]
     cut = res.items[res.items["truncated"] > 0]
     if len(cut):
         out.append(f"note: the context of {len(cut)} documents was cut from the left to fit the model's window")
@@ -71,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         lm = _checks.causal_lm(args)
     # eval's default scorer list names model scorers; a log's run takes every scorer the log (and model) can give
     scorers = None if args.scorers == DEFAULT_SCORERS else args.scorers
-    with warnings.catch_warnings():  # disagreements, the log-prob check and truncation are printed as notes
+    with warnings.catch_warnings():  # what the warnings say is printed as notes (log_notes)
         warnings.simplefilter("ignore", UserWarning)
         try:
             res = from_lm_eval(args.from_lm_eval, lm=lm, domain_premise=args.domain, scorers=scorers,
@@ -83,8 +76,8 @@ def run(args: argparse.Namespace) -> int:
     if out is None:
         out = _checks.output_file(f"eval-{res.task}-lm-eval-log.csv", "--out", ".csv")
     printer = _output.Printer(args.format, args.wide)
-    printer.note(f"{res.task} (lm-eval log) · {res.model or 'model not named'} · {len(res.items)} documents · "
-                 f"{Path(res.meta['files'][0]).name}")
+    printer.header([f"{res.task} (lm-eval log)", res.model or "model not named", f"{len(res.items)} documents",
+                    Path(res.meta["files"][0]).name])
     printer.show(_views(res) if args.wide or args.format == "json" else _views(res)[:1],
                  extra={"meta": {"task": res.task, "split": res.split, "model": res.model, **res.meta}})
     _output.finish(printer, res, _notes(res), out, save_dir)

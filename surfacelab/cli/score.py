@@ -77,8 +77,8 @@ def run(args: argparse.Namespace) -> int:
     for w in caught:  # other warnings (an option glued to the premise, the cache) as notes, options counted from 1
         if "Truncated to fit" not in str(w.message):
             printer.note("note: " + re.sub(r"options\[(\d+)\]", lambda m: f"--option {int(m[1]) + 1}", str(w.message)))
-    printer.note(f"model {result.model} · premise {_clip(result.premise)}"
-                 + (f" · domain premise {_clip(result.domain_premise)}" if result.domain_premise is not None else ""))
+    printer.header([f"model {result.model}", f"premise {_clip(result.premise)}"]
+                   + ([f"domain premise {_clip(result.domain_premise)}"] if result.domain_premise is not None else []))
     printer.show([view(result, scorers)], extra={"model": result.model, "premise": result.premise,
                                                   "domain_premise": result.domain_premise,
                                                   "explanation": result.explain()})

@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from .._checks import check_int, is_int
+from ..files import json_lines
 from .core import Item
 from .registry import SPECS, TaskSpec, check_variant
 from .render import render_item
@@ -34,6 +35,11 @@ from .task import Task
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: the evaluation data shipped with surfacelab: ``<DATA_DIR>/<folder>/<split>.jsonl`` (licences in its README.md)
 DATA_DIR = REPO_ROOT / "data" / "eval"
+#: The largest data file read (bytes): the biggest shipped split is a few MB and a hub split saved as JSON Lines (the
+#: HellaSwag or RACE train sets) some 100 MB; a file past this is refused by name rather than filling the memory.
+MAX_DATA_BYTES = 2 * 2 ** 30
+
+
 def default_data_root() -> Path | None:
     """The data root used when ``source`` is None: ``$SURFACELAB_DATA`` if set, else ``DATA_DIR`` (None if absent)."""
     env = os.environ.get("SURFACELAB_DATA")
@@ -87,7 +93,7 @@ def _resolve(spec: TaskSpec, split: str, source: str | os.PathLike | None) -> tu
         raise FileNotFoundError(
             f"source: no file {p / spec.folder / f'{split}.jsonl'} (nor {p / f'{split}.jsonl'}) for task "
             f"{spec.name!r}, split {split!r}. {_WHERE}")
-    if p.is_file():
+    if p.exists():  # a file; one that is not a regular file (a FIFO, a device) is refused by name when read
         return "file", str(p)
     hint = (f" For {spec.name!r} a hub dataset id such as {spec.hub[0]!r} also works."
             if spec.hub is not None else "")
@@ -97,29 +103,22 @@ def _resolve(spec: TaskSpec, split: str, source: str | os.PathLike | None) -> tu
 def read_jsonl(path: str | os.PathLike, limit: int | None = None) -> list[tuple[int, dict[str, Any]]]:
     """Read JSON Lines as ``(1-based line number, record)``, the first ``limit`` records (all if None).
 
+    Lines end at ``\\n`` only (U+2028 and the other separators ``str.splitlines`` knows stay inside the text); only a
+    regular file of at most ``MAX_DATA_BYTES`` is read (``files.json_lines``).
+
     Raises:
-        ValueError: naming the file and line, for a line that is not UTF-8 (with the byte), not
-            JSON, or not a JSON object.
+        ValueError: naming the file (not a regular file, too large) and the line, for a line that is not UTF-8
+            (with the byte), not JSON, nested too deeply, holding a lone surrogate, or not a JSON object.
     """
     out: list[tuple[int, dict[str, Any]]] = []
-    with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            if limit is not None and len(out) >= limit:
-                break
-            try:
-                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
-            except UnicodeDecodeError as exc:
-                raise ValueError(f"{path}: line {lineno}: not UTF-8 (byte 0x{raw[exc.start]:02X} at byte "
-                                 f"{exc.start + 1} of the line); save the file as UTF-8") from None
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}: line {lineno}: malformed JSON: {exc.msg} (column {exc.colno})") from None
-            if not isinstance(rec, dict):
-                raise ValueError(f"{path}: line {lineno}: expected a JSON object, got {type(rec).__name__}")
-            out.append((lineno, rec))
+    if limit is not None and limit <= 0:
+        return out
+    for lineno, rec in json_lines(path, cap=MAX_DATA_BYTES, where=f"{path}:"):
+        if not isinstance(rec, dict):
+            raise ValueError(f"{path}: line {lineno}: expected a JSON object, got {type(rec).__name__}")
+        out.append((lineno, rec))
+        if limit is not None and len(out) >= limit:
+            break
     return out
 
 

@@ -181,11 +181,42 @@ def test_a_pattern_naming_a_missing_field_is_one_message(ran):
 
 
 def test_lm_eval_log_opens_without_a_model():
-    ex = Explorer(log=LOGS)
+    with pytest.warns(UserWarning, match="passed over samples_arc_local_gen_"):
+        ex = Explorer(log=LOGS)
     assert list(ex.runs) == ["lm-eval"] and ex.lm is None and ex.last_error is None
     res = ex.runs["lm-eval"]
     assert len(ex.item_frame()) == len(res.items) and "lm-eval:lm" in ex._filters
     assert ex.plot.figure["data"]
+    # the run line says which file of the folder was passed over, and why
+    gen = Path(res.meta["passed_over"][0]["file"]).name
+    assert gen.startswith("samples_arc_local_gen_") and f"passed over {gen}: the log of a generate_until" in \
+        ex.run_lines.value
+    ex.close()
+
+
+@pytest.mark.filterwarnings("ignore:.*passed over")
+def test_a_log_row_opens_with_an_origin_a_person_reads(tiny_lm, bench):
+    ex = Explorer(tiny_lm, workbench=bench, log=LOGS)
+    res = ex.runs["lm-eval"]
+    ex.open_item(2)
+    bench.wait()
+    origin = bench.examples.origin.value
+    doc_id = res.items["id"].iloc[2]
+    file = Path(res.meta["files"][0]).name
+    assert f"the lm-eval log of {res.task} ({file}) · doc_id {doc_id} · run lm-eval" in origin, origin
+    assert origin.count("doc_id") == 1 and "#" not in origin and f"log {LOGS.name} " not in origin
+    ex.close()
+
+
+@pytest.mark.filterwarnings("ignore:.*passed over", "ignore:.*differs from the log", "ignore:Truncated to fit")
+def test_a_log_rescored_under_a_domain_premise_shows_the_check_in_its_run_line(tiny_lm, bench):
+    ex = Explorer(tiny_lm, workbench=bench, log=LOGS)
+    run = ex.ablate(domain_premise=" the answer is:", name="domain")  # the tiny model is not the log's: they differ
+    assert run is not None and ex.wait(300) and run.error is None, run.error
+    check = ex.runs["domain"].meta["logprob_check"]
+    assert not check["agrees"]
+    line = next(line for line in ex.run_lines.value.split("<br>") if line.startswith("<b>domain</b>"))
+    assert f"LM re-scored: differs from the log by up to {check['max_abs_diff']:.3g} nats" in line, line
     ex.close()
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 import numpy as np
 
 from ...evaluate import EvalResult
+from ...lm_eval_log import LOG_SOURCE
 from .prefetch import AFTER_OPEN_S, Prefetch
 from .prefetch import ROWS as PREFETCH_ROWS
 from .reveal import Reveal
@@ -153,9 +154,11 @@ class Opener:
         except ValueError as err:
             host.show_error(err)
             return
-        where = (f"lm-eval log {Path(host.sources[name]['log']).name}" if "log" in host.sources.get(name, {})
-                 else f"{res.task}/{res.split}")
-        source = f"{where} #{position} {item['id']} · template {res.template} · run {name}"
+        if res.meta.get("source") == LOG_SOURCE:  # the log's task and file, and the harness's own doc_id
+            source = (f"the lm-eval log of {res.task} ({Path(res.meta['files'][0]).name}) · doc_id {item['id']} · "
+                      f"run {name}")
+        else:
+            source = f"{res.task}/{res.split} #{position} {item['id']} · template {res.template} · run {name}"
         k = np.flatnonzero(host.rows == position)
         step = (lambda d: (lambda: self.open_item(int(host.rows[k[0] + d]), run))) if len(k) else None
         previous = step(-1) if step and k[0] > 0 else None
