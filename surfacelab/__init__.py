@@ -11,7 +11,7 @@
 from . import alternatives, letters, paraphrase, tasks
 from .engine import logprobs, next_token_logprobs
 from .evaluate import EvalResult, ablate, evaluate, evaluate_fewshot
-from .lm_eval_log import from_lm_eval
+from .logs import from_lm_eval, from_log
 from .models import DEFAULT_LM, DEFAULT_MLM, LM, MLM, list_backends, list_presets, load_lm, load_mlm
 from .pll import BlimpResult, PLLResult, pll, pll_blimp, pll_metrics
 from .tasks.blimp import load_blimp
@@ -41,6 +41,7 @@ __all__ = [
     "evaluate",
     "evaluate_fewshot",
     "from_lm_eval",
+    "from_log",
     "lesson",
     "letters",
     "list_backends",

@@ -2,7 +2,7 @@
 template edits and the comparison of a run with its baseline. No widgets here (``widgets.explorer`` shows these).
 
 A *run* is an :class:`~surfacelab.evaluate.EvalResult` (of ``evaluate``, of ``evaluate_in_chunks`` or of
-``from_lm_eval``); several runs on the same items sit side by side under names ("code", "edited", "lm-eval").
+``logs.from_log``); several runs on the same items sit side by side under names ("code", "edited", "lm-eval").
 Columns of the item table are named ``<run>:<scorer>``; a filter names them the same way.
 
 >>> task = sl.tasks.load("copa", "val", limit=6)                                      # doctest: +SKIP
@@ -26,7 +26,7 @@ import pandas as pd
 
 from .engine import Cancelled, reporting
 from .evaluate import EvalResult, accuracy_table, evaluate, mcnemar, paired_table
-from .lm_eval_log import LOG_SOURCE, log_notes
+from .logs import LOG_SOURCE, log_notes
 from .tasks import Task, Template
 from .tasks.task import resolve_template
 from .why.verdicts import label_counts
@@ -174,7 +174,7 @@ def combine(parts: Sequence[EvalResult], *, n_boot: int = 1000, seed: int = 0) -
 
 def run_line(run: EvalResult) -> str:
     """One line on what a run cost: "200 items · 1,604 requests, 802 from the cache · 41,200 tokens forwarded"; for
-    an lm-eval log's run, what its table does not show (``lm_eval_log.log_notes``: "LM re-scored: agrees with the
+    a log's run, what its table does not show (``logs.log_notes``: "LM re-scored: agrees with the
     log within 1.4e-04 nats", the files of the folder passed over, ...)."""
     engine = run.meta.get("engine")
     cost = (f" · {engine['requests']:,} requests, {engine['cached']:,} from the cache · "

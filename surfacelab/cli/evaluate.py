@@ -3,7 +3,7 @@
 Example::
 
     surfacelab eval --task copa --split val --scorers lm,avg,per_char,unc,dcpmi
-    surfacelab eval --from-lm-eval out/my-model/ --domain " the answer is:" --model my-model
+    surfacelab eval --from-log out/my-model/ --domain " the answer is:" --model my-model
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import argparse
 import warnings
 from typing import Any
 
-from . import _checks, _output, from_lm_eval
+from ..logs import READERS
+from . import _checks, _output, from_log
 from ..tasks.registry import FAMILIES
 from .score import DEFAULT_SCORERS, scorer_list
 
@@ -58,12 +59,14 @@ def run(args: argparse.Namespace) -> int:
     from ..evaluate import evaluate
     from ..models import DEFAULT_LM
 
-    if args.from_lm_eval is not None:
-        return from_lm_eval.run(args)
+    if args.from_log is not None:
+        return from_log.run(args)
     if args.task is None:
-        raise ValueError("--task: required (or read an lm-evaluation-harness log with --from-lm-eval PATH)")
-    if args.domain is not None:
-        raise ValueError("--domain: only with --from-lm-eval (a task's domain premise comes from its template)")
+        raise ValueError("--task: required (or read another framework's log with --from-log PATH)")
+    for flag, value, why in (("--domain", args.domain, "a task's domain premise comes from its template"),
+                             ("--reader", args.reader, "it names the framework of a log")):
+        if value is not None:
+            raise ValueError(f"{flag}: only with --from-log ({why})")
     scorers = scorer_list(args.scorers)
     batch = _checks.batch_size(args.batch_size)
     _checks.machine(args.device)
@@ -94,15 +97,19 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``eval`` sub-command to an ``argparse`` sub-parser set (``surfacelab eval ...``)."""
     p = subparsers.add_parser("eval", help="evaluate a model on a dataset split with several scorers",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--task", default=None, help="task name (see surfacelab.tasks.list_tasks()); or --from-lm-eval")
-    p.add_argument("--from-lm-eval", default=None, metavar="PATH",
-                   help="read an lm-evaluation-harness --log_samples file or folder (multiple_choice) instead of "
-                        "--task; with --model, LM is checked against the log and --domain adds Unc and DC-PMI")
+    p.add_argument("--task", default=None, help="task name (see surfacelab.tasks.list_tasks()); with --from-log: the "
+                                                "framework's task to read of a folder that holds several")
+    p.add_argument("--from-log", default=None, metavar="PATH",
+                   help="read another framework's per-document log, file or folder (lm-evaluation-harness "
+                        "--log_samples, ...), instead of --task; with --model, LM is checked against the log and "
+                        "--domain adds Unc and DC-PMI")
+    p.add_argument("--reader", default=None, choices=list(READERS),
+                   help="with --from-log: the framework that wrote the log (default: found from the path)")
     p.add_argument("--domain", default=None,
-                   help="with --from-lm-eval: the domain premise for Unc / DC-PMI, e.g. ' the answer is:'")
+                   help="with --from-log: the domain premise for Unc / DC-PMI, e.g. ' the answer is:'")
     p.add_argument("--split", default=None, help="split (default: the task's default split)")
     p.add_argument("--model", default=None,
-                   help="preset, hub id or folder (default: smollm2-135m; with --from-lm-eval: none unless given)")
+                   help="preset, hub id or folder (default: smollm2-135m; with --from-log: none unless given)")
     p.add_argument("--data-dir", default=None,
                    help="data root laid out like data/eval (default: $SURFACELAB_DATA or data/eval), a dataset folder "
                         "or a .jsonl")

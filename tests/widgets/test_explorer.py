@@ -188,7 +188,7 @@ def test_lm_eval_log_opens_without_a_model():
     assert len(ex.item_frame()) == len(res.items) and "lm-eval:lm" in ex._filters
     assert ex.plot.figure["data"]
     # the run line says which file of the folder was passed over, and why
-    gen = Path(res.meta["passed_over"][0]["file"]).name
+    gen = Path(res.meta["checks"]["passed_over"][0]["file"]).name
     assert gen.startswith("samples_arc_local_gen_") and f"passed over {gen}: the log of a generate_until" in \
         ex.run_lines.value
     ex.close()

@@ -11,7 +11,7 @@ import ipywidgets as w
 import pandas as pd
 
 from ... import explore
-from ...lm_eval_log import from_lm_eval
+from ...logs import from_log
 from ..kit.layout import box, classed
 from ..kit.runner import Job
 
@@ -88,7 +88,7 @@ class AblationPanel:
     def ablate(self, *, premise: str | None = None, options: str | None = None, domain_premise: str | None = None,
                name: str | None = None) -> Job | None:
         """Run the first run's items under the edited template (the fields, or these arguments) as a new run beside
-        it; None when refused (the message says why). For an lm-eval log, only the domain premise can change."""
+        it; None when refused (the message says why). For a log, only the domain premise can change."""
         host = self.host
         for field, value in ((self.premise_pattern, premise), (self.option_pattern, options),
                              (self.domain_pattern, domain_premise)):
@@ -128,14 +128,14 @@ class AblationPanel:
         host = self.host
         domain = self.domain_pattern.value
         if not domain.strip() or domain == CODE:
-            raise ValueError("domain premise: an lm-eval log is re-scored under a domain premise: type one")
-        path = host.sources[base_name]["log"]
+            raise ValueError("domain premise: a log is re-scored under a domain premise: type one")
+        path, reader = host.sources[base_name]["log"], host.sources[base_name].get("reader")
         host.message.value = ""
         host.progress_line.value = f"<i>scoring {html.escape(name)} under {html.escape(domain)!s}…</i>"
 
         def work(job: Job) -> None:
-            host.put(name, from_lm_eval(path, lm=host.get_lm(), domain_premise=domain),
-                     {"log": path, "domain_premise": domain})
+            host.put(name, from_log(path, reader=reader, lm=host.get_lm(), domain_premise=domain),
+                     {"log": path, "reader": reader, "domain_premise": domain})
             host.progress_line.value = f"{html.escape(name)}: done"
             self.show_comparison()
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 import numpy as np
 
 from ...evaluate import EvalResult
-from ...lm_eval_log import LOG_SOURCE
+from ...logs import LOG_SOURCE
 from .prefetch import AFTER_OPEN_S, Prefetch
 from .prefetch import ROWS as PREFETCH_ROWS
 from .reveal import Reveal
@@ -155,8 +155,8 @@ class Opener:
             host.show_error(err)
             return
         if res.meta.get("source") == LOG_SOURCE:  # the log's task and file, and the harness's own doc_id
-            source = (f"the lm-eval log of {res.task} ({Path(res.meta['files'][0]).name}) · doc_id {item['id']} · "
-                      f"run {name}")
+            source = (f"the {res.meta['reader']} log of {res.task} ({Path(res.meta['files'][0]).name}) · doc_id "
+                      f"{item['id']} · run {name}")
         else:
             source = f"{res.task}/{res.split} #{position} {item['id']} · template {res.template} · run {name}"
         k = np.flatnonzero(host.rows == position)

@@ -4,7 +4,7 @@ paged table (itables), and open any row in the workbench; edit the template and 
 the baseline (McNemar, flips).
 
 Nothing here computes a score: runs are ``explore.evaluate_in_chunks`` (in the background, on a ``Runner``: the
-kernel stays free, Cancel stops the forward passes and keeps the chunks done) or ``from_lm_eval``; the table,
+kernel stays free, Cancel stops the forward passes and keeps the chunks done) or ``logs.from_log``; the table,
 filters, matrix, template edits, comparison and sessions are ``surfacelab.explore``. The explorer owns its parts,
 each an object with its own widgets and state that reads the explorer: ``ablation`` (the template panel), ``files``
 (sessions and exports) and ``opener`` (a row opens in the workbench).
@@ -35,7 +35,7 @@ from ... import explore, tasks, viz
 from ..._checks import check_int
 from ...evaluate import EvalResult
 from ...explore import CHUNK, Progress
-from ...lm_eval_log import from_lm_eval
+from ...logs import from_log
 from ..app import AppPolicy
 from ..kit.layout import box, classed, close_tree, message_html, stylesheet
 from ..kit.plot import PlotView
@@ -105,7 +105,8 @@ class Explorer(w.VBox):
             template's).
         scorers: the scorers of a run.
         runs: runs to open (an ``EvalResult`` or ``{name: EvalResult}`` of the same items); no model needed.
-        log: an lm-eval samples file or folder (``from_lm_eval``), opened as the run "lm-eval"; no model needed.
+        log: another framework's log, a file or folder (``logs.from_log``: lm-eval's samples log, ...), opened as the
+            run named after its framework ("lm-eval"); no model needed.
         chunk: items of a run's second chunk (``explore.chunk_sizes``: later ones grow; rows appear after each).
         folder: where sessions and exports go (editable in the widget); in the app, the visitor's own folder
             (hidden: exports come back through their download links).
@@ -144,7 +145,8 @@ class Explorer(w.VBox):
         self.add_class("sl-explorer")
         try:
             if log is not None:
-                self.put("lm-eval", from_lm_eval(log), {"log": str(log)})
+                run = from_log(log)
+                self.put(run.meta["reader"], run, {"log": str(log), "reader": run.meta["reader"]})
             elif runs is not None:
                 opened = {"run": runs} if isinstance(runs, EvalResult) else dict(runs)
                 explore.columns(opened)

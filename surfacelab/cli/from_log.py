@@ -1,12 +1,13 @@
-"""``surfacelab eval --from-lm-eval PATH``: an lm-evaluation-harness samples log, beside DC-PMI.
+"""``surfacelab eval --from-log PATH``: another framework's per-document log (lm-evaluation-harness's samples log, ...;
+``--reader`` names the framework when the path does not tell), beside DC-PMI.
 
 Example::
 
-    surfacelab eval --from-lm-eval out/my-model/ --domain " the answer is:" --model my-model
+    surfacelab eval --from-log out/my-model/ --domain " the answer is:" --model my-model
 
 Without ``--model`` the log is read as it is (``acc`` and ``acc_norm`` from the logged log-likelihoods); with it,
 the same strings are scored again (the log's model, so LM equals the logged values: the check is printed) and
-``--domain`` adds Unc and DC-PMI.
+``--domain`` adds Unc and DC-PMI. ``--task`` picks one task of a folder that holds several.
 """
 
 from __future__ import annotations
@@ -21,17 +22,17 @@ from .score import DEFAULT_SCORERS
 
 
 def _views(res: Any) -> list[_output.View]:
-    """The accuracy table (each scorer's harness metric and the harness's own aggregate beside it; the count of
-    documents is in the line above it, so that the table fits 80 columns with every metric name), then the paired
-    tests."""
-    acc = res.accuracy
-    accuracy = _output.View("accuracy", acc, ["scorer", "lm_eval_metric", "correct", "accuracy", "ci_low", "ci_high",
-                                              "lm_eval_value"],
-                            headers={"lm_eval_metric": "lm-eval", "ci_low": "CI low", "ci_high": "CI high",
-                                     "lm_eval_value": "lm-eval's"},
+    """The accuracy table (each scorer's metric in the framework and the framework's own aggregate beside it; the
+    count of documents is in the line above it, so that the table fits 80 columns with every metric name), then the
+    paired tests."""
+    acc, reader = res.accuracy, res.meta["reader"]
+    accuracy = _output.View("accuracy", acc, ["scorer", "log_metric", "correct", "accuracy", "ci_low", "ci_high",
+                                              "log_value"],
+                            headers={"log_metric": reader, "ci_low": "CI low", "ci_high": "CI high",
+                                     "log_value": f"{reader}'s"},
                             best={"accuracy": acc["accuracy"] == acc["accuracy"].max()},
-                            caption="* the best scorer; CI: 95% percentile bootstrap over documents; lm-eval's: the "
-                                    "aggregate in the run's results file")
+                            caption=f"* the best scorer; CI: 95% percentile bootstrap over documents; {reader}'s: the "
+                                    "aggregate the framework recorded for the run")
     return [accuracy, _output.View("paired", res.paired, [str(c) for c in res.paired.columns],
                                    title="paired tests (exact McNemar)")]
 
@@ -39,7 +40,7 @@ def _views(res: Any) -> list[_output.View]:
 def _notes(res: Any) -> list[str]:
     """What the table does not show (``log_notes``: the model's log-prob check, recomputed metrics that disagree
     with the log, a task hash that does not match, scorers left out, files passed over), and truncated contexts."""
-    from ..lm_eval_log import log_notes
+    from ..logs import log_notes
 
     out = [f"note: {line}" for line in log_notes(res.meta)]
     cut = res.items[res.items["truncated"] > 0]
@@ -49,9 +50,9 @@ def _notes(res: Any) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Read ``args.from_lm_eval`` (a samples file or folder), score it with ``--model`` if given, print the
-    accuracies and write the per-document CSV; returns the exit code."""
-    from ..lm_eval_log import from_lm_eval
+    """Read ``args.from_log`` (a log file or folder), score it with ``--model`` if given, print the accuracies and
+    write the per-document CSV; returns the exit code."""
+    from ..logs import from_log
 
     if args.domain is not None and args.model is None:
         raise ValueError("--domain: scoring the domain premise needs --model (the model the log was run on)")
@@ -67,16 +68,17 @@ def run(args: argparse.Namespace) -> int:
     with warnings.catch_warnings():  # what the warnings say is printed as notes (log_notes)
         warnings.simplefilter("ignore", UserWarning)
         try:
-            res = from_lm_eval(args.from_lm_eval, lm=lm, domain_premise=args.domain, scorers=scorers,
-                               batch_size=batch, progress=not args.no_progress)
-        except ValueError as err:  # name the flags, not from_lm_eval's arguments
+            res = from_log(args.from_log, reader=args.reader, task=args.task, lm=lm, domain_premise=args.domain,
+                           scorers=scorers, batch_size=batch, progress=not args.no_progress)
+        except ValueError as err:  # name the flags, not from_log's arguments
             arg, sep, rest = str(err).partition(": ")
-            flags = {"path": "--from-lm-eval", "domain_premise": "--domain", "scorers": "--scorers"}
+            flags = {"path": "--from-log", "reader": "--reader", "task": "--task", "domain_premise": "--domain",
+                     "scorers": "--scorers"}
             raise ValueError(f"{flags[arg]}: {rest}" if sep and arg in flags else str(err)) from None
     if out is None:
-        out = _checks.output_file(f"eval-{res.task}-lm-eval-log.csv", "--out", ".csv")
+        out = _checks.output_file(f"eval-{res.task}-{res.meta['reader']}-log.csv", "--out", ".csv")
     printer = _output.Printer(args.format, args.wide)
-    printer.header([f"{res.task} (lm-eval log)", res.model or "model not named", f"{len(res.items)} documents",
+    printer.header([f"{res.task} ({res.template})", res.model or "model not named", f"{len(res.items)} documents",
                     Path(res.meta["files"][0]).name])
     printer.show(_views(res) if args.wide or args.format == "json" else _views(res)[:1],
                  extra={"meta": {"task": res.task, "split": res.split, "model": res.model, **res.meta}})

@@ -1,4 +1,4 @@
-"""``from_lm_eval`` on samples logs that lm-evaluation-harness 0.4.13 itself wrote (``lm_eval_logs/README.md``).
+"""``from_log`` / ``from_lm_eval`` on samples logs that lm-evaluation-harness 0.4.13 itself wrote
 
 Every expected number is read from the log in the test, with plain ``json``, never from the reader under test.
 """
@@ -21,7 +21,7 @@ import pytest
 
 import surfacelab as sl
 from surfacelab import explore
-from surfacelab.lm_eval_log import from_lm_eval
+from surfacelab.logs import from_lm_eval
 
 LOGS = Path(__file__).parent / "lm_eval_logs" / "out"
 RUN = next(LOGS.iterdir())  # <output_path>/<model_name_sanitized>
@@ -79,23 +79,23 @@ def _check_against_log(res: sl.EvalResult) -> None:
     assert res.items["gold"].tolist() == [int(rec["target"]) for rec in log]
     assert res.items["correct_lm"].tolist() == [rec["acc"] == 1.0 for rec in log]
     assert res.items["correct_per_char"].tolist() == [rec["acc_norm"] == 1.0 for rec in log]
-    assert res.items["lm_eval_acc"].tolist() == [rec["acc"] for rec in log]
+    assert res.items["log_acc"].tolist() == [rec["acc"] for rec in log]
     reported = json.loads(RESULTS.read_text(encoding="utf-8"))["results"]["arc_local"]
     acc = res.accuracy.set_index("scorer")
     assert acc.loc["lm", "accuracy"] == pytest.approx(reported["acc,none"])
     assert acc.loc["per_char", "accuracy"] == pytest.approx(reported["acc_norm,none"])
-    assert acc.loc["lm", "lm_eval_metric"] == "acc" and acc.loc["per_char", "lm_eval_metric"] == "acc_norm"
+    assert acc.loc["lm", "log_metric"] == "acc" and acc.loc["per_char", "log_metric"] == "acc_norm"
     assert (acc["ci_low"] <= acc["accuracy"]).all() and (acc["accuracy"] <= acc["ci_high"]).all()
-    assert res.meta["source"] == "lm-eval log" and res.meta["lm_eval_task"] == "arc_local"
-    assert res.meta["lm_eval_disagreements"] == {}
+    assert res.meta["source"] == "log" and res.meta["reader"] == "lm-eval" and res.meta["log_task"] == "arc_local"
+    assert res.meta["log_disagreements"] == {}
 
 
 def test_read_a_samples_file():
     res = from_lm_eval(MC)
     _check_against_log(res)
-    assert res.meta["files"] == [str(MC)] and res.meta["results_file"] == str(RESULTS)
+    assert res.meta["files"] == [str(MC), str(RESULTS)]  # the samples log, then the results file beside it
     assert res.model == json.loads(RESULTS.read_text(encoding="utf-8"))["model_name"]
-    assert res.meta["lm_eval_config"]["model"] == "hf" and res.meta["task_hash_matches"] is True
+    assert res.meta["log_settings"]["config"]["model"] == "hf" and res.meta["checks"]["hash_matches"] is True
 
 
 def test_read_a_folder_passes_over_the_generation_log_and_says_so():
@@ -103,9 +103,9 @@ def test_read_a_folder_passes_over_the_generation_log_and_says_so():
         with pytest.warns(UserWarning, match=rf"passed over {re.escape(GEN.name)}: the log of a generate_until task"):
             res = from_lm_eval(folder)
         _check_against_log(res)
-        assert res.meta["files"] == [str(MC)]
-        assert [p["file"] for p in res.meta["passed_over"]] == [str(GEN)]
-        assert f"says {RESULTS.name}" in res.meta["passed_over"][0]["why"]
+        assert res.meta["files"] == [str(MC), str(RESULTS)]
+        assert [p["file"] for p in res.meta["checks"]["passed_over"]] == [str(GEN)]
+        assert f"says {RESULTS.name}" in res.meta["checks"]["passed_over"][0]["why"]
 
 
 def test_a_file_named_unlike_a_log_is_passed_over_by_name(tmp_path):
@@ -113,7 +113,7 @@ def test_a_file_named_unlike_a_log_is_passed_over_by_name(tmp_path):
     shutil.copy(MC, tmp_path / "samples_arc_local.jsonl")  # no date: not a name lm_eval gives
     with pytest.warns(UserWarning, match=r"passed over samples_arc_local\.jsonl: not named samples_<task>_<date>"):
         res = from_lm_eval(tmp_path)
-    assert res.meta["passed_over"][0]["file"] == str(tmp_path / "samples_arc_local.jsonl")
+    assert res.meta["checks"]["passed_over"][0]["file"] == str(tmp_path / "samples_arc_local.jsonl")
 
 
 def test_browse_without_a_model_gives_only_what_the_log_holds():
@@ -135,8 +135,8 @@ def test_a_disagreement_with_the_logged_metric_is_reported(tmp_path):
     shutil.copy(RESULTS, tmp_path / RESULTS.name)
     with pytest.warns(UserWarning) as caught:
         res = from_lm_eval(edited)
-    assert res.meta["lm_eval_disagreements"] == {"acc_norm": [log[3]["doc_id"]]}
-    assert res.meta["task_hash_matches"] is True  # the hashes cover doc, prompt and target, not the metrics
+    assert res.meta["log_disagreements"] == {"acc_norm": [log[3]["doc_id"]]}
+    assert res.meta["checks"]["hash_matches"] is True  # the hashes cover doc, prompt and target, not the metrics
     assert any("acc_norm differs" in str(w.message) for w in caught)
 
 
@@ -268,11 +268,11 @@ def test_a_link_to_a_regular_file_is_read(tmp_path):
     os.symlink(RESULTS, tmp_path / RESULTS.name)
     res = from_lm_eval(tmp_path)
     _check_against_log(res)
-    assert res.meta["results_file"] == str(tmp_path / RESULTS.name)
+    assert res.meta["files"] == [str(tmp_path / MC.name), str(tmp_path / RESULTS.name)]
 
 
 def test_files_over_the_size_caps_are_refused_with_their_size(monkeypatch):
-    from surfacelab import lm_eval_read
+    from surfacelab.logs import lm_eval as lm_eval_read
 
     monkeypatch.setattr(lm_eval_read, "SAMPLES_MAX_BYTES", 1000)
     size = MC.stat().st_size
@@ -391,7 +391,7 @@ def test_a_harmless_odd_value_is_read(tmp_path):
         log[3]["acc"] = "N/A"  # a metric that is no number (lm-eval writes "N/A" for a missing stderr)
         return "".join(json.dumps(rec) + "\n" for rec in log).replace('"acc_norm": 1.0', '"acc_norm": 1' + "0" * 400)
     res = from_lm_eval(_run_copy(tmp_path, edit))  # 10**400: past a float's range
-    assert np.isnan(res.items.loc[3, "lm_eval_acc"]) and res.items["lm_eval_acc_norm"].isna().sum() >= 1
+    assert np.isnan(res.items.loc[3, "log_acc"]) and res.items["log_acc_norm"].isna().sum() >= 1
 
 
 @pytest.mark.slow
@@ -412,7 +412,7 @@ def test_with_the_model_lm_equals_the_logged_loglikelihood():
     assert f"LM re-scored: agrees with the log within {res.meta['logprob_check']['max_abs_diff']:.1e} nats" in line
 
 
-# --- surfacelab eval --from-lm-eval ------------------------------------------------------------------------------
+# --- surfacelab eval --from-log ------------------------------------------------------------------------------
 
 def _cli(capsys, *argv: str) -> tuple[int, str, str]:
     from surfacelab import cli
@@ -424,21 +424,21 @@ def _cli(capsys, *argv: str) -> tuple[int, str, str]:
 
 def test_the_cli_prints_the_logged_acc_and_acc_norm_and_writes_the_items(capsys, tmp_path):
     out_csv = tmp_path / "items.csv"
-    rc, out, err = _cli(capsys, "--from-lm-eval", str(MC), "--out", str(out_csv), "--format", "json")
+    rc, out, err = _cli(capsys, "--from-log", str(MC), "--out", str(out_csv), "--format", "json")
     assert rc == 0, err
     doc = json.loads(out)
     acc = {row["scorer"]: row for row in doc["accuracy"]}
     reported = json.loads(RESULTS.read_text(encoding="utf-8"))["results"]["arc_local"]
-    assert acc["lm"]["lm_eval_metric"] == "acc" and acc["lm"]["accuracy"] == pytest.approx(reported["acc,none"])
+    assert acc["lm"]["log_metric"] == "acc" and acc["lm"]["accuracy"] == pytest.approx(reported["acc,none"])
     assert acc["per_char"]["accuracy"] == pytest.approx(reported["acc_norm,none"])
-    assert acc["lm"]["lm_eval_value"] == pytest.approx(reported["acc,none"])
+    assert acc["lm"]["log_value"] == pytest.approx(reported["acc,none"])
     assert pd.read_csv(out_csv)["id"].tolist() == [rec["doc_id"] for rec in _log()]
 
 
 @pytest.mark.parametrize("argv, flag", [
-    (["--from-lm-eval", "no/such/log.jsonl"], "--from-lm-eval"),
-    (["--from-lm-eval", str(GEN)], "--from-lm-eval"),
-    (["--from-lm-eval", str(MC), "--domain", " the answer is:"], "--domain"),
+    (["--from-log", "no/such/log.jsonl"], "--from-log"),
+    (["--from-log", str(GEN)], "--from-log"),
+    (["--from-log", str(MC), "--domain", " the answer is:"], "--domain"),
     (["--task", "copa", "--domain", " the"], "--domain"),
     ([], "--task"),
 ])
@@ -452,9 +452,9 @@ def test_cli_mistakes_end_in_one_line_naming_the_flag(capsys, argv, flag):
 def test_cli_refuses_each_hostile_log_in_one_line(capsys, tmp_path, name):
     edit, edit_results, message = HOSTILE[name]
     samples = _run_copy(tmp_path, edit, edit_results)
-    rc, out, err = _cli(capsys, "--from-lm-eval", str(samples.parent), "--out", str(tmp_path / "items.csv"))
+    rc, out, err = _cli(capsys, "--from-log", str(samples.parent), "--out", str(tmp_path / "items.csv"))
     assert rc == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    assert re.match(rf"surfacelab eval: error: --from-lm-eval: '{re.escape(str(samples.parent))}/" + message, err), err
+    assert re.match(rf"surfacelab eval: error: --from-log: '{re.escape(str(samples.parent))}/" + message, err), err
     assert not (tmp_path / "items.csv").exists()
 
 
@@ -472,7 +472,7 @@ def test_cli_prints_text_from_the_log_with_its_control_characters_escaped(capsys
     samples = _run_copy(tmp_path, edit, _set("model_name", f"model{ESC}"))
     renamed = samples.with_name(f"samples_arc{ESC.replace('/', '')}_{samples.name.rsplit('_', 1)[1]}")
     samples.rename(renamed)
-    rc, out, err = _cli(capsys, "--from-lm-eval", str(renamed), "--out", str(tmp_path / "items.csv"))
+    rc, out, err = _cli(capsys, "--from-log", str(renamed), "--out", str(tmp_path / "items.csv"))
     assert rc == 0, err
     _no_raw_controls(out + err)
     flat = " ".join(out.split())
@@ -480,7 +480,7 @@ def test_cli_prints_text_from_the_log_with_its_control_characters_escaped(capsys
     assert "doc_id" in flat and "doc\\x1b[2J" in flat
     fifo = tmp_path / f"samples_{ESC.replace('/', '')}_2024-01-01T00-00-00.jsonl"
     os.mkfifo(fifo)
-    rc, out, err = _cli(capsys, "--from-lm-eval", str(fifo))
+    rc, out, err = _cli(capsys, "--from-log", str(fifo))
     assert rc == 2 and "a FIFO" in err and len(err.strip().splitlines()) == 1, err
     _no_raw_controls(out + err)
 
@@ -501,7 +501,7 @@ def _with_mutual_info(log: list[dict]) -> None:
 def test_the_cli_table_fits_80_columns_with_every_metric_name(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
     samples = _run_copy(tmp_path, _with_mutual_info)
-    rc, out, err = _cli(capsys, "--from-lm-eval", str(samples), "--out", str(tmp_path / "items.csv"))
+    rc, out, err = _cli(capsys, "--from-log", str(samples), "--out", str(tmp_path / "items.csv"))
     assert rc == 0, err
     assert "acc_mutual_info" in out.split() and "pmi_null" in out.split()
     assert max(len(line) for line in out.splitlines()) <= 80, out
@@ -532,7 +532,7 @@ def test_the_console_script_refuses_what_would_hang_or_fill_the_memory(tmp_path)
     def limited():
         resource.setrlimit(resource.RLIMIT_AS, (3 * 2 ** 30, 3 * 2 ** 30))
     env = {**os.environ, "COLUMNS": "200"}
-    procs = {name: subprocess.Popen([str(script), "eval", "--from-lm-eval", str(folder), "--out",
+    procs = {name: subprocess.Popen([str(script), "eval", "--from-log", str(folder), "--out",
                                      str(tmp_path / f"{name}.csv")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     env=env, preexec_fn=limited)
              for name, (folder, _) in cases.items()}
@@ -544,4 +544,4 @@ def test_the_console_script_refuses_what_would_hang_or_fill_the_memory(tmp_path)
             pytest.fail(f"{name}: still running after 120 s")
         text = err.decode()
         assert proc.returncode == 2 and "Traceback" not in text and len(text.strip().splitlines()) == 1, (name, text)
-        assert text.startswith("surfacelab eval: error: --from-lm-eval: ") and str(cases[name][1]) in text, (name, text)
+        assert text.startswith("surfacelab eval: error: --from-log: ") and str(cases[name][1]) in text, (name, text)

@@ -1,5 +1,6 @@
-"""Finding and reading what ``lm_eval --log_samples`` wrote, as untrusted files: which samples log a path names,
-the results file of the same run, and each line checked into a ``Doc`` (``surfacelab.lm_eval_log`` builds the run).
+"""The lm-evaluation-harness reader: what ``lm_eval --log_samples`` (lm-eval 0.4.x) wrote, read as untrusted files:
+which samples log a path names, the results file of the same run, and each line checked into a ``LogDoc``; ``read``
+gives the ``LogTask`` that ``logs.run`` turns into a run.
 
 Layout read (what ``EvaluationTracker.save_results_samples`` writes): one JSON object per line and document
 with ``doc_id``, ``doc``, ``target`` (the gold as text: an index or the gold choice), ``arguments``
@@ -19,12 +20,15 @@ from __future__ import annotations
 
 import math
 import re
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._checks import is_int, is_number
-from .files import json_lines, read_json
+from .._checks import is_int, is_number
+from ..files import json_lines, read_json
+from ..tasks.harness import METRIC_SCORERS
+from .records import TYPE_NAMES, LogDoc, LogTask, kind_of, short
 
 #: ``samples_<task>_<date>.jsonl``: the date is the ``date_id`` shared with ``results_<date>.json``.
 SAMPLES_NAME = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)\.jsonl$")
@@ -43,10 +47,12 @@ RESULTS_MAX_BYTES = 64 * 2 ** 20
 #: How deep a results file may nest (lm-eval's nest 4-5 levels; its task configs end up in ``meta``, which is written
 #: out again as JSON).
 RESULTS_MAX_DEPTH = 32
+#: Settings of ``results_<date>.json`` a run keeps (the model's, the run's and the versions).
+RESULT_KEYS = ("config", "model_name", "model_source", "lm_eval_version", "transformers_version", "git_hash", "date",
+               "max_length", "chat_template", "system_instruction", "fewshot_as_multiturn")
 #: The parts of a results file surfacelab reads: key -> (the type of each value per task, what it is).
 RESULTS_LAYOUT = {"configs": (dict, "configuration"), "results": (dict, "aggregate scores"),
                   "task_hashes": (str, "hash")}
-_TYPE_NAMES = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
 
 
 # ----------------------------------------------------------------------------- finding the files
@@ -147,14 +153,16 @@ def _checked_results(doc: dict[str, Any], file: Path) -> dict[str, Any]:
     for key, (kind, what) in RESULTS_LAYOUT.items():
         part = doc.get(key, {})
         if not isinstance(part, dict):
-            raise ValueError(f"{where}: {key} is {_kind(part)}, not an object holding each task's {what}")
+            raise ValueError(f"{where}: {key} is {kind_of(part)}, not an object holding each task's {what}")
         bad = next((t for t, v in part.items() if not isinstance(v, kind)), None)
         if bad is not None:
-            raise ValueError(f"{where}: {key}.{bad} is {_kind(part[bad])}, not {_TYPE_NAMES[kind]} (the task's {what})")
+            raise ValueError(f"{where}: {key}.{bad} is {kind_of(part[bad])}, not {TYPE_NAMES[kind]} (the task's "
+                             f"{what})")
     if not isinstance(doc.get("n-shot", {}), dict):
-        raise ValueError(f"{where}: n-shot is {_kind(doc['n-shot'])}, not an object holding each task's few-shot count")
+        raise ValueError(f"{where}: n-shot is {kind_of(doc['n-shot'])}, not an object holding each task's few-shot "
+                         "count")
     if not isinstance(doc.get("model_name", ""), str):
-        raise ValueError(f"{where}: model_name is {_kind(doc['model_name'])}, not a string")
+        raise ValueError(f"{where}: model_name is {kind_of(doc['model_name'])}, not a string")
     return doc
 
 
@@ -164,20 +172,8 @@ def task_config(results: dict[str, Any], file: Path | None, task: str) -> dict[s
     for key in ("output_type", "target_delimiter"):
         if key in config and not isinstance(config[key], str):
             raise ValueError(f"path: {str(file)!r} (the results file beside the log): configs.{task}.{key} is "
-                             f"{_kind(config[key])}, not a string")
+                             f"{kind_of(config[key])}, not a string")
     return config
-
-
-def _kind(value: Any) -> str:
-    """A JSON value's type in words, with the value when short: ``5 (a number)``, ``a list``."""
-    name = _TYPE_NAMES.get(type(value), "a number")
-    return name if isinstance(value, (dict, list)) or len(repr(value)) > 40 else f"{value!r} ({name})"
-
-
-def _short(value: Any, most: int = 60) -> str:
-    """A value as Python writes it, cut past ``most`` characters (its length said): a doc_id or target in a message."""
-    text = repr(value)
-    return text if len(text) <= most else f"{text[:most]}... ({len(str(value))} characters)"
 
 
 def as_float(value: Any) -> float:
@@ -216,16 +212,16 @@ def check_record(rec: Any, line: int, where: str) -> dict[str, Any]:
                          f"samples line has {', '.join(REQUIRED)})")
     at = f"{where} line {line}"
     if not (is_int(rec["doc_id"]) or isinstance(rec["doc_id"], str)):
-        raise ValueError(f"{at}: doc_id is {_kind(rec['doc_id'])}, not an integer or a string")
-    at += f" (doc_id {_short(rec['doc_id'])})"
+        raise ValueError(f"{at}: doc_id is {kind_of(rec['doc_id'])}, not an integer or a string")
+    at += f" (doc_id {short(rec['doc_id'])})"
     for key, kind, what in (("filter", str, "a string"), ("metrics", list, "a list of metric names"),
                             ("doc_hash", str, "a string"), ("prompt_hash", str, "a string"),
                             ("target_hash", str, "a string")):
         if key in rec and not isinstance(rec[key], kind):
-            raise ValueError(f"{at}: {key} is {_kind(rec[key])}, not {what}")
+            raise ValueError(f"{at}: {key} is {kind_of(rec[key])}, not {what}")
     bad = next((m for m in rec.get("metrics", []) if not isinstance(m, str)), None)
     if bad is not None:
-        raise ValueError(f"{at}: metrics holds {_kind(bad)}, not a metric name (a string)")
+        raise ValueError(f"{at}: metrics holds {kind_of(bad)}, not a metric name (a string)")
     return rec
 
 
@@ -244,32 +240,17 @@ def one_filter(records: list[tuple[int, dict[str, Any]]], file: Path,
     for n, rec in kept:
         key = (type(rec["doc_id"]) is str, rec["doc_id"])
         if key in seen:
-            raise ValueError(f"path: {str(file)!r} logs doc_id {_short(rec['doc_id'])} twice (lines {seen[key]} and "
+            raise ValueError(f"path: {str(file)!r} logs doc_id {short(rec['doc_id'])} twice (lines {seen[key]} and "
                              f"{n}): two runs appended to one file?")
         seen[key] = n
     return kept, name
 
 
 # ----------------------------------------------------------------------------- one document
-@dataclass
-class Doc:
-    """One logged document: its requests, the logged log-likelihoods (and unconditional ones, for
-    ``acc_mutual_info``), the gold option and the harness's own per-document metrics."""
-
-    doc_id: Any
-    contexts: list[str]
-    options: list[str]
-    lls: list[float]
-    null_lls: list[float] | None
-    gold: int
-    target: str
-    metrics: dict[str, float]
-
-
-def parse_doc(rec: dict[str, Any], line: int, file: Path, delimiter: str) -> Doc:
+def parse_doc(rec: dict[str, Any], line: int, file: Path, delimiter: str) -> LogDoc:
     """A line's requests and numbers, checked: a generation, perplexity or multi-gold log is refused, and so is a
     log-likelihood that is not a finite number <= 0."""
-    where = f"path: {str(file)!r} line {line} (doc_id {_short(rec['doc_id'])})"
+    where = f"path: {str(file)!r} line {line} (doc_id {short(rec['doc_id'])})"
     args, resps = rec["arguments"], rec["filtered_resps"]
     if not isinstance(args, dict) or not isinstance(resps, list) or not args:
         raise ValueError(f"{where}: unknown layout: arguments is not a gen_args_<i> mapping or filtered_resps not a "
@@ -302,11 +283,11 @@ def parse_doc(rec: dict[str, Any], line: int, file: Path, delimiter: str) -> Doc
                          "gold option is not in the log, so surfacelab cannot read it")
     target = rec["target"]
     if isinstance(target, list):
-        raise ValueError(f"{where}: several gold answers (target {_kind(target)}); surfacelab's runs have one gold")
+        raise ValueError(f"{where}: several gold answers (target {kind_of(target)}); surfacelab's runs have one gold")
     if not (is_int(target) or isinstance(target, str)):
-        raise ValueError(f"{where}: target is {_kind(target)}, not an option index or the gold choice")
+        raise ValueError(f"{where}: target is {kind_of(target)}, not an option index or the gold choice")
     gold = _gold(str(target), options, delimiter, where)
-    return Doc(rec["doc_id"], contexts, options, lls, null_lls, gold, str(target), metrics)
+    return LogDoc(rec["doc_id"], contexts, options, lls, null_lls, gold, str(target), metrics)
 
 
 def _loglikelihood(resp: Any, where: str, k: int) -> float:
@@ -318,13 +299,13 @@ def _loglikelihood(resp: Any, where: str, k: int) -> float:
     except (ValueError, OverflowError):  # not a number; an integer past a float's range
         ll = None
     if ll is None:
-        raise ValueError(f"{where}: unknown layout: filtered_resps[{k}] is {_kind(resp)}, not [log-likelihood, "
+        raise ValueError(f"{where}: unknown layout: filtered_resps[{k}] is {kind_of(resp)}, not [log-likelihood, "
                          "is-greedy]")
     if not math.isfinite(ll):
-        raise ValueError(f"{where}: filtered_resps[{k}] logs the log-likelihood {_short(value)}, which is not "
+        raise ValueError(f"{where}: filtered_resps[{k}] logs the log-likelihood {short(value)}, which is not "
                          "finite (a model's log-likelihood is a finite number <= 0)")
     if ll > POSITIVE_TOL:
-        raise ValueError(f"{where}: filtered_resps[{k}] logs the log-likelihood {_short(value)} > 0 (a "
+        raise ValueError(f"{where}: filtered_resps[{k}] logs the log-likelihood {short(value)} > 0 (a "
                          "log-likelihood is the log of a probability: at most 0)")
     return ll
 
@@ -333,12 +314,66 @@ def _gold(target: str, options: list[str], delimiter: str, where: str) -> int:
     """The gold option's index from the logged target: an index, or the gold choice's text."""
     if re.fullmatch(r"-?[0-9]+", target.strip()):
         if len(target.strip().lstrip("-")) > 9 or not 0 <= int(target) < len(options):  # int() of 5000 digits raises
-            raise ValueError(f"{where}: the target {_short(target)} is not an option index (the document has "
+            raise ValueError(f"{where}: the target {short(target)} is not an option index (the document has "
                              f"{len(options)} options)")
         return int(target)
     for text in (target, delimiter + target):
         if text in options:
             return options.index(text)
     if target.startswith("["):
-        raise ValueError(f"{where}: several gold answers (target {_short(target)}); surfacelab's runs have one gold")
-    raise ValueError(f"{where}: the target {_short(target)} is neither an option index nor one of the options")
+        raise ValueError(f"{where}: several gold answers (target {short(target)}); surfacelab's runs have one gold")
+    raise ValueError(f"{where}: the target {short(target)} is neither an option index nor one of the options")
+
+
+# ----------------------------------------------------------------------------- the reader
+def detect(path: Path) -> bool:
+    """Whether ``path`` looks like lm-eval's output: a folder holding ``samples_<task>_<date>.jsonl`` logs, such a
+    file, lm-eval's results file (read to say what to pass instead), or a JSON Lines file whose first line has
+    lm-eval's ``doc_id`` and ``arguments`` (a log renamed)."""
+    if path.is_dir():
+        return any(SAMPLES_NAME.match(f.name) for f in path.rglob("samples_*.jsonl"))
+    if SAMPLES_NAME.match(path.name) or (path.name.startswith("results_") and path.suffix == ".json"):
+        return True
+    if path.suffix != ".jsonl":
+        return False
+    try:
+        _, first = next(json_lines(path, cap=SAMPLES_MAX_BYTES, where="samples log"))
+    except (ValueError, StopIteration, OSError):
+        return True  # read it as a log, which says what is wrong with it
+    return isinstance(first, dict) and "doc_id" in first and "arguments" in first
+
+
+def read(path: str | Path, task: str | None = None, filter_name: str | None = None) -> LogTask:
+    """The ``LogTask`` of the multiple_choice samples log ``path`` names (a file, or the one in a folder; ``task``
+    picks one of several), its documents under one harness filter (``filter_name`` when the log holds several)."""
+    found = find_log(path, task)
+    file, task_name, results = found.file, found.task, found.results
+    config = task_config(results, found.results_file, task_name)
+    if config.get("output_type", "multiple_choice") != "multiple_choice":
+        raise ValueError(f"path: {str(file)!r} is the log of a {config['output_type']!r} task ({task_name}, says "
+                         f"{found.results_file.name}); surfacelab reads multiple_choice logs only")
+    records = read_records(file)
+    records, filt = one_filter(records, file, filter_name)
+    delimiter = config.get("target_delimiter", " ")
+    docs = [parse_doc(rec, line, file, delimiter) for line, rec in records]
+    reported = results.get("results", {}).get(task_name, {})
+    metrics = sorted({m for d in docs for m in d.metrics})
+    settings = {"config": config, "filter": filt, "n_shot": results.get("n-shot", {}).get(task_name),
+                **{k: results[k] for k in RESULT_KEYS if k in results}}
+    files = [str(file)] + ([str(found.results_file)] if found.results_file else [])
+    return LogTask(reader="lm-eval", task=task_name, docs=docs, delimiter=delimiter,
+                   split=str(config.get("test_split") or config.get("validation_split") or ""),
+                   model=str(results.get("model_name", "")), files=files,
+                   aggregates={m: as_float(reported.get(f"{m},{filt}")) for m in metrics},
+                   metric_scorers=dict(METRIC_SCORERS), settings=settings,
+                   checks={"hash_matches": hash_matches(records, results.get("task_hashes", {}).get(task_name)),
+                           "passed_over": found.passed_over})
+
+
+def hash_matches(records: list[tuple[int, dict[str, Any]]], expected: str | None) -> bool | None:
+    """Whether the log's per-document hashes give the task hash its results file records (the harness's
+    ``task_hashes``: sha256 of the concatenated doc, prompt and target hashes); None when it cannot be told."""
+    if not expected or not all(k in rec for _, rec in records for k in ("doc_hash", "prompt_hash", "target_hash")):
+        return None
+    joined = "".join(rec["doc_hash"] + rec["prompt_hash"] + rec["target_hash"] for _, rec in records)
+    return hashlib.sha256(joined.encode("utf-8")).hexdigest() == expected
