@@ -27,7 +27,7 @@ import pandas as pd
 from .engine import Cancelled, reporting
 from .evaluate import EvalResult, accuracy_table, evaluate, mcnemar, paired_table
 from .tasks import Task, Template
-from .tasks.core import resolve_template
+from .tasks.core import check_pattern, resolve_template
 from .why.verdicts import label_counts
 
 if TYPE_CHECKING:
@@ -286,11 +286,13 @@ def rescues(runs: Mapping[str, EvalResult], cols: Sequence[str] | None = None) -
 # ----------------------------------------------------------------------------- template ablation
 def retemplate(task: Task, *, premise: str | None = None, options: str | None = None,
                domain_premise: str | None = None, name: str | None = None) -> Task:
-    """The task's items re-rendered under its template with some parts replaced by ``str.format`` patterns over
-    the task's fields (``tasks.core``: ``{stem}``, ``{choice}``, ...).
+    """The task's items re-rendered under its template with some parts replaced by patterns over the task's fields
+    (``tasks.core``: ``{stem}``, ``{choice}``, ...; field names only, ``{{`` / ``}}`` for a brace).
 
     Raises:
-        ValueError: naming the part and the field a pattern uses that the task lacks (and the fields it has).
+        ValueError: naming the part and what is wrong, before any item is rendered: a format spec, conversion or
+            attribute / index access (``tasks.core.check_pattern``); or naming the field a pattern uses that the task
+            lacks (and the fields it has).
     """
     base = task.template
     parts = {"premise": premise, "options": options, "domain_premise": domain_premise}
@@ -369,8 +371,8 @@ def save_session(folder: str | Path, runs: Mapping[str, EvalResult], sources: Ma
 
 
 def load_session(folder: str | Path) -> tuple[dict[str, EvalResult], dict[str, dict]]:
-    """The runs and sources ``save_session`` wrote. The folder is untrusted: JSON and CSV only, names checked,
-    nothing in it runs."""
+    """The runs and sources ``save_session`` wrote. The folder is untrusted: JSON and CSV only, names and template
+    patterns checked, nothing in it runs."""
     folder = Path(folder)
     try:
         doc = json.loads((folder / SESSION_FILE).read_text(encoding="utf-8"))
@@ -385,8 +387,27 @@ def load_session(folder: str | Path) -> tuple[dict[str, EvalResult], dict[str, d
         name, sub = (entry.get("name"), entry.get("folder")) if isinstance(entry, dict) else (None, None)
         if not isinstance(name, str) or not _NAME.fullmatch(name) or sub != f"run-{k}":
             raise ValueError(f"folder: run {k} of {SESSION_FILE} has a bad name or folder")
-        runs[name] = EvalResult.load(folder / sub)
         source = entry.get("source", {})
-        sources[name] = source if isinstance(source, dict) else {}
+        where = f"folder: {str(folder)!r}: {SESSION_FILE}: run {name!r}"
+        sources[name] = _check_source(source, where) if isinstance(source, dict) else {}
+        runs[name] = EvalResult.load(folder / sub)
     _check_runs(runs)
     return runs, sources
+
+
+def _check_source(source: dict, where: str) -> dict:
+    """A run's source from a session file, its template patterns checked (``check_pattern``): the explorer renders
+    them as the session opens (a task's ``domain_premise`` too)."""
+    template = source.get("template") or {}
+    if not isinstance(template, dict) or not set(template) <= {"premise", "options", "domain_premise"}:
+        raise ValueError(f"{where}: template must map premise / options / domain_premise to patterns")
+    patterns = list(template.items())
+    if "task" in source and source.get("domain_premise") is not None:
+        patterns.append(("domain_premise", source["domain_premise"]))
+    for part, pattern in patterns:
+        try:
+            check_pattern(pattern, part)
+        except ValueError as err:
+            raise ValueError(f"{where}: template {err}") from None
+    return source
+

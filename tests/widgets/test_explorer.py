@@ -3,6 +3,8 @@ template ablation beside the baseline, an lm-eval log without a model, and the o
 
 from __future__ import annotations
 
+import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -178,6 +180,37 @@ def test_ablation_adds_a_run_and_a_flip_list(ran, tmp_path):
 def test_a_pattern_naming_a_missing_field_is_one_message(ran):
     assert ran.ablate(premise="{nonexistent} because", name="bad") is None
     assert "nonexistent" in ran.message.value and list(ran.runs) == ["code"]
+
+
+@pytest.mark.parametrize("part, pattern, what", [("premise", "{premise:>2000000}", "has a format spec"),
+                                                 ("options", " {choice!r}", "has a conversion"),
+                                                 ("domain_premise", "{premise.__class__}", "attribute or index")])
+def test_an_ablation_field_takes_field_names_only_and_renders_nothing(ran, part, pattern, what, peak_bytes):
+    got = []
+    peak = peak_bytes(lambda: got.append(ran.ablate(**{part: pattern}, name="wide")))
+    assert got == [None] and list(ran.runs) == ["code"] and "wide" not in ran.tasks
+    assert f"{part}: the field" in ran.message.value and what in ran.message.value, ran.message.value
+    assert peak < 2_000_000, peak  # 30 items under the width would hold 60 MB
+
+
+def test_a_session_with_a_format_spec_in_its_template_is_refused_at_the_load_button(ran, tmp_path, peak_bytes):
+    ran.save_session(tmp_path / "s")
+    doc = json.loads((tmp_path / "s" / "session.json").read_text())
+    doc["runs"][0]["source"]["template"] = {"premise": "{premise:>2000000}"}
+    (tmp_path / "s" / "session.json").write_text(json.dumps(doc))
+    ran.folder_box.value, ran.files_note.value = str(tmp_path / "s"), ""
+
+    def click():
+        ran.load_button.click()
+        deadline = time.monotonic() + 30
+        while not ran.files_note.value and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    peak = peak_bytes(click)
+    assert "⚠" in ran.files_note.value and "template premise: the field" in ran.files_note.value
+    assert "has a format spec" in ran.files_note.value and "session.json" in ran.files_note.value
+    assert list(ran.runs) == ["code"] and "code" in ran.tasks  # the open run stays, nothing rendered
+    assert peak < 20_000_000, peak
 
 
 def test_lm_eval_log_opens_without_a_model():
