@@ -1,9 +1,11 @@
 """Where surfacelab keeps what it writes outside the project (one cache folder: converted models, the score cache),
-and how a file is written whole or not at all (``write_atomic``)."""
+how a file is written whole or not at all (``write_atomic``), and how a file from elsewhere is checked before it is
+read (``check_readable``: a regular file of a bounded size, never a device, a FIFO or a folder)."""
 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
@@ -36,4 +38,27 @@ def write_atomic(path: Path, write: Callable[[Path], Any]) -> Path:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+    return path
+
+
+def check_readable(path: Path, max_bytes: int, what: str) -> Path:
+    """``path`` when it is a regular file (a link is followed) of at most ``max_bytes`` bytes.
+
+    A file that comes from elsewhere (a saved run, a session) is read whole; a link to ``/dev/zero`` or a FIFO would
+    never end, and a huge file would fill the memory.
+
+    Raises:
+        ValueError: naming ``what`` and ``path``: missing, not a regular file, or larger than ``max_bytes``.
+    """
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise ValueError(f"{what}: no file {str(path)!r}") from None
+    except OSError as err:
+        raise ValueError(f"{what}: {str(path)!r} cannot be read ({err.strerror or err})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ValueError(f"{what}: {str(path)!r} is not a regular file")
+    if info.st_size > max_bytes:
+        raise ValueError(f"{what}: {str(path)!r} holds {info.st_size:,} bytes, more than the {max_bytes:,} read "
+                         "from such a file")
     return path
