@@ -24,8 +24,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from ._results import read_json
 from .engine import Cancelled, reporting
 from .evaluate import EvalResult, accuracy_table, evaluate, mcnemar, paired_table
+from .run_files import MAX_ROWS
 from .tasks import Task, Template
 from .tasks.core import check_pattern, resolve_template
 from .why.verdicts import label_counts
@@ -372,25 +374,34 @@ def save_session(folder: str | Path, runs: Mapping[str, EvalResult], sources: Ma
 
 def load_session(folder: str | Path) -> tuple[dict[str, EvalResult], dict[str, dict]]:
     """The runs and sources ``save_session`` wrote. The folder is untrusted: JSON and CSV only, names and template
-    patterns checked, nothing in it runs."""
+    patterns checked, each run a whole one (``EvalResult.load``), ``run_files.MAX_ROWS`` option rows in all; nothing
+    in it runs.
+
+    Raises:
+        ValueError: naming the folder, the file and what is wrong, before any run is returned.
+    """
     folder = Path(folder)
+    if not (folder / SESSION_FILE).exists():
+        raise ValueError(f"folder: no {SESSION_FILE} in {str(folder)!r}")
     try:
-        doc = json.loads((folder / SESSION_FILE).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ValueError(f"folder: no {SESSION_FILE} in {str(folder)!r}") from None
-    except json.JSONDecodeError as err:
-        raise ValueError(f"folder: {SESSION_FILE} is not valid JSON ({err})") from None
-    if not isinstance(doc, dict) or doc.get("format") != 1 or not isinstance(doc.get("runs"), list):
-        raise ValueError(f"folder: {SESSION_FILE} is not an explorer session (format 1)")
-    runs, sources = {}, {}
+        doc = read_json(folder / SESSION_FILE, SESSION_FILE)
+    except ValueError as err:
+        raise ValueError(f"folder: {str(folder)!r}: {str(err).removeprefix('path: ')}") from None
+    if not isinstance(doc, dict) or doc.get("format") != 1 or not isinstance(doc.get("runs"), list) or not doc["runs"]:
+        raise ValueError(f"folder: {SESSION_FILE} is not an explorer session (format 1, with runs)")
+    runs, sources, rows = {}, {}, 0
     for k, entry in enumerate(doc["runs"]):
         name, sub = (entry.get("name"), entry.get("folder")) if isinstance(entry, dict) else (None, None)
-        if not isinstance(name, str) or not _NAME.fullmatch(name) or sub != f"run-{k}":
+        if not isinstance(name, str) or not _NAME.fullmatch(name) or sub != f"run-{k}" or name in runs:
             raise ValueError(f"folder: run {k} of {SESSION_FILE} has a bad name or folder")
         source = entry.get("source", {})
         where = f"folder: {str(folder)!r}: {SESSION_FILE}: run {name!r}"
         sources[name] = _check_source(source, where) if isinstance(source, dict) else {}
         runs[name] = EvalResult.load(folder / sub)
+        rows += len(runs[name].scores)
+        if rows > MAX_ROWS:
+            raise ValueError(f"folder: {str(folder)!r}: its runs hold more than {MAX_ROWS:,} option rows together "
+                             f"(run {name!r} passes that)")
     _check_runs(runs)
     return runs, sources
 
@@ -410,4 +421,3 @@ def _check_source(source: dict, where: str) -> dict:
         except ValueError as err:
             raise ValueError(f"{where}: template {err}") from None
     return source
-

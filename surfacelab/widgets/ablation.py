@@ -14,6 +14,7 @@ import pandas as pd
 
 from .. import explore, tasks
 from ..lm_eval_log import from_lm_eval
+from ..safecsv import to_csv
 from .exporting import write_figure
 from .scheduler import Run
 
@@ -204,6 +205,5 @@ class Ablation:
         if path.suffix == ".md":
             path.write_text(explore.comparison_markdown(table), encoding="utf-8")
         else:
-            table.assign(fixed=table["fixed"].map(" ".join), broken=table["broken"].map(" ".join)).to_csv(
-                path, index=False)
+            to_csv(table.assign(fixed=table["fixed"].map(" ".join), broken=table["broken"].map(" ".join)), path)
         return path

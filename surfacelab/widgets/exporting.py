@@ -26,6 +26,7 @@ from plotly.offline import get_plotlyjs, get_plotlyjs_version
 from .. import viz
 from .._format import visible
 from ..paths import write_atomic
+from ..safecsv import to_csv
 from ..models import MLM
 from .loading import server_url
 
@@ -222,8 +223,8 @@ def save_view(view: "View", path: Path) -> Path:
             raise ValueError(f"view {view.name!r}: no data to export ({view.message or 'not computed yet'})")
         path.parent.mkdir(parents=True, exist_ok=True)
         # list cells (token ids and the like) have no CSV form: they are left out
-        data.drop(columns=[c for c in data.columns if data[c].dtype == object
-                           and data[c].map(lambda v: isinstance(v, (list, tuple))).any()]).to_csv(path, index=False)
+        to_csv(data.drop(columns=[c for c in data.columns if data[c].dtype == object
+                                  and data[c].map(lambda v: isinstance(v, (list, tuple))).any()]), path)
         return path
     specs, fields = view.export_parts()
     if not specs:
