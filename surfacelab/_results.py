@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from . import files
+
 if TYPE_CHECKING:
     from .models import LM, MLM
 
@@ -55,14 +57,16 @@ def frame_from_json(doc: dict) -> pd.DataFrame:
     return frame.astype(numeric)
 
 
+#: The largest JSON file a result, a run's meta.json or a session is read from.
+MAX_JSON_BYTES = 256 << 20
+
+
 def read_json(path: Path, what: str) -> Any:
-    """The JSON document at ``path``, or a ``ValueError`` naming ``path`` (no such ``what``, not valid JSON)."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ValueError(f"path: no {what} at {str(path)!r}") from None
-    except json.JSONDecodeError as err:
-        raise ValueError(f"path: {path.name} is not valid JSON ({err})") from None
+    """The JSON document at ``path``, or a ``ValueError`` naming ``path``: no such ``what``, not a regular file of at
+    most ``MAX_JSON_BYTES``, not UTF-8, not valid JSON, or nested too deep to read (``files.read_json``)."""
+    if not path.exists() and not path.is_symlink():
+        raise ValueError(f"path: no {what} at {str(path)!r}")
+    return files.read_json(path, cap=MAX_JSON_BYTES, where=f"path: {path.name}")
 
 
 def model_meta(lm: LM | MLM, **more: Any) -> dict[str, Any]:
@@ -146,8 +150,53 @@ class JSONResult:
                    and f.default_factory is dataclasses.MISSING]
         if missing:
             raise ValueError(f"path: {path.name} is not a saved {cls.__name__} (missing {missing})")
-        return cls(**{f.name: _read_frame(doc, f.name) if _is_frame(f) else doc[f.name]
-                      for f in fields if f.name in doc})
+        values = {}
+        for f in (f for f in fields if f.name in doc):
+            where = f"path: {path.name}: {f.name}"
+            if _is_frame(f):
+                try:
+                    values[f.name] = _read_frame(doc, f.name)
+                except (TypeError, ValueError, KeyError, AttributeError) as err:
+                    raise ValueError(f"{where}: not a saved table ({str(err)[:200]})") from None
+            elif not _fits(doc[f.name], str(f.type)):
+                raise ValueError(f"{where}: expected {f.type}, got {json.dumps(doc[f.name], default=str)[:80]}")
+            else:
+                values[f.name] = doc[f.name]
+        options = values.get("options")
+        for name in OPTION_INDEX_FIELDS:
+            index = values.get(name)
+            if isinstance(index, int) and isinstance(options, list) and not 0 <= index < len(options):
+                raise ValueError(f"path: {path.name}: {name}: {index} is not an index into the "
+                                 f"{len(options)} options")
+        try:
+            return cls(**values)
+        except (TypeError, ValueError, KeyError, AttributeError) as err:
+            raise ValueError(f"path: {path.name} is not a saved {cls.__name__} ({str(err)[:200]})") from None
+
+
+#: Fields of a result that index into its ``options`` (checked on load).
+OPTION_INDEX_FIELDS = ("gold", "against")
+_SCALARS = {"str": (str,), "int": (int,), "float": (int, float), "bool": (bool,), "dict": (dict,),
+            "list": (list,), "None": (type(None),)}
+
+
+def _fits(value: Any, annotation: str) -> bool:
+    """Whether a JSON value fits a field's annotation ("str", "int | None", "list[str]", "dict[str, float]", ...;
+    a type JSON cannot hold, such as ``np.ndarray``, is the class's to convert)."""
+    for alt in (a.strip() for a in annotation.split("|")):
+        outer, _, inner = alt.partition("[")
+        args = [a.strip() for a in inner.rstrip("]").split(",") if a.strip() not in ("", "...")]
+        if outer in ("list", "tuple"):
+            if isinstance(value, list) and all(_fits(v, args[0]) for v in value):
+                return True
+        elif outer == "dict":
+            if isinstance(value, dict) and (len(args) < 2 or all(_fits(v, args[1]) for v in value.values())):
+                return True
+        elif outer not in _SCALARS:
+            return True
+        elif isinstance(value, _SCALARS[outer]) and (outer in ("bool", "None") or not isinstance(value, bool)):
+            return True
+    return False
 
 
 def _read_frame(doc: dict, name: str) -> pd.DataFrame:

@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
@@ -63,6 +62,7 @@ from scipy.stats import binomtest
 from . import tasks, text
 from ._checks import check_int, is_int
 from .engine.requests import CONDITIONS, Entry, Plan, Scores
+from .run_files import read_run, write_run
 from .scorers import SCORERS, check_scorers, get_scorer
 from .scoring import MCResult, item_table, plan_table, result_meta
 from .tasks import LMEvalTemplate, Task, Template
@@ -126,38 +126,15 @@ class EvalResult:
         return list(acc.index[acc == acc.max()])
 
     def save(self, directory: str | Path) -> Path:
-        """Write ``items.csv``, ``scores.csv``, ``accuracy.csv``, ``paired.csv``, ``labels.csv`` and ``meta.json``."""
-        d = Path(directory)
-        d.mkdir(parents=True, exist_ok=True)
-        for name in ("items", "scores", "accuracy", "paired", "labels"):
-            getattr(self, name).to_csv(d / f"{name}.csv", index=False)
-        meta = {"task": self.task, "split": self.split, "model": self.model, "template": self.template,
-                "scorers": self.scorers, **self.meta,
-                "text_columns": {name: [c for c, t in getattr(self, name).dtypes.items() if not
-                                        (pd.api.types.is_numeric_dtype(t) or pd.api.types.is_bool_dtype(t))]
-                                 for name in ("items", "scores", "accuracy", "paired", "labels")}}
-        (d / "meta.json").write_text(json.dumps(meta, indent=1, default=str))
-        return d
+        """Write ``items.csv``, ``scores.csv``, ``accuracy.csv``, ``paired.csv``, ``labels.csv`` (spreadsheet-safe
+        CSV) and ``meta.json`` (``run_files.write_run``)."""
+        return write_run(self, directory)
 
     @classmethod
     def load(cls, directory: str | Path) -> "EvalResult":
-        """Read a run written by ``save`` (frames from CSV; text columns, named in ``meta.json``, come back as text)."""
-        d = Path(directory)
-        if not (d / "meta.json").is_file():
-            raise ValueError(f"directory: {str(d)!r} holds no meta.json of a saved EvalResult")
-        meta = json.loads((d / "meta.json").read_text())
-        head = {k: meta.pop(k) for k in ("task", "split", "model", "template", "scorers")}
-        text = meta.pop("text_columns", {})
-        frames = {}
-        for name in ("items", "scores", "accuracy", "paired", "labels"):
-            try:
-                f = pd.read_csv(d / f"{name}.csv")
-            except pd.errors.EmptyDataError:
-                f = pd.DataFrame()
-            for c in text.get(name, []):
-                f[c] = f[c].astype(object).where(f[c].notna(), "").astype(str)
-            frames[name] = f
-        return cls(**head, **frames, meta=meta)
+        """Read a run written by ``save``, refused with a ``ValueError`` naming the folder, the file and the column or
+        row unless it is a whole, consistent run (``run_files.read_run``; text comes back exactly as it was)."""
+        return cls(**read_run(directory))
 
     def show(self) -> Any:
         """Accuracy per scorer with its 95% CI and the chance line (``viz.accuracy_ci``)."""

@@ -24,10 +24,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from ._results import read_json
 from .engine import Cancelled, reporting
 from .evaluate import EvalResult, accuracy_table, evaluate, mcnemar, paired_table
 from .logs import LOG_SOURCE, log_notes
+from .run_files import MAX_ROWS
 from .tasks import Task, Template
+from .tasks.core import check_pattern
 from .tasks.task import resolve_template
 from .why.verdicts import label_counts
 
@@ -290,11 +293,13 @@ def rescues(runs: Mapping[str, EvalResult], cols: Sequence[str] | None = None) -
 # ----------------------------------------------------------------------------- template ablation
 def retemplate(task: Task, *, premise: str | None = None, options: str | None = None,
                domain_premise: str | None = None, name: str | None = None) -> Task:
-    """The task's items re-rendered under its template with some parts replaced by ``str.format`` patterns over
-    the task's fields (``tasks.core``: ``{stem}``, ``{choice}``, ...).
+    """The task's items re-rendered under its template with some parts replaced by patterns over the task's fields
+    (``tasks.core``: ``{stem}``, ``{choice}``, ...; field names only, ``{{`` / ``}}`` for a brace).
 
     Raises:
-        ValueError: naming the part and the field a pattern uses that the task lacks (and the fields it has).
+        ValueError: naming the part and what is wrong, before any item is rendered: a format spec, conversion or
+            attribute / index access (``tasks.core.check_pattern``); or naming the field a pattern uses that the task
+            lacks (and the fields it has).
     """
     base = task.template
     parts = {"premise": premise, "options": options, "domain_premise": domain_premise}
@@ -373,24 +378,51 @@ def save_session(folder: str | Path, runs: Mapping[str, EvalResult], sources: Ma
 
 
 def load_session(folder: str | Path) -> tuple[dict[str, EvalResult], dict[str, dict]]:
-    """The runs and sources ``save_session`` wrote. The folder is untrusted: JSON and CSV only, names checked,
-    nothing in it runs."""
+    """The runs and sources ``save_session`` wrote. The folder is untrusted: JSON and CSV only, names and template
+    patterns checked, each run a whole one (``EvalResult.load``), ``run_files.MAX_ROWS`` option rows in all; nothing
+    in it runs.
+
+    Raises:
+        ValueError: naming the folder, the file and what is wrong, before any run is returned.
+    """
     folder = Path(folder)
+    if not (folder / SESSION_FILE).exists():
+        raise ValueError(f"folder: no {SESSION_FILE} in {str(folder)!r}")
     try:
-        doc = json.loads((folder / SESSION_FILE).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ValueError(f"folder: no {SESSION_FILE} in {str(folder)!r}") from None
-    except json.JSONDecodeError as err:
-        raise ValueError(f"folder: {SESSION_FILE} is not valid JSON ({err})") from None
-    if not isinstance(doc, dict) or doc.get("format") != 1 or not isinstance(doc.get("runs"), list):
-        raise ValueError(f"folder: {SESSION_FILE} is not an explorer session (format 1)")
-    runs, sources = {}, {}
+        doc = read_json(folder / SESSION_FILE, SESSION_FILE)
+    except ValueError as err:
+        raise ValueError(f"folder: {str(folder)!r}: {str(err).removeprefix('path: ')}") from None
+    if not isinstance(doc, dict) or doc.get("format") != 1 or not isinstance(doc.get("runs"), list) or not doc["runs"]:
+        raise ValueError(f"folder: {SESSION_FILE} is not an explorer session (format 1, with runs)")
+    runs, sources, rows = {}, {}, 0
     for k, entry in enumerate(doc["runs"]):
         name, sub = (entry.get("name"), entry.get("folder")) if isinstance(entry, dict) else (None, None)
-        if not isinstance(name, str) or not _NAME.fullmatch(name) or sub != f"run-{k}":
+        if not isinstance(name, str) or not _NAME.fullmatch(name) or sub != f"run-{k}" or name in runs:
             raise ValueError(f"folder: run {k} of {SESSION_FILE} has a bad name or folder")
-        runs[name] = EvalResult.load(folder / sub)
         source = entry.get("source", {})
-        sources[name] = source if isinstance(source, dict) else {}
+        where = f"folder: {str(folder)!r}: {SESSION_FILE}: run {name!r}"
+        sources[name] = _check_source(source, where) if isinstance(source, dict) else {}
+        runs[name] = EvalResult.load(folder / sub)
+        rows += len(runs[name].scores)
+        if rows > MAX_ROWS:
+            raise ValueError(f"folder: {str(folder)!r}: its runs hold more than {MAX_ROWS:,} option rows together "
+                             f"(run {name!r} passes that)")
     _check_runs(runs)
     return runs, sources
+
+
+def _check_source(source: dict, where: str) -> dict:
+    """A run's source from a session file, its template patterns checked (``check_pattern``): the explorer renders
+    them as the session opens (a task's ``domain_premise`` too)."""
+    template = source.get("template") or {}
+    if not isinstance(template, dict) or not set(template) <= {"premise", "options", "domain_premise"}:
+        raise ValueError(f"{where}: template must map premise / options / domain_premise to patterns")
+    patterns = list(template.items())
+    if "task" in source and source.get("domain_premise") is not None:
+        patterns.append(("domain_premise", source["domain_premise"]))
+    for part, pattern in patterns:
+        try:
+            check_pattern(pattern, part)
+        except ValueError as err:
+            raise ValueError(f"{where}: template {err}") from None
+    return source

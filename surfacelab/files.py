@@ -35,6 +35,8 @@ from .text import bad_character
 
 #: A ``\\uD800``-``\\uDFFF`` escape in JSON text: only then can a parsed string hold a lone surrogate.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+#: Bytes read at a time.
+CHUNK = 1 << 20
 _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
@@ -82,15 +84,24 @@ def open_regular(path: str | os.PathLike, *, cap: int, where: str) -> Iterator[B
         yield fh
 
 
+def read_bytes(path: str | os.PathLike, *, cap: int, where: str) -> bytes:
+    """The whole of the regular file ``path`` (at most ``cap`` bytes), read a MiB at a time (a buffer as large as the
+    cap is never made for a small file)."""
+    parts, total = [], 0
+    with open_regular(path, cap=cap, where=where) as fh:
+        while chunk := fh.read(min(CHUNK, cap + 1 - total)):
+            parts.append(chunk)
+            total += len(chunk)
+            if total > cap:
+                raise ValueError(f"{where} grew past {size_text(cap)} while it was read")
+    return b"".join(parts)
+
+
 def read_json(path: str | os.PathLike, *, cap: int, where: str, max_depth: int | None = None) -> Any:
     """One JSON document from the regular file ``path`` (at most ``cap`` bytes), every error naming ``where``; with
     ``max_depth``, one nested deeper is refused (what is kept of it is later written out again, and ``json.dumps``
     or ``repr`` of a value near the recursion limit fails there)."""
-    with open_regular(path, cap=cap, where=where) as fh:
-        data = fh.read(cap + 1)
-    if len(data) > cap:
-        raise ValueError(f"{where} grew past {size_text(cap)} while it was read")
-    value = parse_json(data, where)
+    value = parse_json(read_bytes(path, cap=cap, where=where), where)
     if max_depth is not None and (deep := depth(value)) > max_depth:
         raise ValueError(f"{where}: JSON nested {deep} levels deep, more than the {max_depth} such a file has")
     return value

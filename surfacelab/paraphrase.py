@@ -47,6 +47,7 @@ from ._results import JSONResult, read_json
 from . import engine, text
 from .engine.requests import Entry, Plan
 from .mass_rules import WINNER_RULES, winner_sentences
+from .safecsv import to_csv
 
 if TYPE_CHECKING:
     from .models import LM
@@ -175,7 +176,7 @@ class MassResult(JSONResult):
         """Write ``.concepts`` as CSV (``*.csv``) or every field and frame as JSON (``*.json``, ``MassResult.load``)."""
         path = Path(path)
         if path.suffix == ".csv":
-            self.concepts.to_csv(path, index=False)
+            to_csv(self.concepts, path)
             return path
         return super().save(path)
 

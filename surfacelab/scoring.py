@@ -30,6 +30,7 @@ from ._checks import is_int
 from ._format import gap
 from ._results import JSONResult, model_meta
 from .engine.requests import CUT_COLUMNS, Entry, Plan, Scores
+from .safecsv import to_csv
 from .scorers import RAW_COLUMNS, SCORERS, TIE_TOL, Scorer, get_scorer
 from .text import check_options, check_text, glued
 
@@ -116,7 +117,7 @@ class MCResult(JSONResult):
         """Write ``.table`` as CSV (``*.csv``) or every field and frame as JSON (``*.json``, ``MCResult.load``)."""
         path = Path(path)
         if path.suffix == ".csv":
-            self.table.to_csv(path, index=False)
+            to_csv(self.table, path)
             return path
         return super().save(path)
 

@@ -105,9 +105,65 @@ def _singular(phrase: str) -> str | None:
     return None if cand == phrase[:-1] and modern.plural_noun(phrase) != phrase + "s" else cand
 
 
+#: Letters whose names start with a vowel sound: "ay", "ee", "ef", "aitch", "eye", "el", "em", "en", "oh", "ar", "ess",
+#: "ex" ("an FBI agent", "an LED"); the others' do not ("a BBC reporter", "a URL": "you").
+VOWEL_NAMED = frozenset("AEFHILMNORSX")
+#: Acronyms said as a word that the pronounceability rule (``said_as_word``) reads letter by letter: three letters,
+#: or a cluster English words do not start with.
+WORD_READ = frozenset({"HUD", "LAN", "RAM", "ROM", "SCSI", "SIM"})
+#: Consonant clusters an English word can start with (the rest, "HT" in HTML or "NS" in NSAID, are spelled out).
+_ONSETS = frozenset("B BL BR C CH CL CR D DR F FL FR G GL GR GN H J K KL KN KR L M N P PH PL PR Q QU R S SC SCR SH SK "
+                    "SL SM SN SP SPL SPR ST STR SW T TH TR TW V W WH WR Z".split())
+
+
+def said_as_word(acronym: str) -> bool:
+    """Whether an all-capitals word is said as a word ("NASA", "NATO", "SCUBA") rather than letter by letter ("FBI",
+    "LED", "HTML", "NAACP").
+
+    The rule: ``WORD_READ``; else a word of four letters or more, without digits, that starts as English words start
+    (no consonant cluster outside ``_ONSETS``), has no run of more than three consonants, and ends in a single
+    consonant, a doubled one ("MADD") or an English final cluster (a liquid or nasal before a stop or fricative, as
+    in "NIST", "SARS", "SMART"; a stop before S or T; SH, CH, TH, CK, NG, PH). Shorter ones, and codes with digits
+    ("F1", "MP3"), are spelled out.
+
+    >>> [said_as_word(w) for w in ("NASA", "UNESCO", "FBI", "HTML", "NAACP", "RAM")]
+    [True, True, False, False, False, True]
+    """
+    if acronym in WORD_READ:
+        return True
+    if len(acronym) < 4 or not acronym.isalpha():
+        return False
+    runs = re.split("[AEIOU]+", acronym[0] + acronym[1:].replace("Y", "I"))  # a Y after the first letter is a vowel
+    onset, last = runs[0], runs[-1]
+    if len(runs) < 2 or (onset and onset not in _ONSETS) or max(len(r) for r in runs[1:]) > 3:
+        return False
+    return len(last) <= 1 or all(_final_pair(a + b) for a, b in zip(last, last[1:]))
+
+
+def _final_pair(pair: str) -> bool:
+    """Two consonants that can end an English syllable."""
+    first, second = pair
+    return (first == second or pair in ("SH", "CH", "TH", "CK", "NG", "PH")
+            or first in "LMNRS" and second in "BCDFGKMPSTZ" or first in "BCDFGKPX" and second in "ST")
+
+
 def indefinite_article(phrase: str) -> str:
-    """ "a" or "an" before ``phrase``, by its sound ("an hour", "a university", "an FBI agent")."""
-    return _inflect()[0].a(text.check_text(phrase, "phrase", allow_empty=False)).split(" ", 1)[0]
+    """ "a" or "an" before ``phrase``, by its sound ("an hour", "a university", "an FBI agent", "a NASA engineer").
+
+    An acronym (a first word of capitals and digits: "FBI", "F1", "MP3", "MBAs", "X-ray") is said letter by letter
+    or as a word (``said_as_word``): spelled out, its first letter's name decides (``VOWEL_NAMED``: "an LED", "an
+    SOS", "a URL"); said as a word, its own first sound ("a NATO summit", "an OPEC member"), and a first U is always
+    "you" ("a UEFA ruling", "a UNESCO site"). Every other phrase goes to inflect's ``a()``. An all-capitals word
+    that is no acronym reads as one (a shouted "UMBRELLA" gets "a").
+    """
+    text.check_text(phrase, "phrase", allow_empty=False)
+    code = re.match(r"[A-Z][A-Z0-9]*(?=s?(?![a-z]))", phrase.lstrip())
+    if code is None or len(code.group()) == 1 and phrase.lstrip()[1:2].isalpha():
+        return _inflect()[0].a(phrase).split(" ", 1)[0]
+    letters = code.group()
+    if said_as_word(letters):
+        return "a" if letters[0] == "U" else _inflect()[0].a(letters.lower()).split(" ", 1)[0]
+    return "an" if letters[0] in VOWEL_NAMED else "a"
 
 
 def _number_forms(core: str, article: str) -> tuple[str, dict[str, str]]:

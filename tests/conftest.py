@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tracemalloc
 
 import pytest
 
@@ -51,3 +52,17 @@ def real_mlm():
     from surfacelab import load_mlm
 
     return load_mlm("splade-tiny", device="cpu")
+
+
+@pytest.fixture
+def peak_bytes():
+    """``peak_bytes(call)``: the most memory Python held while ``call()`` ran (tracemalloc, every thread)."""
+    def measure(call) -> int:
+        tracemalloc.start()
+        try:
+            call()
+        finally:
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+        return peak
+    return measure

@@ -6,6 +6,7 @@ real in a second; the packaged models are used in the tests marked ``slow``.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -18,7 +19,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from spreadsheet import HOSTILE, check_cells
 from surfacelab import cli
+from surfacelab.evaluate import EvalResult
 from test_pll import _write_blimp
 from tiny_models import tiny_causal, tiny_masked
 
@@ -478,3 +481,28 @@ def test_eval_limit_is_the_first_items_and_sample_a_seeded_draw(lm_dir, copa_fil
     with pytest.raises(SystemExit) as exc:
         cli.main([*base, "--limit", "2", "--sample", "2"])
     assert exc.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
+
+
+# --- CSV a spreadsheet opens as data ------------------------------------------------------------------------------
+def test_every_csv_the_command_line_writes_is_spreadsheet_safe(lm_dir, mlm_dir, tmp_path, capsys):
+    recs = [dict(COPA, id=h, premise=f"{h} The man took a bath.", choice2=h) for h in HOSTILE]
+    data = tmp_path / "val.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+    rc, out, err = run(capsys, ["eval", "--task", "copa", "--data-dir", str(data), "--model", lm_dir, "--no-progress",
+                                "--scorers", "lm,dcpmi", "--out", str(tmp_path / "items.csv"), "--save-dir",
+                                str(tmp_path / "run")])
+    assert rc == 0, err
+    items = EvalResult.load(tmp_path / "run").items  # the same rows, read back exactly
+    assert items["id"].tolist() == HOSTILE
+    assert check_cells(tmp_path / "items.csv", items) >= len(HOSTILE)  # the ids, behind a quote
+    # --format csv on stdout: the options table of `score`
+    rc, out, _ = run(capsys, ["score", "--premise", "=cmd|' /C calc'!A0 took a bath in the", "--option=-2+3",
+                              "--option", "@SUM(A1)", "--option", " bathtub", "--model", lm_dir, "--format", "csv"])
+    frame = pd.read_csv(io.StringIO(out, newline=""), keep_default_na=False, dtype={"option": str})
+    assert rc == 0 and frame["option"].tolist() == ["'-2+3", "'@SUM(A1)", " bathtub"]
+    assert frame["logprob"].dtype.kind == "f" and (frame["logprob"] < 0).all()  # negative numbers stay numbers
+    # pll --csv
+    rc, out, _ = run(capsys, ["pll", "--sentence", '=HYPERLINK("http://x") is a link.', "--sentence", "A cat sat.",
+                              "--model", mlm_dir, "--csv", str(tmp_path / "p.csv")])
+    table = pd.read_csv(tmp_path / "p.csv", keep_default_na=False)
+    assert rc == 0 and table["sentence"].tolist() == ["'=HYPERLINK(\"http://x\") is a link.", "A cat sat."]

@@ -4,6 +4,7 @@ filters and the rescue matrix agree with the runs' own columns, template edits, 
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -150,6 +151,67 @@ def test_a_pattern_naming_a_missing_field_is_one_message(copa):
     edited = explore.retemplate(copa, premise=" {premise} so", domain_premise=" so")
     assert edited[0].premise.endswith(" so") and edited[0].domain_premise == " so"
     assert {"code", "paper_table", "lm-eval"} <= set(explore.presets(copa))
+
+
+#: Patterns that must be refused before any item is rendered: (part, pattern, what the message says is wrong). The
+#: width would allocate 2 MB per item.
+HOSTILE_PATTERNS = [
+    ("premise", "{premise:>2000000}", "has a format spec"),
+    ("options", " {choice!r}", r"has a conversion \(!r\)"),
+    ("domain_premise", "{premise.__class__}", "has attribute or index access"),
+    ("premise", "{choices[0]} because", "has attribute or index access"),
+    ("premise", "{} because", r"is positional"),
+    ("options", " {choice:{index}}", "has a format spec"),
+    ("premise", "{premise because", "expected '}'"),
+]
+
+
+@pytest.mark.parametrize("part, pattern, what", HOSTILE_PATTERNS)
+def test_a_pattern_takes_field_names_only_and_is_refused_before_any_item_is_rendered(copa, part, pattern, what,
+                                                                                   peak_bytes):
+    errors = []
+
+    def call():
+        try:
+            explore.retemplate(copa, **{part: pattern})
+        except ValueError as err:
+            errors.append(str(err))
+
+    peak = peak_bytes(call)
+    assert errors and f"{part}: " in errors[0] and re.search(what, errors[0]), errors
+    assert peak < 1_000_000, peak  # 12 items under the width would hold 24 MB
+
+
+def test_a_pattern_keeps_its_brace_escapes(copa):
+    edited = explore.retemplate(copa, premise="{{premise}} {premise}", domain_premise=" {{so}}")
+    fields = copa[0].meta["fields"]
+    assert edited[0].premise == "{premise} " + fields["premise"] and edited[0].domain_premise == " {so}"
+
+
+def _session(runs, folder, template: dict) -> None:
+    explore.save_session(folder, runs, {"code": {"task": "copa", "n": 12}, "then": {"task": "copa", "n": 12}})
+    doc = json.loads((folder / "session.json").read_text())
+    doc["runs"][1]["source"]["template"] = template
+    (folder / "session.json").write_text(json.dumps(doc))
+
+
+@pytest.mark.parametrize("part, pattern, what", HOSTILE_PATTERNS[:4])
+def test_a_session_whose_template_has_more_than_field_names_is_refused(runs, tmp_path, part, pattern, what,
+                                                                      peak_bytes):
+    _session(runs, tmp_path / "s", {"premise": "{premise}", part: pattern})
+    errors = []
+
+    def call():
+        try:
+            explore.load_session(tmp_path / "s")
+        except ValueError as err:
+            errors.append(str(err))
+
+    peak = peak_bytes(call)
+    assert errors, "the session loaded"
+    assert str(tmp_path / "s") in errors[0] and "session.json" in errors[0] and "run 'then'" in errors[0]
+    assert f"template {part}: " in errors[0] and re.search(what, errors[0])
+    assert peak < 20_000_000, peak  # the two small runs are read; nothing is rendered
 
 
 def test_a_session_round_trips_and_a_tampered_one_is_refused(runs, tmp_path):

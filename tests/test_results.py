@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -139,3 +141,33 @@ def test_blimp_result_round_trip_meta_and_show(tiny_mlm, tmp_path):
     # x: overall then the fields; y: the frames' accuracies (overall = mean of paradigm accuracies)
     assert list(fig.data[0].x) == ["overall", "morphology", "syntax"]
     assert list(fig.data[0].y) == pytest.approx(list(res.summary()["original"]))
+
+
+# --- a saved result is a file from elsewhere: a value of the wrong type or out of range is refused by name ---------
+@pytest.mark.parametrize("field, value, message", [
+    ("gold", 99, r"r.json: gold: 99 is not an index into the 2 options"),
+    ("gold", -1, r"r.json: gold: -1 is not an index into the 2 options"),
+    ("gold", 1.5, r"r.json: gold: expected int \| None, got 1.5"),
+    ("premise", 5, r"r.json: premise: expected str, got 5"),
+    ("options", "ab", r"r.json: options: expected list\[str\], got \"ab\""),
+    ("options", [" bathtub", 3], r"r.json: options: expected list\[str\]"),
+    ("table", "x", r"r.json: table: not a saved table"),
+    ("table", [{"logprob": "high"}], r"r.json: table: not a saved table"),
+    ("meta", [], r"r.json: meta: expected dict"),
+])
+def test_a_saved_mcresult_with_a_bad_field_is_refused_naming_it(tiny_lm, tmp_path, field, value, message):
+    r = sl.score(tiny_lm, "The man took a bath in the", [" bathtub", " tub"], gold=1, cache=False)
+    doc = json.loads(r.save(tmp_path / "r.json").read_text())
+    doc[field] = value
+    (tmp_path / "r.json").write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=message):
+        MCResult.load(tmp_path / "r.json")
+
+
+def test_a_saved_why_result_whose_against_is_out_of_range_is_refused(tiny_lm, tmp_path):
+    w = sl.why(tiny_lm, "The man took a bath in the", [" bathtub", " tub"], gold=0)
+    doc = json.loads(w.save(tmp_path / "w.json").read_text())
+    doc["against"] = 5
+    (tmp_path / "w.json").write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=r"w.json: against: 5 is not an index into the 2 options"):
+        type(w).load(tmp_path / "w.json")

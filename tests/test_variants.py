@@ -188,7 +188,7 @@ def test_an_acronym_plural_adds_a_lower_case_s(option):
     assert not [v for v in forms if _words(v)[-1] not in (word, word + "s")]  # no "MBAS", "UNESCOES"
     assert surface_forms.plural(word) == word + "s" and surface_forms.singular(word + "s") == word
     assert surface_forms.singular(word) is None  # an acronym is singular
-    article = surface_forms.indefinite_article(word)  # by sound, as inflect reads the letters
+    article = surface_forms.indefinite_article(word)  # by sound (ACRONYM_ARTICLES below holds the list)
     assert f" {article} {word}" in forms and f" {'a' if article == 'an' else 'an'} {word}" not in forms
 
 
@@ -200,3 +200,48 @@ def test_articles_before_acronyms_and_proper_words_go_by_sound():
 def test_a_capital_at_the_very_start_of_an_option_is_still_the_sentences():
     assert "A knife" in _forms("Knives") and " a European" in _forms(" European")
     assert "a european" in _forms("European")  # no leading space: read like "Knives" (a sentence's first word)
+
+
+# --- the article of an acronym: how its first letter or syllable is said ---------------------------
+#: The article a careful writer puts before each, written by hand from how the word is said: letter by letter, the
+#: letters A E F H I L M N O R S X have names that start with a vowel sound ("ef", "aitch", "el", "em", "en", "ar",
+#: "ess", "ex"), the others do not ("bee", "you", "double-u"); said as a word, the word's own first sound counts.
+SPELLED_AN = ["FBI agent", "LED", "SOS", "MRI", "HTML page", "F1 car", "MP3", "NGO", "HIV test", "RSVP", "SUV",
+              "LCD screen", "MBA", "NBA team", "XML file", "HR manager", "LLM", "NSAID", "HVAC system", "NCAA title",
+              "NAACP chapter", "HTTP request", "ATM", "IOU", "EU law", "API", "OCR engine", "H1N1 outbreak",
+              "RV", "X-ray", "S-bend", "MSc", "NHS hospital", "SSD"]
+SPELLED_A = ["URL", "UFO", "BBC reporter", "USB stick", "CEO", "DVD", "GPS", "PDF", "TV", "VIP", "YMCA", "UK firm",
+             "JPEG", "B12 shot", "U-turn", "T-shirt", "UN resolution", "WHO report", "K9 unit", "CD"]
+SAID_A = ["NASA engineer", "NATO summit", "UEFA ruling", "UNESCO site", "FIFA official", "UNICEF report", "LASER",
+          "RADAR", "SCUBA diver", "SWAT team", "STEM degree", "SARS outbreak", "NAFTA clause", "HIPAA form",
+          "HEPA filter", "FEMA trailer", "NIST standard", "RAM chip", "LAN party", "SIM card", "MIDI file",
+          "MADD chapter", "NORAD alert", "FOIA request", "LASIK surgeon", "NIMBY", "SMART goal", "RAID array"]
+SAID_AN = ["OPEC member", "AIDS patient", "IKEA store", "OSHA rule", "ASCII table", "ANOVA", "EFTA member"]
+ACRONYM_ARTICLES = ([(w, "an") for w in SPELLED_AN + SAID_AN] + [(w, "a") for w in SPELLED_A + SAID_A])
+
+
+def test_the_acronym_list_covers_both_readings_and_every_kind_of_first_letter():
+    assert len(ACRONYM_ARTICLES) >= 40
+    first = {w[0] for w, _ in ACRONYM_ARTICLES}
+    assert set("FHLMNRSX") <= {w[0] for w in SPELLED_AN} and set("FHLMNRS") <= {w[0] for w in SAID_A}
+    assert set("AEIO") <= first and "U" in first and set("BCDGJKPTVWY") <= first
+
+
+@pytest.mark.parametrize("phrase, article", ACRONYM_ARTICLES)
+def test_an_acronym_takes_the_article_of_its_sound(phrase, article):
+    assert surface_forms.indefinite_article(phrase) == article
+
+
+@pytest.mark.parametrize("option, present, absent", [
+    (" an FBI agent", [" an FBI agent", " An FBI agent."], [" a FBI agent", " A FBI agent"]),
+    (" a URL", [" a URL", " A URL."], [" an URL", " An URL"]),
+    (" an SOS", [" an SOS"], [" a SOS"]),
+    (" LED", [" an LED", " the LEDs"], [" a LED"]),
+    (" F1 car", [" an F1 car"], [" a F1 car"]),
+    (" UEFA ruling", [" a UEFA ruling"], [" an UEFA ruling"]),
+    (" NASA engineer", [" a NASA engineer"], [" an NASA engineer"]),
+])
+def test_the_variants_propose_the_article_of_the_acronyms_sound(option, present, absent):
+    got = _forms(option)
+    assert set(present) <= got, sorted(set(present) - got)
+    assert not set(absent) & got, sorted(set(absent) & got)

@@ -28,6 +28,7 @@ from rich.text import Text
 
 from .._format import printable
 from ..paths import write_atomic
+from ..safecsv import to_csv
 
 FORMATS = ("table", "csv", "json", "markdown")
 #: numeric columns shown as integers even when their dtype is float (ranks are computed as floats)
@@ -133,7 +134,7 @@ class Printer:
         """Print the views: rich tables, markdown tables, the first view as csv, or every view (and ``extra``)
         as json."""
         if self.fmt == "csv":
-            sys.stdout.write(machine_frame(views[0].frame).to_csv(index=False))
+            sys.stdout.write(to_csv(machine_frame(views[0].frame)))
         elif self.fmt == "json":
             doc = {v.name: json.loads(machine_frame(v.frame).to_json(orient="records")) for v in views}
             sys.stdout.write(json.dumps({**doc, **(extra or {})}, indent=1, default=str) + "\n")
@@ -222,6 +223,6 @@ def finish(printer: Printer, res: Any, notes: list[str], out: Path, save_dir: Pa
     ``save_dir`` (each path printed as written)."""
     for line in notes:
         printer.note(line)
-    printer.note(f"wrote {write_atomic(out, lambda p: res.items.to_csv(p, index=False))}")
+    printer.note(f"wrote {write_atomic(out, lambda p: to_csv(res.items, p))}")
     if save_dir is not None:
         printer.note(f"wrote {res.save(save_dir)}")

@@ -17,6 +17,7 @@ import pandas as pd
 from ..pll import METRICS
 from . import _checks, _output
 from ..paths import write_atomic
+from ..safecsv import to_csv
 
 if TYPE_CHECKING:
     from ..models import MLM
@@ -104,5 +105,5 @@ def run(args: argparse.Namespace) -> int:
         printer.note(f"note: {mlm.note}")
     table = (_blimp if args.blimp else _sentences)(args, mlm, batch, printer)
     if csv_path is not None:
-        printer.note(f"wrote {write_atomic(csv_path, lambda p: table.to_csv(p, index=False))}")
+        printer.note(f"wrote {write_atomic(csv_path, lambda p: to_csv(table, p))}")
     return 0

@@ -12,8 +12,11 @@ the hook ``ablate()`` uses.
 
 Format strings
 --------------
-String parts of a template are Python ``str.format`` patterns over the fields.  The option
-pattern is applied once per choice with these extra keys:
+String parts of a template are patterns over the fields: literal text and ``{field}`` names, ``{{`` / ``}}`` for
+a literal brace, rendered with ``str.format``.  A pattern holds field names only (``check_pattern``): no format
+spec, conversion or attribute / index access, so that a pattern typed in the explorer or read from a file (a
+session, a template set) cannot make an item cost more than its fields.  The option pattern is applied once per
+choice with these extra keys:
 
 * ``choice``          the choice text as in the data;
 * ``choice_lc``       the choice with its first character lower-cased;
@@ -33,6 +36,7 @@ answers differently from the task's label).
 
 from __future__ import annotations
 
+import string
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -46,8 +50,58 @@ OptionRenderer = str | Sequence[str] | Callable[[dict[str, Any]], list[str]]
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
+#: The string parts of a Template that are patterns (``options`` only when it is a string).
+PATTERN_PARTS = ("premise", "options", "domain_premise", "per_option_premise", "shot", "preamble")
+
+
+def check_pattern(pattern: str, part: str) -> str:
+    """``pattern`` when it is a template pattern: literal text and ``{field}`` names (``{{`` / ``}}`` for braces).
+
+    A format spec (``{premise:>20000000}``: a width allocates that many characters for every item), a conversion
+    (``{choice!r}``), attribute or index access (``{premise.__class__}``, ``{choices[0]}``) and positional fields
+    (``{}``, ``{0}``) are refused before anything is rendered: patterns come from people and files, and a field name
+    is all a template needs.
+
+    Args:
+        pattern: the pattern.
+        part: what it is, for the message (``premise``, ``options``, ``domain_premise``, ...).
+
+    Raises:
+        ValueError: naming ``part`` and what is wrong with the pattern.
+
+    >>> check_pattern("{premise} because {{so}}", "premise")
+    '{premise} because {{so}}'
+    """
+    if not isinstance(pattern, str):
+        raise ValueError(f"{part}: expected a pattern (str), got {type(pattern).__name__}")
+    try:
+        fields = [(name, spec, conv) for _, name, spec, conv in string.Formatter().parse(pattern) if name is not None]
+    except ValueError as err:
+        raise ValueError(f"{part}: {err} in the pattern (write {{{{ and }}}} for a literal brace)") from None
+    for name, spec, conv in fields:
+        shown = "{" + name + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "") + "}"
+        shown = shown if len(shown) <= 60 else shown[:59] + "…"
+        if name == "" or name.isdigit():
+            what = "is positional (no name)"
+        elif "." in name or "[" in name:
+            what = "has attribute or index access"
+        elif not name.isidentifier():
+            what = "is not a field name (letters, digits and _)"
+        elif conv is not None:
+            what = f"has a conversion (!{conv})"
+        elif spec:
+            what = "has a format spec"
+        else:
+            continue
+        base = name.split(".")[0].split("[")[0]
+        raise ValueError(f"{part}: the field {shown} {what}; a pattern takes field names only, such as "
+                         f"{{{base if base.isidentifier() else 'premise'}}}")
+    return pattern
+
+
 def _fmt(pattern: str, values: dict[str, Any], template: str, part: str) -> str:
-    """Format ``pattern`` with ``values``; a missing field becomes a ValueError naming it."""
+    """Format ``pattern`` (checked by ``check_pattern``) with ``values``; a missing field becomes a ValueError naming
+    it."""
     try:
         return pattern.format(**values)
     except KeyError as exc:
@@ -56,8 +110,6 @@ def _fmt(pattern: str, values: dict[str, Any], template: str, part: str) -> str:
             f"template {template!r}: {part} uses field {{{exc.args[0]}}}, which this task does "
             f"not provide; available fields: {avail}"
         ) from None
-    except (IndexError, ValueError) as exc:
-        raise ValueError(f"template {template!r}: bad {part} format string {pattern!r}: {exc}") from None
 
 
 def _choice_values(fields: dict[str, Any], choice: str, i: int) -> dict[str, Any]:
@@ -77,6 +129,9 @@ def _choice_values(fields: dict[str, Any], choice: str, i: int) -> dict[str, Any
 @dataclass(frozen=True)
 class Template:
     """How a task's fields become a premise, option strings and a domain premise.
+
+    Its string parts are patterns, checked when the template is made (``check_pattern``: a bad one is refused
+    before any item is rendered).
 
     Attributes:
         name: short identifier, e.g. ``"copa/code"`` or ``"sst2-movie-review"``.
@@ -110,6 +165,15 @@ class Template:
     target_delimiter: str = ""
     preamble: Renderer | None = None
     gold: Callable[[dict[str, Any]], int] | None = None
+
+    def __post_init__(self) -> None:
+        for part in PATTERN_PARTS:
+            value = getattr(self, part)
+            if isinstance(value, str):
+                try:
+                    check_pattern(value, part)
+                except ValueError as err:
+                    raise ValueError(f"template {self.name!r}: {err}") from None
 
     def _part(self, spec: Renderer, values: dict[str, Any], part: str) -> str:
         if callable(spec):

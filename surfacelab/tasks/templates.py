@@ -54,20 +54,22 @@ def _parse(path: Path, task: str) -> list[Template]:
         extra = set(entry) - known
         if extra:
             raise ValueError(f"{path}: template {entry['name']!r} has unknown keys {sorted(extra)}")
+        changes = dict(entry)
         if base is None:
             missing = {"premise", "options", "domain_premise"} - set(entry)
             if missing:
                 raise ValueError(f"{path}: template {entry['name']!r} lacks {sorted(missing)}")
-            out.append(Template(**{k: v for k, v in entry.items()}))
         else:
-            changes = dict(entry)
             if "premise" in changes and "shot" not in changes:
                 changes["shot"] = None  # the default shot (premise + answer + newline) fits a new premise
             if "description" not in changes:
                 changes["description"] = ""
             if "options" in changes and isinstance(changes["options"], list):
                 changes["options"] = tuple(changes["options"])
-            out.append(replace(base, **changes))
+        try:  # a pattern is checked as the Template is made (tasks.core.check_pattern)
+            out.append(Template(**changes) if base is None else replace(base, **changes))
+        except ValueError as err:
+            raise ValueError(f"{path}: {err}") from None
     return out
 
 

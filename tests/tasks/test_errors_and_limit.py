@@ -132,3 +132,16 @@ def test_an_empty_file_is_refused_naming_the_file(tmp_path, content):
         tasks.load("copa", "val", source=f)
     msg = str(exc.value)
     assert msg.startswith(f"source: {f} has no records") and "'copa'" in msg
+
+
+def test_a_template_set_file_with_a_format_spec_is_refused_naming_the_file(tmp_path, monkeypatch):
+    f = tmp_path / "sst-2.json"
+    f.write_text(json.dumps({"task": "sst-2", "templates": [
+        {"name": "fine", "premise": "{sentence} It was"},
+        {"name": "wide", "premise": "{sentence:>20000000} It was"}]}))
+    monkeypatch.setenv("SURFACELAB_TEMPLATES", str(tmp_path))
+    with pytest.raises(ValueError, match=r"sst-2.json: template 'wide': premise: the field \{sentence:>20000000\} has "
+                                         r"a format spec; a pattern takes field names only, such as \{sentence\}"):
+        tasks.templates("sst-2")
+    with pytest.raises(ValueError, match=r"template 'mine': domain_premise: the field \{label!r\} has a conversion"):
+        tasks.Template(name="mine", premise="{sentence}", options=[" a", " b"], domain_premise="{label!r}")

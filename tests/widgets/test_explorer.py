@@ -3,12 +3,17 @@ template ablation beside the baseline, an lm-eval log without a model, and the o
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import surfacelab as sl
+from spreadsheet import check_cells, hostile_task
 from surfacelab import explore
 from surfacelab.widgets import Explorer, Workbench
 from surfacelab.widgets.explorer.widget import SEARCHED
@@ -178,6 +183,64 @@ def test_ablation_adds_a_run_and_a_flip_list(ran, tmp_path):
 def test_a_pattern_naming_a_missing_field_is_one_message(ran):
     assert ran.ablate(premise="{nonexistent} because", name="bad") is None
     assert "nonexistent" in ran.message.value and list(ran.runs) == ["code"]
+
+
+@pytest.mark.parametrize("part, pattern, what", [("premise", "{premise:>2000000}", "has a format spec"),
+                                                 ("options", " {choice!r}", "has a conversion"),
+                                                 ("domain_premise", "{premise.__class__}", "attribute or index")])
+def test_an_ablation_field_takes_field_names_only_and_renders_nothing(ran, part, pattern, what, peak_bytes):
+    got = []
+    peak = peak_bytes(lambda: got.append(ran.ablate(**{part: pattern}, name="wide")))
+    assert got == [None] and list(ran.runs) == ["code"] and "wide" not in ran.tasks
+    assert f"{part}: the field" in ran.message.value and what in ran.message.value, ran.message.value
+    assert peak < 2_000_000, peak  # 30 items under the width would hold 60 MB
+
+
+def _click_load(ran, folder: Path) -> None:
+    """Type ``folder`` and press "load session"; wait for the note beside the buttons."""
+    ran.files.folder_box.value, ran.files.note.value = str(folder), ""
+    ran.files.load_button.click()
+    deadline = time.monotonic() + 30
+    while not ran.files.note.value and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def test_a_session_with_a_format_spec_in_its_template_is_refused_at_the_load_button(ran, tmp_path, peak_bytes):
+    ran.save_session(tmp_path / "s")
+    doc = json.loads((tmp_path / "s" / "session.json").read_text())
+    doc["runs"][0]["source"]["template"] = {"premise": "{premise:>2000000}"}
+    (tmp_path / "s" / "session.json").write_text(json.dumps(doc))
+    peak = peak_bytes(lambda: _click_load(ran, tmp_path / "s"))
+    assert "⚠" in ran.files.note.value and "template premise: the field" in ran.files.note.value
+    assert "has a format spec" in ran.files.note.value and "session.json" in ran.files.note.value
+    assert list(ran.runs) == ["code"] and "code" in ran.tasks  # the open run stays, nothing rendered
+    assert peak < 20_000_000, peak
+
+
+def test_a_session_with_a_broken_run_is_one_message_at_the_load_button_and_the_open_run_stays(ran, tmp_path):
+    ran.save_session(tmp_path / "s")
+    items = pd.read_csv(tmp_path / "s" / "run-0" / "items.csv", keep_default_na=False, dtype=str)
+    items.loc[0, "gold"] = "99"
+    items.to_csv(tmp_path / "s" / "run-0" / "items.csv", index=False)
+    _click_load(ran, tmp_path / "s")
+    assert ran.files.note.value.count("⚠") == 1 and "Traceback" not in ran.files.note.value
+    assert "items.csv: row 1: gold is not an index into its options" in ran.files.note.value
+    assert list(ran.runs) == ["code"]
+    assert len(ran.filter(right=["code:lm"])) == ran.runs["code"].items["correct_lm"].sum()
+
+
+def test_the_comparison_csv_and_a_session_are_spreadsheet_safe(tiny_lm, tmp_path):
+    base = sl.evaluate(tiny_lm, hostile_task(), ["lm", "dcpmi"], n_boot=20, progress=False)
+    flipped = base.items.assign(correct_lm=~base.items["correct_lm"])  # every item flips: each id is listed
+    ex = Explorer(runs={"base": base, "edited": dataclasses.replace(base, items=flipped)}, folder=tmp_path)
+    table = ex.comparison()
+    written = table.assign(fixed=table["fixed"].map(" ".join), broken=table["broken"].map(" ".join))
+    assert check_cells(ex.export(tmp_path / "c.csv"), written) >= 1  # a list of ids that starts like a formula
+    ex.save_session(tmp_path / "s")
+    ex.load_session(tmp_path / "s")
+    for name in ("items", "scores"):
+        pd.testing.assert_frame_equal(getattr(ex.runs["base"], name), getattr(base, name), check_dtype=False)
+    ex.close()
 
 
 def test_lm_eval_log_opens_without_a_model():

@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 import pytest
 from plotly.offline import get_plotlyjs, get_plotlyjs_version
 
+from spreadsheet import check_cells
 from surfacelab.widgets import Workbench
 from surfacelab.widgets.workbench.exporting import HEADER_LINES, LINE_PX, context, with_header
 from surfacelab.widgets.workbench.inputs import Inputs
@@ -141,3 +142,21 @@ def test_a_long_premise_is_cut_and_the_figure_grows_by_the_header():
     added = out["layout"]["margin"]["t"] - 48
     assert added >= LINE_PX * (HEADER_LINES + 1) and out["layout"]["height"] == 300 + added
     assert spec["layout"] == {"title": {"text": "Own"}, "height": 300, "margin": {"t": 48}}  # the view's own is kept
+
+
+def test_every_views_csv_is_spreadsheet_safe(tiny_lm, tiny_mlm, tmp_path):
+    b = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=False, export_dir=tmp_path)
+    b.premise_box.value = "=cmd|' /C calc'!A0 took a bath in the"
+    b.domain_box.value = "-so"
+    b.set_options([" bathtub", '=HYPERLINK("http://x")', "-2+3", "@SUM(A1)", "'=1"], ["", "", "", "", ""], gold=0)
+    b.update()
+    escaped = {}
+    for name, view in b.views.items():
+        if view.data is None:
+            continue
+        data = view.data
+        data = data.drop(columns=[c for c in data.columns if data[c].dtype == object
+                                  and data[c].map(lambda v: isinstance(v, (list, tuple))).any()])
+        escaped[name] = check_cells(b.export(name, tmp_path / f"{name}.csv"), data)
+    assert escaped["scores"] >= 4 and (b.views["scores"].data["logprob"] < 0).all()  # numbers stay numbers
+    b.close()

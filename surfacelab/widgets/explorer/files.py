@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import ipywidgets as w
 
 from ... import explore, tasks
+from ...safecsv import to_csv
 from ..kit.files import DEFAULT_EXPORT_DIR, saved_note, write_figure
 from ..kit.layout import box, classed, message_html
 from .ablation import CODE
@@ -114,6 +115,5 @@ class ExplorerFiles:
         if path.suffix == ".md":
             path.write_text(explore.comparison_markdown(table), encoding="utf-8")
         else:
-            table.assign(fixed=table["fixed"].map(" ".join), broken=table["broken"].map(" ".join)).to_csv(
-                path, index=False)
+            to_csv(table.assign(fixed=table["fixed"].map(" ".join), broken=table["broken"].map(" ".join)), path)
         return path

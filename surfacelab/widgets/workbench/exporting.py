@@ -23,6 +23,7 @@ import plotly.graph_objects as go
 from ... import viz
 from ..._format import visible
 from ...models import MLM
+from ...safecsv import to_csv
 from ..kit.files import DEFAULT_EXPORT_DIR, saved_note, unique_path, write_figure
 from ..kit.layout import classed
 from .models import server_url
@@ -201,8 +202,8 @@ def save_view(view: "View", path: Path, *, standalone: bool = False) -> Path:
             raise ValueError(f"view {view.name!r}: no data to export ({view.message or 'not computed yet'})")
         path.parent.mkdir(parents=True, exist_ok=True)
         # list cells (token ids and the like) have no CSV form: they are left out
-        data.drop(columns=[c for c in data.columns if data[c].dtype == object
-                           and data[c].map(lambda v: isinstance(v, (list, tuple))).any()]).to_csv(path, index=False)
+        to_csv(data.drop(columns=[c for c in data.columns if data[c].dtype == object
+                                  and data[c].map(lambda v: isinstance(v, (list, tuple))).any()]), path)
         return path
     specs, fields = view.export_parts()
     if not specs:
