@@ -29,7 +29,8 @@ import pandas as pd
 
 import surfacelab as sl
 from surfacelab import tasks
-from surfacelab.evaluate import evaluate, mcnemar
+from surfacelab.evaluate import evaluate
+from surfacelab.runs import mcnemar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run_harness_report import keep_section  # noqa: E402 - the section that script owns is kept

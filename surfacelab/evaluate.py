@@ -50,127 +50,23 @@ they divide by the whole option string.
 from __future__ import annotations
 
 import dataclasses
-import itertools
-import warnings
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy.stats import binomtest
 
 from . import tasks, text
-from ._checks import check_int, is_int
+from ._checks import check_int
 from .engine.requests import CONDITIONS, Entry, Plan, Scores
-from .run_files import read_run, write_run
-from .scorers import SCORERS, check_scorers, get_scorer
-from .scoring import MCResult, item_table, plan_table, result_meta
+from .runs import EvalResult, accuracy_table, items_frame, mcnemar, paired_table, scorer_columns
+from .scorers import check_scorers, get_scorer
+from .scoring import plan_table, result_meta, warn_truncation
 from .tasks import LMEvalTemplate, Task, Template
 from .tasks.harness import lm_eval_metric
 from .why.verdicts import label_counts, split_mass, verdict_columns
 
 if TYPE_CHECKING:
     from .models import LM
-
-
-@dataclasses.dataclass
-class EvalResult:
-    """Scores, predictions and statistics of one evaluation run.
-
-    Attributes:
-        task, split, model, template: what was run (template = the template's name).
-        scorers: the scorers, in the order given.
-        scores: one row per (item, option): ``item`` (0-based position), ``id``, ``option_index``,
-            ``is_gold``, ``context``, ``option`` and the columns of ``MCResult.table`` (raw log-probs,
-            lengths, every selected scorer's column and its ``rank_<scorer>``, 1 = best), then
-            ``truncated`` / ``domain_truncated``: context tokens cut from the left of the premise /
-            domain premise to fit the model's window (0: nothing cut).
-        items: one row per item: ``item``, ``id``, ``gold``, ``gold_option``, ``n_options``,
-            ``premise``, ``domain_premise``, then per scorer ``pred_<scorer>`` (predicted option index),
-            ``correct_<scorer>`` and ``tie_<scorer>`` (the top score is shared), then the verdict columns (``against``,
-            ``gap_*``, ``prior``, ``mass_ratio``, ``mass_gain``, ``why``, ``rescued_by``;
-            see :mod:`surfacelab.why.verdicts`), ``truncated`` (most premise tokens cut from any option) and
-            ``truncation_differs`` (its options were cut by different amounts).
-        accuracy: one row per scorer: ``n``, ``correct``, ``accuracy``, ``ci_low``/``ci_high`` (95%
-            percentile bootstrap over items, seeded), ``ties``, ``lm_eval_metric`` (the
-            lm-evaluation-harness metric the scorer equals under an lm-eval template, else "") and
-            ``lm_eval_reports`` (the harness's YAML for the task reports that metric).
-        paired: one row per pair of scorers: ``acc_a``, ``acc_b``, ``only_a`` (items a gets right and
-            b wrong), ``only_b`` and ``p_value`` (exact McNemar: two-sided binomial test of
-            ``only_a`` out of ``only_a + only_b`` at 1/2; 1.0 when there are no discordant items).
-        meta: source file, variant, n_shot, n_boot, seed, whether the task is flipped,
-            ``skipped_too_long`` (ids of the items left out with ``too_long="skip"``), ``why_cost``
-            (the extra next-token call of the labels: prompts, tokens forwarded, seconds), ``engine`` (the
-            scoring call's ``requests``, how many were ``cached`` and ``tokens_forwarded``; one call serves every
-            task of an ``ablate`` grid) and, for an
-            lm-eval template, the harness's task name and YAML (``lm_eval_task``, ``lm_eval_yaml``).
-        labels: one row per ``why`` label: ``why``, ``n``, ``share`` and ``rescued_<scorer>`` (items of
-            that label the scorer gets right), see ``label_counts``.
-    """
-
-    task: str
-    split: str
-    model: str
-    template: str
-    scorers: list[str]
-    scores: pd.DataFrame
-    items: pd.DataFrame
-    accuracy: pd.DataFrame
-    paired: pd.DataFrame
-    meta: dict[str, Any] = dataclasses.field(default_factory=dict)
-    labels: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
-
-    def best(self) -> list[str]:
-        """The scorers with the highest accuracy (several on an exact tie)."""
-        acc = self.accuracy.set_index("scorer")["accuracy"]
-        return list(acc.index[acc == acc.max()])
-
-    def save(self, directory: str | Path) -> Path:
-        """Write ``items.csv``, ``scores.csv``, ``accuracy.csv``, ``paired.csv``, ``labels.csv`` (spreadsheet-safe
-        CSV) and ``meta.json`` (``run_files.write_run``)."""
-        return write_run(self, directory)
-
-    @classmethod
-    def load(cls, directory: str | Path) -> "EvalResult":
-        """Read a run written by ``save``, refused with a ``ValueError`` naming the folder, the file and the column or
-        row unless it is a whole, consistent run (``run_files.read_run``; text comes back exactly as it was)."""
-        return cls(**read_run(directory))
-
-    def show(self) -> Any:
-        """Accuracy per scorer with its 95% CI and the chance line (``viz.accuracy_ci``)."""
-        from . import viz
-
-        n_options = self.items["n_options"] if "n_options" in self.items else None
-        chance = float((1 / n_options).mean()) if n_options is not None and len(n_options) else None
-        return viz.accuracy_ci(self.accuracy.assign(task=self.task), "task", chance=chance,
-                               title=f"{self.task}/{self.split}: accuracy with 95% CI")
-
-    def result(self, i: int) -> MCResult:
-        """Item ``i``'s scores as an ``MCResult``, without scoring it again: its option rows of ``.scores``
-        completed with every registered scorer's column; the token frame is empty (``evaluate`` keeps only
-        each option's totals)."""
-        if not is_int(i) or not 0 <= i < len(self.items):
-            raise ValueError(f"i: expected an item position in [0, {len(self.items)}), got {i!r}")
-        row = self.items.iloc[int(i)]
-        table = item_table(self.scores[self.scores["item"] == row["item"]])  # every scorer, from the run's rows
-        domain = None if table["domain_logprob"].isna().all() else row["domain_premise"]
-        tokens = pd.DataFrame({"option": pd.Series(dtype=str), "condition": pd.Series(dtype=str),
-                               "token": pd.Series(dtype=str), "logprob": pd.Series(dtype=float)})
-        return MCResult(str(row["premise"]), [str(o) for o in table["option"]], domain, self.model, table, tokens,
-                        int(row["gold"]), meta={"template": self.template, **{k: self.meta.get(k) for k in
-                                                                             ("fingerprint", "backend", "seed")},
-                                                "scorers": self.scorers})
-
-    def __repr__(self) -> str:
-        acc = ", ".join(f"{r.scorer}{f' ({r.lm_eval_metric})' if r.lm_eval_metric else ''}={r.accuracy:.3f}"
-                        for r in self.accuracy.itertuples())
-        skipped = len(self.meta.get("skipped_too_long", []))
-        more = f", {skipped} skipped as too long" if skipped else ""
-        return f"EvalResult({self.task}/{self.split}, model={self.model!r}, n={len(self.items)}{more}: {acc})"
-
-    def _repr_html_(self) -> str:
-        head = f"<b>{self.task}/{self.split}</b> &middot; {self.model} &middot; {len(self.items)} items"
-        return head + self.accuracy.to_html(index=False, float_format=lambda v: f"{v:.3f}")
 
 
 # ----------------------------------------------------------------------------- argument checks
@@ -243,55 +139,22 @@ def _scores_frame(task: Task, plan: Plan, scores: Scores, j: int, scorers: list[
     table = plan_table(plan, scores, j, delimiter=delim)
     table.insert(1, "id", [task.items[i].id for i in table["item"]])
     table.insert(3, "is_gold", [task.items[i].gold == k for i, k in zip(table["item"], table["option_index"])])
-    keep = {get_scorer(s).column for s in scorers} | {f"rank_{s}" for s in scorers}
-    dropped = {c for s in SCORERS.values() for c in (s.column, f"rank_{s.name}")} - keep
-    dropped -= {"logprob", "domain_logprob", "null_logprob"}
-    return table[[c for c in table.columns if c not in dropped]].copy()
+    return scorer_columns(table, scorers)
 
 
 def _items_frame(task: Task, scores: pd.DataFrame, scorers: list[str],
                  mass: dict[int, dict[str, float]] | None = None) -> pd.DataFrame:
-    """One row per item: predictions, correct and tie flags per scorer, and the verdict columns
-    (``mass``: item -> ``why.first_token_numbers`` of the items whose split mass was measured)."""
-    n_items = len(task.items)
-    gold = np.array([it.gold for it in task.items])
-    items = pd.DataFrame({
-        "item": np.arange(n_items),
-        "id": [it.id for it in task.items],
-        "gold": gold,
-        "gold_option": [it.gold_option for it in task.items],
-        "n_options": [len(it.options) for it in task.items],
-        "premise": [it.premise for it in task.items],
-        "domain_premise": [it.domain_premise for it in task.items],
-    })
-    by_item = scores["item"].to_numpy()
-    for s in scorers:
-        is_top = (scores[f"rank_{s}"] == 1).to_numpy()  # option_table's per-item ranks (ties share 1)
-        pred = pd.Series(scores["option_index"].to_numpy()[is_top], index=by_item[is_top]).groupby(level=0).min()
-        pred = pred.reindex(range(n_items)).fillna(-1).astype(int).to_numpy()
-        n_top = np.bincount(by_item[is_top], minlength=n_items)
-        items[f"pred_{s}"] = pred
-        items[f"correct_{s}"] = pred == gold
-        items[f"tie_{s}"] = n_top > 1
+    """One row per item (``runs.items_frame``) and the verdict columns (``mass``: item ->
+    ``why.first_token_numbers`` of the items whose split mass was measured)."""
+    its = task.items
+    items = items_frame([it.id for it in its], [it.gold for it in its], [it.gold_option for it in its],
+                        [len(it.options) for it in its], [it.premise for it in its],
+                        [it.domain_premise for it in its], scores, scorers)
     items = items.join(verdict_columns(task, scores, mass if mass is not None else {}))
     lost = (items["why"] != "right").to_numpy()
     right = {s: items[f"correct_{s}"].to_numpy() for s in scorers if s != "lm"}
-    items["rescued_by"] = [",".join(s for s, ok in right.items() if ok[k]) if lost[k] else "" for k in range(n_items)]
+    items["rescued_by"] = [",".join(s for s, ok in right.items() if ok[k]) if lost[k] else "" for k in range(len(its))]
     return items
-
-
-def label_table(results: Sequence[EvalResult]) -> pd.DataFrame:
-    """``EvalResult.labels`` of several runs stacked, with ``task``, ``split`` and ``model`` in front."""
-    frames = []
-    for k, r in enumerate(results):
-        if not isinstance(r, EvalResult):
-            raise TypeError(f"results[{k}]: expected an EvalResult, got {type(r).__name__}")
-        f = r.labels.copy()
-        f.insert(0, "model", r.model)
-        f.insert(0, "split", r.split)
-        f.insert(0, "task", r.task)
-        frames.append(f)
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def _harness_names(scorers: Sequence[str], template: Template) -> tuple[list[str], list[bool]]:
@@ -301,69 +164,6 @@ def _harness_names(scorers: Sequence[str], template: Template) -> tuple[list[str
         return [""] * len(scorers), [False] * len(scorers)
     names = [lm_eval_metric(s) for s in scorers]
     return names, [bool(m) and m in template.metrics for m in names]
-
-
-def accuracy_table(items: pd.DataFrame, scorers: list[str], n_boot: int, seed: int) -> pd.DataFrame:
-    """Accuracy per scorer with a seeded 95% percentile bootstrap CI (items resampled with replacement)."""
-    correct = items[[f"correct_{s}" for s in scorers]].to_numpy(dtype=bool)
-    n = len(correct)
-    acc = correct.mean(axis=0)
-    if n_boot:
-        idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
-        boot = correct[idx].mean(axis=1)
-        low, high = np.percentile(boot, [2.5, 97.5], axis=0)
-    else:
-        low = high = np.full(len(scorers), np.nan)
-    return pd.DataFrame({
-        "scorer": scorers,
-        "n": n,
-        "correct": correct.sum(axis=0),
-        "accuracy": acc,
-        "ci_low": low,
-        "ci_high": high,
-        "ties": [int(items[f"tie_{s}"].sum()) for s in scorers],
-    })
-
-
-def mcnemar(a: Sequence[bool], b: Sequence[bool]) -> tuple[int, int, float]:
-    """Exact McNemar test of two paired correctness vectors.
-
-    Returns:
-        ``(only_a, only_b, p_value)``: items only ``a`` gets right, items only ``b`` gets right, and the
-        two-sided binomial p-value of ``only_a`` successes in ``only_a + only_b`` trials at 1/2 (1.0
-        when there are no discordant items).
-    """
-    a, b = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
-    if a.shape != b.shape:
-        raise ValueError(f"b: expected {a.shape[0]} values like a, got {b.shape[0]}")
-    only_a, only_b = int((a & ~b).sum()), int((~a & b).sum())
-    p = binomtest(only_a, only_a + only_b, 0.5).pvalue if only_a + only_b else 1.0
-    return only_a, only_b, float(p)
-
-
-def paired_table(items: pd.DataFrame, scorers: list[str]) -> pd.DataFrame:
-    """Exact McNemar test (``mcnemar``) for every pair of scorers, in ``EvalResult.paired``'s columns."""
-    rows = []
-    for a, b in itertools.combinations(scorers, 2):
-        ca, cb = items[f"correct_{a}"].to_numpy(), items[f"correct_{b}"].to_numpy()
-        only_a, only_b, p = mcnemar(ca, cb)
-        rows.append({"scorer_a": a, "scorer_b": b, "acc_a": ca.mean(), "acc_b": cb.mean(),
-                     "only_a": only_a, "only_b": only_b, "p_value": p})
-    return pd.DataFrame(rows, columns=["scorer_a", "scorer_b", "acc_a", "acc_b", "only_a", "only_b", "p_value"])
-
-
-def _warn_truncation(results: list[EvalResult], window: int) -> None:
-    """One warning per call when any option's context was cut to the model's window."""
-    cut = pd.concat([r.scores[["truncated", "domain_truncated"]] for r in results])
-    hit = cut.to_numpy().any(axis=1)
-    if not hit.any():
-        return
-    items = sum(int((r.items["truncated"] > 0).sum()) for r in results)
-    differs = sum(int(r.items["truncation_differs"].sum()) for r in results)
-    warnings.warn(f"Truncated to fit the model's window of {window} tokens: the context of {int(hit.sum())} options "
-                  f"({items} items) lost up to {int(cut.to_numpy().max())} tokens from the left; the options of "
-                  f"{differs} items were cut by different amounts (columns 'truncated' and 'domain_truncated' of "
-                  f".scores, 'truncated' and 'truncation_differs' of .items).", stacklevel=4)
 
 
 def _counters(stats: Any) -> dict[str, int]:
@@ -405,7 +205,10 @@ def _evaluate_many(lm: LM, task_list: list[Task], scorers: list[str], *, batch_s
             scores=scores, items=items, accuracy=accuracy, paired=paired_table(items, scorers), meta=meta,
             labels=label_counts(items, scorers),
         ))
-    _warn_truncation(out, lm.max_length)
+    rows = [r.scores.assign(item=[f"{k}:{i}" for i in r.scores["item"]]) for k, r in enumerate(out)]  # task:item
+    warn_truncation(pd.concat(rows),
+                    lm.max_length, "the columns 'truncated' and 'domain_truncated' of .scores, 'truncated' and "
+                    "'truncation_differs' of .items")
     return out
 
 

@@ -1,7 +1,7 @@
 """From a whole dataset to the item worth opening: runs in chunks, the item table, filters, who rescues whom,
 template edits and the comparison of a run with its baseline. No widgets here (``widgets.explorer`` shows these).
 
-A *run* is an :class:`~surfacelab.evaluate.EvalResult` (of ``evaluate``, of ``evaluate_in_chunks`` or of
+A *run* is an :class:`~surfacelab.runs.EvalResult` (of ``evaluate``, of ``evaluate_in_chunks`` or of
 ``logs.from_log``); several runs on the same items sit side by side under names ("code", "edited", "lm-eval").
 Columns of the item table are named ``<run>:<scorer>``; a filter names them the same way.
 
@@ -26,7 +26,8 @@ import pandas as pd
 
 from ._results import read_json
 from .engine import Cancelled, reporting
-from .evaluate import EvalResult, accuracy_table, evaluate, mcnemar, paired_table
+from .evaluate import evaluate
+from .runs import EvalResult, accuracy_table, mcnemar, paired_table
 from .logs import LOG_SOURCE, log_notes
 from .run_files import MAX_ROWS
 from .tasks import Task, Template

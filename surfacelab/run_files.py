@@ -22,11 +22,12 @@ import pandas as pd
 
 from ._results import read_json
 from . import files
+from .engine.requests import CUT_COLUMNS, LOGPROB_COLUMNS
 from .safecsv import restore, to_csv
 from .scorers import SCORERS
 
 if TYPE_CHECKING:
-    from .evaluate import EvalResult
+    from .runs import EvalResult
 
 #: The most items a saved run may hold (whole-split runs of the usual benchmarks hold up to a few ten thousand).
 MAX_ITEMS = 200_000
@@ -43,8 +44,8 @@ COLUMNS: dict[str, dict[str, str]] = {
               "premise": "text", "domain_premise": "text", "truncated": "int",
               "pred_{}": "int", "correct_{}": "bool", "tie_{}": "bool"},
     "scores": {"item": "int", "id": "any", "option_index": "int", "is_gold": "bool", "context": "text",
-               "option": "text", "logprob": "number", "n_tokens": "number", "n_chars": "int", "n_bytes": "int",
-               "domain_logprob": "number", "null_logprob": "number", "truncated": "int", "domain_truncated": "int",
+               "option": "text", "n_tokens": "number", "n_chars": "int", "n_bytes": "int",
+               **{c: "number" for c in LOGPROB_COLUMNS.values()}, **{c: "int" for c in CUT_COLUMNS.values()},
                "rank_{}": "number"},
     "accuracy": {"scorer": "text", "n": "int", "correct": "int", "accuracy": "number", "ci_low": "number",
                  "ci_high": "number", "ties": "int"},

@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 
 import pandas as pd
 
-from .engine.requests import CONDITIONS
+from .engine.requests import CONDITIONS, LOGPROB_COLUMNS
 from .registry import Derived, Registry
 
 
@@ -66,21 +66,23 @@ def register_scorer(scorer: Scorer, *, overwrite: bool = False) -> Scorer:
     return SCORERS.register(scorer.name, scorer, overwrite=overwrite)
 
 
+#: The raw columns the built-in scorers read: the premise, domain and null conditions' log-probs.
+_LP, _DOM, _NULL = (LOGPROB_COLUMNS[c] for c in ("premise", "domain", "null"))
 for _s in [
-    Scorer("lm", "logprob", ("premise",), "Σ log P(y|x)", "summed log-prob of the option", lambda t: t["logprob"],
+    Scorer("lm", _LP, ("premise",), "Σ log P(y|x)", "summed log-prob of the option", lambda t: t[_LP],
            "LM"),
     Scorer("avg", "avg_token", ("premise",), "lm / #tokens(y)", "per-token average (the paper's Avg)",
-           lambda t: t["logprob"] / t["n_tokens"], "Avg"),
+           lambda t: t[_LP] / t["n_tokens"], "Avg"),
     Scorer("per_char", "per_char", ("premise",), "lm / len(y)", "per character (lm-eval acc_norm)",
-           lambda t: t["logprob"] / t["n_chars"], "per char"),
+           lambda t: t[_LP] / t["n_chars"], "per char"),
     Scorer("per_byte", "per_byte", ("premise",), "lm / bytes(y)", "per UTF-8 byte (lm-eval acc_bytes)",
-           lambda t: t["logprob"] / t["n_bytes"], "per byte"),
+           lambda t: t[_LP] / t["n_bytes"], "per byte"),
     Scorer("unc", "unc", ("domain",), "Σ log P(y|x_dom)", "option prior in the domain, premise ignored",
-           lambda t: t["domain_logprob"], "Unc"),
+           lambda t: t[_DOM], "Unc"),
     Scorer("dcpmi", "dcpmi", ("premise", "domain"), "lm − unc", "domain-conditional PMI (Holtzman et al. 2021)",
-           lambda t: t["logprob"] - t["domain_logprob"], "DC-PMI"),
+           lambda t: t[_LP] - t[_DOM], "DC-PMI"),
     Scorer("pmi_null", "pmi_null", ("premise", "null"), "lm − Σ log P(y|BOS)",
-           "PMI against an empty context (lm-eval acc_mutual_info)", lambda t: t["logprob"] - t["null_logprob"],
+           "PMI against an empty context (lm-eval acc_mutual_info)", lambda t: t[_LP] - t[_NULL],
            "PMI-null"),
 ]:
     register_scorer(_s)

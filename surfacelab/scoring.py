@@ -29,7 +29,7 @@ import pandas as pd
 from ._checks import is_int
 from ._format import gap
 from ._results import JSONResult, model_meta
-from .engine.requests import CUT_COLUMNS, Entry, Plan, Scores
+from .engine.requests import CUT_COLUMNS, LOGPROB_COLUMNS, Entry, Plan, Scores
 from .safecsv import to_csv
 from .scorers import RAW_COLUMNS, SCORERS, TIE_TOL, Scorer, get_scorer
 from .text import check_options, check_text, glued
@@ -155,7 +155,8 @@ def truncation_note(options: Sequence[str], premise_cut: Sequence[int], domain_c
 def explain(result: MCResult) -> str:
     """Plain-language account of an ``MCResult``: LM winner vs DC-PMI winner and why (and any truncation)."""
     t = result.table
-    note = truncation_note(t["option"], t["truncated"], t["domain_truncated"]) if "truncated" in t else None
+    cut = [t[c] for c in CUT_COLUMNS.values() if c in t]
+    note = truncation_note(t["option"], *cut) if cut else None
     return _explain(result) if note is None else f"{note} {_explain(result)}"
 
 
@@ -193,7 +194,7 @@ def _explain(result: MCResult) -> str:
                 f"the premise raises it more than any other option.")
     a, b = t.loc[lm_top], t.loc[pmi_top]
     lm_gap = a["logprob"] - b["logprob"]
-    prior_gap = a["domain_logprob"] - b["domain_logprob"]
+    prior_gap = a[LOGPROB_COLUMNS["domain"]] - b[LOGPROB_COLUMNS["domain"]]
     runner = t.drop(index=pmi_top)["dcpmi"].idxmax()
     lead = (f"wins, {gap(b['dcpmi'] - a['dcpmi'])} nats ahead of it" if runner == lm_top else
             f"wins by {gap(b['dcpmi'] - t.loc[runner, 'dcpmi'])} nats over the runner-up {runner!r} and is "
@@ -240,7 +241,7 @@ def option_table(raw: pd.DataFrame, *, by: str | None = None) -> pd.DataFrame:
     if "n_bytes" not in t:
         t["n_bytes"] = [len(o.encode("utf-8")) for o in t["option"]]
     for s in SCORERS.values():
-        if s.column not in ("logprob", "domain_logprob"):
+        if s.column not in LOGPROB_COLUMNS.values():  # a raw column (lm, unc) is there already
             t[s.column] = s.compute(t)
     for s in SCORERS.values():
         col = t.groupby(by, sort=False)[s.column] if by is not None else t[s.column]
@@ -348,7 +349,8 @@ def score_items(
     for i, (premise, options, domain, gold) in enumerate(parsed):
         out.append(MCResult(premise, options, domain, lm.name, item_table(rows[i]), _tokens(plan, scores, i), gold,
                             meta=result_meta(lm, engine=scores.stats)))
-    _warn_truncation(out, lm.max_length)
+    warn_truncation(pd.concat([r.table.assign(item=i) for i, r in enumerate(out)]), lm.max_length,
+                    "the 'truncated' and 'domain_truncated' columns of MCResult.table")
     return out
 
 
@@ -359,20 +361,32 @@ def result_meta(lm: LM, **more: Any) -> dict[str, Any]:
     return model_meta(lm, **{"scorers": list(SCORERS), **more})
 
 
-def _warn_truncation(results: list[MCResult], window: int) -> None:
-    """One warning per call when any context was cut to the model's window."""
-    cut = [r for r in results if r.table[["truncated", "domain_truncated"]].to_numpy().any()]
-    if not cut:
+def warn_truncation(rows: pd.DataFrame, window: int, where: str) -> None:
+    """One warning per call when any context was cut to the model's window: the cuts of one item in detail
+    (``truncation_note``), of several in counts (options, items, the most tokens, items whose options were cut by
+    different amounts).
+
+    Args:
+        rows: option rows with ``item`` (what tells items apart), ``option`` and each condition's cut column
+            (``CUT_COLUMNS``).
+        window: the model's window, in tokens.
+        where: the columns a person reads the cuts in.
+    """
+    cut_columns = list(CUT_COLUMNS.values())
+    cuts = rows[cut_columns].to_numpy()
+    hit = cuts.any(axis=1)
+    if not hit.any():
         return
-    if len(results) == 1:
-        t = cut[0].table
-        msg = truncation_note(t["option"], t["truncated"], t["domain_truncated"])
+    n_items = rows["item"].nunique()
+    if n_items == 1:
+        msg = truncation_note(rows["option"], *(rows[c] for c in cut_columns))
     else:
-        most = max(int(r.table[["truncated", "domain_truncated"]].to_numpy().max()) for r in cut)
-        msg = (f"Truncated to fit the model's window: the context of {len(cut)} of {len(results)} items lost up to "
-               f"{most} tokens")
-    warnings.warn(f"{msg.rstrip('.')} (window {window} tokens; see the 'truncated' and 'domain_truncated' columns "
-                  f"of MCResult.table).", stacklevel=4)
+        premise = rows[CUT_COLUMNS["premise"]].groupby(rows["item"])
+        differs = int((premise.max() != premise.min()).sum())
+        msg = (f"Truncated to fit the model's window of {window} tokens: the context of {int(hit.sum())} options "
+               f"({rows.loc[hit, 'item'].nunique()} items) lost up to {int(cuts.max())} tokens from the "
+               f"left; the options of {differs} items were cut by different amounts")
+    warnings.warn(f"{msg.rstrip('.')} (window {window} tokens; see {where}).", stacklevel=4)
 
 
 def score(

@@ -21,7 +21,7 @@ import pytest
 
 from spreadsheet import HOSTILE, check_cells
 from surfacelab import cli
-from surfacelab.evaluate import EvalResult
+from surfacelab.runs import EvalResult
 from test_pll import _write_blimp
 from tiny_models import tiny_causal, tiny_masked
 

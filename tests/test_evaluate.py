@@ -12,8 +12,9 @@ import pytest
 
 import surfacelab as sl
 from surfacelab import engine, surface_forms, tasks
-from surfacelab.evaluate import (_items_frame, ablate, evaluate, evaluate_fewshot, label_counts, label_table,
-                                 mcnemar)
+from surfacelab.evaluate import _items_frame, ablate, evaluate, evaluate_fewshot
+from surfacelab.runs import label_table, mcnemar
+from surfacelab.why.verdicts import label_counts
 from surfacelab.scoring import option_table
 from surfacelab.tasks import Item, Task
 

@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from surfacelab import engine, explore, tasks
-from surfacelab.evaluate import evaluate, mcnemar
+from surfacelab.evaluate import evaluate
+from surfacelab.runs import mcnemar
 
 SCORERS = ["lm", "per_char", "dcpmi"]
 

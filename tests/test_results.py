@@ -9,7 +9,7 @@ import pytest
 
 import surfacelab as sl
 from surfacelab import letters, paraphrase, scorers
-from surfacelab.evaluate import EvalResult
+from surfacelab.runs import EvalResult
 from surfacelab.pll import PLLResult
 from surfacelab.scoring import MCResult
 from surfacelab.tasks import Item, Task

@@ -17,7 +17,8 @@ import pytest
 import surfacelab as sl
 from spreadsheet import HOSTILE, PLAIN, check_cells, hostile_task
 from surfacelab import explore
-from surfacelab.evaluate import EvalResult, evaluate
+from surfacelab.evaluate import evaluate
+from surfacelab.runs import EvalResult
 from surfacelab.run_files import MAX_ITEMS
 
 FRAMES = ("items", "scores", "accuracy", "paired", "labels")

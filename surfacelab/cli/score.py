@@ -13,6 +13,7 @@ import warnings
 from typing import Any
 
 from .. import text
+from ..engine.requests import CUT_COLUMNS
 from . import _checks, _output
 from ..paths import write_atomic
 
@@ -48,9 +49,10 @@ def view(result: Any, scorers: list[str]) -> _output.View:
         if table[col].notna().any():
             columns.append(col)
             best[col] = table[f"rank_{name}"] == 1
-    if table[["truncated", "domain_truncated"]].to_numpy().any():
-        columns += ["truncated", "domain_truncated"]
-    headers = {"n_tokens": "tokens", "logprob": "lm", "avg_token": "avg", "domain_truncated": "dom. truncated"}
+    cut = list(CUT_COLUMNS.values())
+    if table[cut].to_numpy().any():
+        columns += cut
+    headers = {"n_tokens": "tokens", "logprob": "lm", "avg_token": "avg", CUT_COLUMNS["domain"]: "dom. truncated"}
     return _output.View("options", table, columns, headers, best,
                         caption="* the best option under that scorer (log-probs in nats)", quoted=("option",))
 

@@ -90,6 +90,8 @@ CONDITIONS: dict[str, Condition] = {c.name: c for c in [
               "domain_truncated", "the domain premise"),
     Condition("null", lambda e: [""] * len(e.options), "null_logprob", None, "the null (empty) context"),
 ]}
+#: The raw log-prob column of each condition in ``Plan.frame`` (what a scorer reads).
+LOGPROB_COLUMNS = {c.name: c.column for c in CONDITIONS.values()}
 #: Truncation columns of ``Plan.frame``: context tokens cut from the left, per condition that has them.
 CUT_COLUMNS = {c.name: c.cut for c in CONDITIONS.values() if c.cut}
 

@@ -30,8 +30,9 @@ import numpy as np
 import pandas as pd
 
 from .._format import printable
-from ..evaluate import EvalResult, accuracy_table, paired_table
-from ..scorers import SCORERS, check_scorers, get_scorer
+from ..runs import EvalResult, accuracy_table, items_frame, paired_table, scorer_columns
+from ..scorers import SCORERS, check_scorers
+from ..engine.requests import CONDITIONS, CUT_COLUMNS, LOGPROB_COLUMNS
 from ..scoring import option_table, result_meta, score_items
 from .readers import reader_for
 from .records import LogDoc
@@ -106,7 +107,7 @@ def from_log(
         checks = _rescore(lm, raw, domain_premise, batch_size=batch_size, progress=progress)
     table = _ordered(option_table(raw, by="item"))
     scorers, left_out = _usable_scorers(table, scorers)
-    scores = _keep_scorers(table, scorers)
+    scores = scorer_columns(table, scorers)
     items = _items_frame(log.docs, scores, scorers, domain_premise or "")
     recomputed = {s: m for m, s in log.metric_scorers.items()}
     accuracy = accuracy_table(items, scorers, n_boot, seed)
@@ -133,45 +134,49 @@ def from_lm_eval(path: str | Path, **kwargs: Any) -> EvalResult:
 
 # ----------------------------------------------------------------------------- frames
 def _raw_rows(docs: list[LogDoc], delimiter: str) -> pd.DataFrame:
-    """One raw row per (document, option): the logged strings and log-likelihood; lengths without the delimiter
-    (as the harness's ``acc_norm`` / ``acc_bytes`` divide by the choice's length); model-only columns NaN / 0."""
+    """One raw row per (document, option): the logged strings and log-likelihood (and the unconditional one where
+    logged); lengths without the delimiter (as lm-eval's ``acc_norm`` / ``acc_bytes`` divide by the choice's length);
+    the model's columns NaN / 0 until ``_rescore``."""
+    premise, domain, null = (LOGPROB_COLUMNS[c] for c in ("premise", "domain", "null"))
     rows = []
     for i, d in enumerate(docs):
         for k, (ctx, opt, ll) in enumerate(zip(d.contexts, d.options, d.lls)):
             choice = opt[len(delimiter):] if delimiter and opt.startswith(delimiter) else opt
             rows.append({"item": i, "id": d.doc_id, "option_index": k, "is_gold": k == d.gold, "context": ctx,
-                         "option": opt, "logprob": ll, "n_tokens": np.nan, "n_chars": len(choice),
-                         "n_bytes": len(choice.encode("utf-8")), "domain_logprob": np.nan,
-                         "null_logprob": d.null_lls[k] if d.null_lls is not None else np.nan,
-                         "surfacelab_logprob": np.nan, "truncated": 0, "domain_truncated": 0})
+                         "option": opt, premise: ll, "n_tokens": np.nan, "n_chars": len(choice),
+                         "n_bytes": len(choice.encode("utf-8")), domain: np.nan,
+                         null: d.null_lls[k] if d.null_lls is not None else np.nan, "surfacelab_logprob": np.nan,
+                         **{c: 0 for c in CUT_COLUMNS.values()}})
     return pd.DataFrame(rows)
 
 
 def _rescore(lm: LM, raw: pd.DataFrame, domain_premise: str | None, *, batch_size: int | str,
              progress: bool) -> dict[str, Any]:
-    """Score the logged strings with ``lm`` (one engine call), fill the model's columns of ``raw`` in place and
-    return the log-prob check: the largest |surfacelab - logged| and whether it is within ``LOGPROB_TOL``."""
+    """Score the logged strings with ``lm`` (one engine call), fill the model's columns of ``raw`` in place (the
+    logged log-likelihood stays the premise's; surfacelab's is ``surfacelab_logprob``; the log's unconditional ones
+    stay where it has them) and return the log-prob check: the largest |surfacelab - logged| and whether it is
+    within ``LOGPROB_TOL``."""
     groups = raw.groupby("item", sort=False)
     triples = [(str(g["context"].iloc[0]), list(dict.fromkeys(g["option"])), domain_premise) for _, g in groups]
     results = score_items(lm, triples, batch_size=batch_size, progress=progress)
-    has_null = raw["null_logprob"].notna().all()
+    has_null = raw[LOGPROB_COLUMNS["null"]].notna().all()
+    filled = {"surfacelab_logprob": LOGPROB_COLUMNS["premise"], "n_tokens": "n_tokens",
+              **{LOGPROB_COLUMNS[c]: LOGPROB_COLUMNS[c] for c in CONDITIONS if c != "premise"},
+              **{c: c for c in CUT_COLUMNS.values()}}
+    if has_null:
+        del filled[LOGPROB_COLUMNS["null"]]
     for (_, g), res in zip(groups, results):
         t = res.table.set_index("option").loc[g["option"]]
-        raw.loc[g.index, "surfacelab_logprob"] = t["logprob"].to_numpy()
-        raw.loc[g.index, "n_tokens"] = t["n_tokens"].to_numpy()
-        raw.loc[g.index, "domain_logprob"] = t["domain_logprob"].to_numpy()
-        raw.loc[g.index, "truncated"] = t["truncated"].to_numpy()
-        raw.loc[g.index, "domain_truncated"] = t["domain_truncated"].to_numpy()
-        if not has_null:
-            raw.loc[g.index, "null_logprob"] = t["null_logprob"].to_numpy()
-    diff = float((raw["surfacelab_logprob"] - raw["logprob"]).abs().max())
+        for column, source in filled.items():
+            raw.loc[g.index, column] = t[source].to_numpy()
+    diff = float((raw["surfacelab_logprob"] - raw[LOGPROB_COLUMNS["premise"]]).abs().max())
     return {"logprob_check": {"max_abs_diff": diff, "tolerance": LOGPROB_TOL, "agrees": diff <= LOGPROB_TOL},
             "domain_premise": domain_premise, "null_from": "log" if has_null else "surfacelab"}
 
 
 def _ordered(table: pd.DataFrame) -> pd.DataFrame:
     """``evaluate``'s column order: the row's keys and strings first, the model's extra columns last."""
-    last = ["surfacelab_logprob", "truncated", "domain_truncated"]
+    last = ["surfacelab_logprob", *CUT_COLUMNS.values()]
     first = ["item", "id", "option_index", "is_gold", "context"]
     return table[first + [c for c in table.columns if c not in first + last] + last]
 
@@ -203,38 +208,18 @@ def _usable_scorers(table: pd.DataFrame, scorers: str | Sequence[str] | None) ->
     return chosen, {}
 
 
-def _keep_scorers(table: pd.DataFrame, scorers: list[str]) -> pd.DataFrame:
-    """The option table with only the selected scorers' columns and ranks (the raw columns stay), as ``evaluate``."""
-    keep = {get_scorer(s).column for s in scorers} | {f"rank_{s}" for s in scorers}
-    raw = {"logprob", "domain_logprob", "null_logprob"}
-    dropped = {c for s in SCORERS.values() for c in (s.column, f"rank_{s.name}")} - keep - raw
-    return table[[c for c in table.columns if c not in dropped]].copy()
-
-
 def _items_frame(docs: list[LogDoc], scores: pd.DataFrame, scorers: list[str], domain_premise: str) -> pd.DataFrame:
-    """One row per document: gold, each scorer's pick (the first top option on a tie, as the harness's argmax),
-    the logged target and per-document metrics, and the truncation columns."""
-    items = pd.DataFrame({
-        "item": np.arange(len(docs)),
-        "id": [d.doc_id for d in docs],
-        "gold": [d.gold for d in docs],
-        "gold_option": [d.options[d.gold] for d in docs],
-        "n_options": [len(d.options) for d in docs],
-        "premise": [d.contexts[0] for d in docs],
-        "domain_premise": domain_premise,
-    })
-    by_item = scores.groupby("item", sort=True)
-    for s in scorers:
-        col = get_scorer(s).column
-        top = by_item[col].transform("max") == scores[col]
-        items[f"pred_{s}"] = scores[top].groupby("item")["option_index"].min().reindex(items["item"]).to_numpy()
-        items[f"correct_{s}"] = items[f"pred_{s}"] == items["gold"]
-        items[f"tie_{s}"] = (top.groupby(scores["item"]).sum() > 1).reindex(items["item"]).to_numpy()
+    """One row per document (``runs.items_frame``: each scorer's pick is the first top option on a tie, as the
+    frameworks' argmax), the logged target and per-document metrics, and the truncation columns."""
+    items = items_frame([d.doc_id for d in docs], [d.gold for d in docs], [d.options[d.gold] for d in docs],
+                        [len(d.options) for d in docs], [d.contexts[0] for d in docs], domain_premise, scores,
+                        scorers)
     items["log_target"] = [d.target for d in docs]
     for m in dict.fromkeys(m for d in docs for m in d.metrics):
         items[f"log_{m}"] = [d.metrics.get(m, np.nan) for d in docs]
-    items["truncated"] = by_item["truncated"].max().to_numpy()
-    items["truncation_differs"] = (by_item["truncated"].max() != by_item["truncated"].min()).to_numpy()
+    cut = scores.groupby("item", sort=True)[CUT_COLUMNS["premise"]]
+    items["truncated"] = cut.max().to_numpy()
+    items["truncation_differs"] = (cut.max() != cut.min()).to_numpy()
     return items
 
 

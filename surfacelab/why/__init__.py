@@ -61,6 +61,7 @@ import numpy as np
 import pandas as pd
 
 from .. import engine, text
+from ..engine.requests import LOGPROB_COLUMNS
 from .._checks import check_int, is_int
 from .._format import change, gap, signed
 from ..scorers import get_scorer
@@ -121,7 +122,7 @@ def _terms_frame(result: MCResult, gold: int, against: int, d: dict[str, float],
     t = result.table
     g, a = t.iloc[gold], t.iloc[against]
     og, oa = quoted(result.options[gold]), quoted(result.options[against])
-    pcol = "domain_logprob" if prior_cond == "domain" else "null_logprob"
+    pcol = LOGPROB_COLUMNS[prior_cond]
     ng, na = int(g["n_tokens"]), int(a["n_tokens"])
     rows = []
 
@@ -266,8 +267,7 @@ def from_result(
     prior_cond = "domain" if result.domain_premise is not None else "null"
     prior_desc = (f"the domain premise {result.domain_premise!r}" if prior_cond == "domain"
                   else "the empty context")
-    pcol = "domain_logprob" if prior_cond == "domain" else "null_logprob"
-    prior = result.table[pcol].to_numpy(dtype=float)
+    prior = result.table[LOGPROB_COLUMNS[prior_cond]].to_numpy(dtype=float)
     cost: dict[str, Any] = {}
     plan = first_token_plan(lm, result.premise, options)
     competitors, mass = _where_mass_went(lm, plan, options, gold, against, top_k, batch_size, cache, cost)

@@ -11,7 +11,7 @@ options differ, from ONE extra batched next-token call over the items whose labe
 wrong, not a tie, not "premise evidence"; NaN elsewhere and on flipped tasks; its cost is in
 ``meta["why_cost"]``), and ``rescued_by`` (the
 scorers that pick the gold on an item LM gets wrong). ``EvalResult.labels`` counts the labels and,
-per scorer, how many of each label's items it gets right; ``evaluate.label_table`` stacks those of
+per scorer, how many of each label's items it gets right; ``runs.label_table`` stacks those of
 several runs (datasets).
 
 ``evaluate`` builds its items frame with ``verdict_columns`` (after ``split_mass``) and its
@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from .. import engine
+from ..engine.requests import LOGPROB_COLUMNS
 from ..tasks import Task
 from .first_token import first_token_numbers, first_token_plan
 from .rules import EVIDENCE_SHARE, LABELS, decompose, is_option_ids, shares, verdict
@@ -38,9 +39,8 @@ if TYPE_CHECKING:
 def _gaps(task: Task, scores: pd.DataFrame) -> pd.DataFrame:
     """Per item: LM's pick (``pick``, first on ties), the option compared (``against``: the pick, or LM's
     runner-up when the pick is the gold), the gap terms of ``why.decompose`` and which context is the prior."""
-    prior = ("domain" if scores["domain_logprob"].notna().all() else
-             "null" if scores["null_logprob"].notna().all() else "")
-    pcol = {"domain": "domain_logprob", "null": "null_logprob"}.get(prior)
+    prior = next((c for c in ("domain", "null") if scores[LOGPROB_COLUMNS[c]].notna().all()), "")
+    pcol = LOGPROB_COLUMNS.get(prior)
     rows = []
     for i, g in scores.groupby("item", sort=True):
         gold = task.items[int(i)].gold

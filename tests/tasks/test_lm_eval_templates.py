@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import surfacelab.tasks as tasks
-from surfacelab.evaluate import ablate, evaluate, mcnemar
+from surfacelab.evaluate import ablate, evaluate
+from surfacelab.runs import mcnemar
 from surfacelab.tasks.harness import METRIC_SCORERS, hellaswag_clean
 
 

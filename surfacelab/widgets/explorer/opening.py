@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
-from ...evaluate import EvalResult
+from ...runs import EvalResult
 from ...logs import LOG_SOURCE
 from .prefetch import AFTER_OPEN_S, Prefetch
 from .prefetch import ROWS as PREFETCH_ROWS

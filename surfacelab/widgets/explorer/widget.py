@@ -33,7 +33,7 @@ from itables.widget import ITable
 
 from ... import explore, tasks, viz
 from ..._checks import check_int
-from ...evaluate import EvalResult
+from ...runs import EvalResult
 from ...explore import CHUNK, Progress
 from ...logs import from_log
 from ..app import AppPolicy

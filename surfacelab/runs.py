@@ -1,0 +1,216 @@
+"""A run and its statistics: ``EvalResult`` (the frames of one run over a dataset, whatever made it: ``evaluate``,
+``explore.evaluate_in_chunks`` or ``logs.from_log``), the one builder of its items frame (``items_frame``), accuracy
+with bootstrap CIs, exact McNemar tests between scorers, and verdict-label tables of several runs."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy.stats import binomtest
+
+from ._checks import is_int
+from .engine.requests import LOGPROB_COLUMNS
+from .scorers import SCORERS, get_scorer
+from .run_files import read_run, write_run
+from .scoring import MCResult, item_table
+
+
+@dataclasses.dataclass
+class EvalResult:
+    """Scores, predictions and statistics of one evaluation run.
+
+    Attributes:
+        task, split, model, template: what was run (template = the template's name).
+        scorers: the scorers, in the order given.
+        scores: one row per (item, option): ``item`` (0-based position), ``id``, ``option_index``,
+            ``is_gold``, ``context``, ``option`` and the columns of ``MCResult.table`` (raw log-probs,
+            lengths, every selected scorer's column and its ``rank_<scorer>``, 1 = best), then
+            ``truncated`` / ``domain_truncated``: context tokens cut from the left of the premise /
+            domain premise to fit the model's window (0: nothing cut).
+        items: one row per item: ``item``, ``id``, ``gold``, ``gold_option``, ``n_options``,
+            ``premise``, ``domain_premise``, then per scorer ``pred_<scorer>`` (predicted option index),
+            ``correct_<scorer>`` and ``tie_<scorer>`` (the top score is shared), then the verdict columns (``against``,
+            ``gap_*``, ``prior``, ``mass_ratio``, ``mass_gain``, ``why``, ``rescued_by``;
+            see :mod:`surfacelab.why.verdicts`), ``truncated`` (most premise tokens cut from any option) and
+            ``truncation_differs`` (its options were cut by different amounts).
+        accuracy: one row per scorer: ``n``, ``correct``, ``accuracy``, ``ci_low``/``ci_high`` (95%
+            percentile bootstrap over items, seeded), ``ties``; for ``evaluate``, ``lm_eval_metric`` (the
+            lm-evaluation-harness metric the scorer equals under an lm-eval template, else "") and
+            ``lm_eval_reports`` (the harness's YAML for the task reports that metric); for a log's run
+            (``logs.from_log``), ``log_metric``, ``log_reports`` and ``log_value``.
+        paired: one row per pair of scorers: ``acc_a``, ``acc_b``, ``only_a`` (items a gets right and
+            b wrong), ``only_b`` and ``p_value`` (exact McNemar: two-sided binomial test of
+            ``only_a`` out of ``only_a + only_b`` at 1/2; 1.0 when there are no discordant items).
+        meta: source file, variant, n_shot, n_boot, seed, whether the task is flipped,
+            ``skipped_too_long`` (ids of the items left out with ``too_long="skip"``), ``why_cost``
+            (the extra next-token call of the labels: prompts, tokens forwarded, seconds), ``engine`` (the
+            scoring call's ``requests``, how many were ``cached`` and ``tokens_forwarded``; one call serves every
+            task of an ``ablate`` grid) and, for an
+            lm-eval template, the harness's task name and YAML (``lm_eval_task``, ``lm_eval_yaml``).
+        labels: one row per ``why`` label: ``why``, ``n``, ``share`` and ``rescued_<scorer>`` (items of
+            that label the scorer gets right), see ``label_counts``.
+    """
+
+    task: str
+    split: str
+    model: str
+    template: str
+    scorers: list[str]
+    scores: pd.DataFrame
+    items: pd.DataFrame
+    accuracy: pd.DataFrame
+    paired: pd.DataFrame
+    meta: dict[str, Any] = dataclasses.field(default_factory=dict)
+    labels: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
+
+    def best(self) -> list[str]:
+        """The scorers with the highest accuracy (several on an exact tie)."""
+        acc = self.accuracy.set_index("scorer")["accuracy"]
+        return list(acc.index[acc == acc.max()])
+
+    def save(self, directory: str | Path) -> Path:
+        """Write ``items.csv``, ``scores.csv``, ``accuracy.csv``, ``paired.csv``, ``labels.csv`` (spreadsheet-safe
+        CSV) and ``meta.json`` (``run_files.write_run``)."""
+        return write_run(self, directory)
+
+    @classmethod
+    def load(cls, directory: str | Path) -> "EvalResult":
+        """Read a run written by ``save``, refused with a ``ValueError`` naming the folder, the file and the column or
+        row unless it is a whole, consistent run (``run_files.read_run``; text comes back exactly as it was)."""
+        return cls(**read_run(directory))
+
+    def show(self) -> Any:
+        """Accuracy per scorer with its 95% CI and the chance line (``viz.accuracy_ci``)."""
+        from . import viz
+
+        n_options = self.items["n_options"] if "n_options" in self.items else None
+        chance = float((1 / n_options).mean()) if n_options is not None and len(n_options) else None
+        return viz.accuracy_ci(self.accuracy.assign(task=self.task), "task", chance=chance,
+                               title=f"{self.task}/{self.split}: accuracy with 95% CI")
+
+    def result(self, i: int) -> MCResult:
+        """Item ``i``'s scores as an ``MCResult``, without scoring it again: its option rows of ``.scores``
+        completed with every registered scorer's column; the token frame is empty (``evaluate`` keeps only
+        each option's totals)."""
+        if not is_int(i) or not 0 <= i < len(self.items):
+            raise ValueError(f"i: expected an item position in [0, {len(self.items)}), got {i!r}")
+        row = self.items.iloc[int(i)]
+        table = item_table(self.scores[self.scores["item"] == row["item"]])  # every scorer, from the run's rows
+        domain = None if table[LOGPROB_COLUMNS["domain"]].isna().all() else row["domain_premise"]
+        tokens = pd.DataFrame({"option": pd.Series(dtype=str), "condition": pd.Series(dtype=str),
+                               "token": pd.Series(dtype=str), "logprob": pd.Series(dtype=float)})
+        return MCResult(str(row["premise"]), [str(o) for o in table["option"]], domain, self.model, table, tokens,
+                        int(row["gold"]), meta={"template": self.template, **{k: self.meta.get(k) for k in
+                                                                             ("fingerprint", "backend", "seed")},
+                                                "scorers": self.scorers})
+
+    def __repr__(self) -> str:
+        named = next((c for c in ("lm_eval_metric", "log_metric") if c in self.accuracy), None)  # the peer's metric
+        metrics = self.accuracy[named] if named else [""] * len(self.accuracy)
+        acc = ", ".join(f"{r.scorer}{f' ({m})' if m else ''}={r.accuracy:.3f}"
+                        for r, m in zip(self.accuracy.itertuples(), metrics))
+        skipped = len(self.meta.get("skipped_too_long", []))
+        more = f", {skipped} skipped as too long" if skipped else ""
+        return f"EvalResult({self.task}/{self.split}, model={self.model!r}, n={len(self.items)}{more}: {acc})"
+
+    def _repr_html_(self) -> str:
+        head = f"<b>{self.task}/{self.split}</b> &middot; {self.model} &middot; {len(self.items)} items"
+        return head + self.accuracy.to_html(index=False, float_format=lambda v: f"{v:.3f}")
+
+
+def scorer_columns(table: pd.DataFrame, scorers: Sequence[str]) -> pd.DataFrame:
+    """An option table with only the selected scorers' columns and ranks (the conditions' raw columns stay), as a
+    run keeps its ``scores``."""
+    keep = {get_scorer(s).column for s in scorers} | {f"rank_{s}" for s in scorers}
+    dropped = {c for s in SCORERS.values() for c in (s.column, f"rank_{s.name}")} - keep - set(LOGPROB_COLUMNS.values())
+    return table[[c for c in table.columns if c not in dropped]].copy()
+
+
+def items_frame(ids: Sequence[Any], golds: Sequence[int], gold_options: Sequence[str], n_options: Sequence[int],
+                premises: Sequence[str], domain_premises: Any, scores: pd.DataFrame,
+                scorers: Sequence[str]) -> pd.DataFrame:
+    """One row per item of a run: ``item``, ``id``, ``gold``, ``gold_option``, ``n_options``, ``premise``,
+    ``domain_premise`` (one string, or one per item), and per scorer ``pred_<scorer>`` (the first option in option
+    order among those ranked 1 by ``option_table``: exact ties share the rank; -1 for an item without scores),
+    ``correct_<scorer>`` and ``tie_<scorer>`` (the top score is shared)."""
+    n_items = len(ids)
+    gold = np.asarray(golds, dtype=int)
+    items = pd.DataFrame({"item": np.arange(n_items), "id": list(ids), "gold": gold, "gold_option": list(gold_options),
+                          "n_options": list(n_options), "premise": list(premises), "domain_premise": domain_premises})
+    by_item = scores["item"].to_numpy()
+    for s in scorers:
+        is_top = (scores[f"rank_{s}"] == 1).to_numpy()
+        pred = pd.Series(scores["option_index"].to_numpy()[is_top], index=by_item[is_top]).groupby(level=0).min()
+        pred = pred.reindex(range(n_items)).fillna(-1).astype(int).to_numpy()
+        items[f"pred_{s}"] = pred
+        items[f"correct_{s}"] = pred == gold
+        items[f"tie_{s}"] = np.bincount(by_item[is_top], minlength=n_items) > 1
+    return items
+
+
+def accuracy_table(items: pd.DataFrame, scorers: list[str], n_boot: int, seed: int) -> pd.DataFrame:
+    """Accuracy per scorer with a seeded 95% percentile bootstrap CI (items resampled with replacement)."""
+    correct = items[[f"correct_{s}" for s in scorers]].to_numpy(dtype=bool)
+    n = len(correct)
+    acc = correct.mean(axis=0)
+    if n_boot:
+        idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+        boot = correct[idx].mean(axis=1)
+        low, high = np.percentile(boot, [2.5, 97.5], axis=0)
+    else:
+        low = high = np.full(len(scorers), np.nan)
+    return pd.DataFrame({
+        "scorer": scorers,
+        "n": n,
+        "correct": correct.sum(axis=0),
+        "accuracy": acc,
+        "ci_low": low,
+        "ci_high": high,
+        "ties": [int(items[f"tie_{s}"].sum()) for s in scorers],
+    })
+
+
+def mcnemar(a: Sequence[bool], b: Sequence[bool]) -> tuple[int, int, float]:
+    """Exact McNemar test of two paired correctness vectors.
+
+    Returns:
+        ``(only_a, only_b, p_value)``: items only ``a`` gets right, items only ``b`` gets right, and the
+        two-sided binomial p-value of ``only_a`` successes in ``only_a + only_b`` trials at 1/2 (1.0
+        when there are no discordant items).
+    """
+    a, b = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
+    if a.shape != b.shape:
+        raise ValueError(f"b: expected {a.shape[0]} values like a, got {b.shape[0]}")
+    only_a, only_b = int((a & ~b).sum()), int((~a & b).sum())
+    p = binomtest(only_a, only_a + only_b, 0.5).pvalue if only_a + only_b else 1.0
+    return only_a, only_b, float(p)
+
+
+def paired_table(items: pd.DataFrame, scorers: list[str]) -> pd.DataFrame:
+    """Exact McNemar test (``mcnemar``) for every pair of scorers, in ``EvalResult.paired``'s columns."""
+    rows = []
+    for a, b in itertools.combinations(scorers, 2):
+        ca, cb = items[f"correct_{a}"].to_numpy(), items[f"correct_{b}"].to_numpy()
+        only_a, only_b, p = mcnemar(ca, cb)
+        rows.append({"scorer_a": a, "scorer_b": b, "acc_a": ca.mean(), "acc_b": cb.mean(),
+                     "only_a": only_a, "only_b": only_b, "p_value": p})
+    return pd.DataFrame(rows, columns=["scorer_a", "scorer_b", "acc_a", "acc_b", "only_a", "only_b", "p_value"])
+
+
+def label_table(results: Sequence[EvalResult]) -> pd.DataFrame:
+    """``EvalResult.labels`` of several runs stacked, with ``task``, ``split`` and ``model`` in front."""
+    frames = []
+    for k, r in enumerate(results):
+        if not isinstance(r, EvalResult):
+            raise TypeError(f"results[{k}]: expected an EvalResult, got {type(r).__name__}")
+        f = r.labels.copy()
+        f.insert(0, "model", r.model)
+        f.insert(0, "split", r.split)
+        f.insert(0, "task", r.task)
+        frames.append(f)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
