@@ -16,7 +16,7 @@ import surfacelab as sl
 from spreadsheet import check_cells, hostile_task
 from surfacelab import explore
 from surfacelab.widgets import Explorer, Workbench
-from surfacelab.widgets.explorer.widget import SEARCHED
+from surfacelab.widgets.explorer.table import SEARCHED
 
 LOGS = Path(__file__).resolve().parents[1] / "lm_eval_logs" / "out"
 N = 30
@@ -34,7 +34,7 @@ def ran(tiny_lm, bench, tmp_path):
     """An explorer that ran 30 COPA items in chunks of 10 (the chunks it showed recorded)."""
     ex = Explorer(tiny_lm, workbench=bench, task="copa", n=N, chunk=10, folder=tmp_path / "session")
     seen = []
-    ex.table.observe(lambda ch: seen.append(len(ex.rows)), "_dt_args")
+    ex.table.widget.observe(lambda ch: seen.append(len(ex.table.rows)), "_dt_args")
     run = ex.run()
     assert run is not None and ex.wait(300)
     assert run.error is None, run.error
@@ -49,37 +49,37 @@ def test_run_fills_the_table_in_chunks_and_finishes(ran, tiny_lm):
     assert len(res.items) == N and "stopped_at" not in res.meta
     # rows after the first (small) chunk, then after REDRAW_S and longer waits, and all of them at the end
     assert ran.seen[0] == explore.FIRST_CHUNK and ran.seen[-1] == N and ran.seen == sorted(ran.seen)
-    assert len(ran.item_frame()) == N and list(ran.rows) == list(range(N))
+    assert len(ran.item_frame()) == N and list(ran.table.rows) == list(range(N))
     # the table's search box reads the whole premise, from a column the page does not show
-    assert ran.table.df[SEARCHED].tolist() == res.items["premise"].tolist() and SEARCHED not in ran.item_frame()
+    assert ran.table.widget.df[SEARCHED].tolist() == res.items["premise"].tolist() and SEARCHED not in ran.item_frame()
     assert ran.progress.value == 1 and f"{N} / {N} items" in ran.progress_line.value
     assert "requests" in ran.run_lines.value and "done" in ran.progress_line.value
-    assert ran.plot.figure["data"] and ran.cancel_button.disabled
+    assert ran.summary.plot.figure["data"] and ran.cancel_button.disabled
     # the same numbers as evaluate on the same items
     ref = sl.evaluate(tiny_lm, sl.tasks.load("copa", limit=N), ["lm", "per_char", "dcpmi"], progress=False)
     assert res.items["correct_dcpmi"].tolist() == ref.items["correct_dcpmi"].tolist()
     counts = explore.rescues(ran.runs)
-    assert ran._cells[("code:dcpmi", "code:lm")].description == str(counts.loc["code:dcpmi", "code:lm"])
+    assert ran.summary._cells[("code:dcpmi", "code:lm")].description == str(counts.loc["code:dcpmi", "code:lm"])
 
 
 def test_a_redraw_keeps_the_label_buttons_and_their_counts_follow_the_run(ran):
     counts = ran.runs["code"].items["why"].astype(str).value_counts()
-    shown = {b.description: b.model_id for b in ran.labels.children}
+    shown = {b.description: b.model_id for b in ran.summary.labels.children}
     assert list(shown) == [f"{label} ({k})" for label, k in counts.items()]
-    matrix = [c.model_id for c in ran.matrix.children]
+    matrix = [c.model_id for c in ran.summary.matrix.children]
     ran.refresh()  # what every chunk of a run does
-    assert {b.description: b.model_id for b in ran.labels.children} == shown
-    assert [c.model_id for c in ran.matrix.children] == matrix
-    before = list(ran.labels.children)
+    assert {b.description: b.model_id for b in ran.summary.labels.children} == shown
+    assert [c.model_id for c in ran.summary.matrix.children] == matrix
+    before = list(ran.summary.labels.children)
     ran.runs["code"] = sl.evaluate(ran.lm, sl.tasks.load("copa", limit=1), ran.scorers, progress=False)
     ran.refresh()  # one item: one label
-    assert len(before) > 1 and len(ran.labels.children) == 1
-    assert all(b.comm is None for b in before if b not in ran.labels.children)  # the labels gone are closed
+    assert len(before) > 1 and len(ran.summary.labels.children) == 1
+    assert all(b.comm is None for b in before if b not in ran.summary.labels.children)  # the labels gone are closed
 
 
 def test_cancel_keeps_the_finished_chunks(tiny_lm, bench):
     ex = Explorer(tiny_lm, workbench=bench, task="copa", split="val", n=N, chunk=5)
-    ex.table.observe(lambda ch: ex.cancel() if len(ex.rows) else None, "_dt_args")  # on the first rows
+    ex.table.widget.observe(lambda ch: ex.cancel() if len(ex.table.rows) else None, "_dt_args")  # on the first rows
     run = ex.run()
     assert ex.wait(300) and run.error is None
     res = ex.runs["code"]
@@ -95,8 +95,8 @@ def test_filter_then_click_loads_the_item_into_the_workbench(ran, bench):
         right, wrong = wrong, right
     rows = ran.filter(right=right, wrong=wrong)
     assert list(rows) == list(explore.select(runs, right=right, wrong=wrong)) and len(rows)
-    assert len(ran.item_frame()) == len(rows) and f"<b>{len(rows)}</b>" in ran.count.value
-    ran.table.selected_rows = [0]  # a click on the first row
+    assert len(ran.item_frame()) == len(rows) and f"<b>{len(rows)}</b>" in ran.table.count.value
+    ran.table.widget.selected_rows = [0]  # a click on the first row
     bench.wait()
     item = runs["code"].items.iloc[rows[0]]
     scored = runs["code"].scores[runs["code"].scores["item"] == item["item"]]
@@ -121,23 +121,23 @@ def test_a_click_on_another_row_opens_only_that_row(ran, bench):
     from surfacelab.widgets.explorer.opening import REOPEN_S
 
     res = ran.runs["code"]
-    ran.table.selected_rows = [0]
+    ran.table.widget.selected_rows = [0]
     bench.wait()
     loaded = []
     real = bench.load_item
     bench.load_item = lambda premise, *a, **k: loaded.append(premise) or real(premise, *a, **k)
-    ran.table.selected_rows = []
-    ran.table.selected_rows = [1]
+    ran.table.widget.selected_rows = []
+    ran.table.widget.selected_rows = [1]
     time.sleep(REOPEN_S + 0.5)
     bench.wait()
-    assert loaded == [res.items["premise"].iloc[1]] and list(ran.table.selected_rows) == [1]
+    assert loaded == [res.items["premise"].iloc[1]] and list(ran.table.widget.selected_rows) == [1]
     # a click on the open row unselects it: it opens again (an edit made to it is undone), still marked open
     bench.premise_box.value = "edited"
-    ran.table.selected_rows = []
+    ran.table.widget.selected_rows = []
     time.sleep(REOPEN_S + 0.5)
     bench.wait()
     assert loaded[1:] == [res.items["premise"].iloc[1]] and bench.premise_box.value == loaded[1]
-    assert list(ran.table.selected_rows) == [1]
+    assert list(ran.table.widget.selected_rows) == [1]
 
 
 def test_the_first_rows_are_scored_ahead_of_a_click(ran, bench, monkeypatch):
@@ -151,7 +151,7 @@ def test_the_first_rows_are_scored_ahead_of_a_click(ran, bench, monkeypatch):
     calls = []
     real = bench.lm.backend.score
     monkeypatch.setattr(bench.lm.backend, "score", lambda encs, **kw: calls.append(len(encs)) or real(encs, **kw))
-    for position in ran.rows[:ROWS]:
+    for position in ran.table.rows[:ROWS]:
         item = res.items.iloc[int(position)]
         options = res.scores[res.scores["item"] == item["item"]].sort_values("option_index")["option"].tolist()
         score_items(bench.lm, [(item["premise"], options, item["domain_premise"] or None)], progress=False,
@@ -249,7 +249,7 @@ def test_lm_eval_log_opens_without_a_model():
     assert list(ex.runs) == ["lm-eval"] and ex.lm is None and ex.last_error is None
     res = ex.runs["lm-eval"]
     assert len(ex.item_frame()) == len(res.items) and "lm-eval:lm" in ex._filters
-    assert ex.plot.figure["data"]
+    assert ex.summary.plot.figure["data"]
     # the run line says which file of the folder was passed over, and why
     gen = Path(res.meta["checks"]["passed_over"][0]["file"]).name
     assert gen.startswith("samples_arc_local_gen_") and f"passed over {gen}: the log of a generate_until" in \
@@ -301,5 +301,6 @@ def test_cells_are_text_not_html(tiny_lm):
     res = sl.evaluate(tiny_lm, sl.tasks.load("copa", limit=3), ["lm", "dcpmi"], progress=False)
     res.items.loc[0, "premise"] = "<img src=x onerror=alert(1)>"
     ex = Explorer(runs={"a": res})
-    assert "<img" not in str(ex.table._dt_args.get("data_json")) and "&lt;img" in str(ex.table._dt_args["data_json"])
+    shown = str(ex.table.widget._dt_args.get("data_json"))
+    assert "<img" not in shown and "&lt;img" in shown
     ex.close()

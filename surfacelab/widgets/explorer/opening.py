@@ -51,7 +51,7 @@ class Opener:
         self.reveal.observe(self._bench_missing, "missing")
         if workbench is not None:
             workbench.add_class(self.reveal.target)
-        host.table.observe(self._row_clicked, "selected_rows")
+        host.table.widget.observe(self._row_clicked, "selected_rows")
 
     @property
     def made(self) -> bool:
@@ -82,7 +82,7 @@ class Opener:
 
     def _row_clicked(self, change: dict) -> None:
         host = self.host
-        if host.holding_table:
+        if host.table.setting:
             return
         with host.lock:
             if self._reopen is not None:
@@ -102,12 +102,12 @@ class Opener:
     def _reopened(self, k: int) -> None:
         with self.host.lock:
             self._reopen = None
-        self.host.select(k)
+        self.host.table.select(k)
         self.open_row(k)
 
     def open_row(self, k: int) -> None:
         """Open the ``k``-th row of the table (as filtered) in the workbench."""
-        self.open_item(int(self.host.rows[k]))
+        self.open_item(int(self.host.table.rows[k]))
 
     def inputs(self, res: EvalResult, position: int) -> tuple[str, list[str], str | None]:
         """Item ``position`` of ``res`` as the workbench loads it: (premise, options, domain premise), exactly as
@@ -130,7 +130,7 @@ class Opener:
         if not runs or self._workbench is None or host.running:
             return
         res = next(iter(runs.values()))
-        positions = [int(p) for p in host.rows[start:start + PREFETCH_ROWS]]
+        positions = [int(p) for p in host.table.rows[start:start + PREFETCH_ROWS]]
 
         def items() -> Iterator[tuple[str, list[str], str | None]]:  # read in the background, not on the click
             for position in positions:
@@ -159,13 +159,14 @@ class Opener:
                       f"{item['id']} · run {name}")
         else:
             source = f"{res.task}/{res.split} #{position} {item['id']} · template {res.template} · run {name}"
-        k = np.flatnonzero(host.rows == position)
-        step = (lambda d: (lambda: self.open_item(int(host.rows[k[0] + d]), run))) if len(k) else None
+        rows = host.table.rows
+        k = np.flatnonzero(rows == position)
+        step = (lambda d: (lambda: self.open_item(int(rows[k[0] + d]), run))) if len(k) else None
         previous = step(-1) if step and k[0] > 0 else None
-        following = step(1) if step and k[0] + 1 < len(host.rows) else None
+        following = step(1) if step and k[0] + 1 < len(rows) else None
         self.workbench.load_item(premise, options, domain_premise=domain, gold=int(item["gold"]), source=source,
                                  previous=previous, next=following)
-        host.select(int(k[0]) if len(k) else None)  # the table marks the item open (previous / next move it)
+        host.table.select(int(k[0]) if len(k) else None)  # the table marks the item open (previous / next move it)
         if len(k):
             self.prefetch_rows(int(k[0]) + 1, delay=AFTER_OPEN_S)  # the rows "next" opens
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import html
-import json
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -29,34 +28,23 @@ import ipywidgets as w
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from itables.widget import ITable
 
-from ... import explore, tasks, viz
+from ... import explore, tasks
 from ..._checks import check_int
 from ...runs import EvalResult
 from ...explore import CHUNK, Progress
 from ...logs import from_log
 from ..app import AppPolicy
 from ..kit.layout import box, classed, close_tree, message_html, stylesheet
-from ..kit.plot import PlotView
 from ..kit.runner import Job, Runner
 from .ablation import AblationPanel
 from .files import ExplorerFiles
 from .opening import Opener
+from .summary import Summary
+from .table import ItemTable
 
 HERE = Path(__file__).parent
 ANY = "any"
-#: Columns of the rescue matrix (the first ones of ``explore.columns``).
-MATRIX_MAX = 8
-#: Height of the accuracy figure in the widget (beside the rescue matrix; exports keep the figure's own).
-PLOT_HEIGHT = 300
-#: The item table's options, given again at every update (``ITable.update`` falls back to itables' defaults): every
-#: row (no downsampling), cells as text, a click anywhere on a column's header sorts by it, 10 rows a page.
-TABLE_OPTIONS = {"maxBytes": 0, "allow_html": False, "text_in_header_can_be_selected": False, "pageLength": 10,
-                 "lengthMenu": [10, 25, 50, 100], "select": {"style": "single"}}
-#: A hidden column of the item table with the whole premise: the table's search box finds words the shortened
-#: premise cuts off.
-SEARCHED = "whole premise"
 #: Seconds between the first two redraws of the rows while a run goes on; each later wait is twice the one before, up
 #: to ``REDRAW_MAX_S``. A redraw after the first is left out when the run will end within that wait: its end draws
 #: every row. (The table is rebuilt in the browser at each redraw, on the CPU the run shares; the progress line
@@ -75,21 +63,6 @@ def _head(run: EvalResult, k: int) -> EvalResult:
     part = dataclasses.replace(run, items=run.items[keep_items.to_numpy()].reset_index(drop=True),
                                scores=run.scores[keep_scores.to_numpy()].reset_index(drop=True))
     return explore.combine([part], n_boot=0)
-
-
-def _column_defs(columns: Sequence[str]) -> list[dict]:
-    """DataTables column definitions of the item table: each column's class (``explorer.css`` gives each kind its
-    width: the premise, the options (the gold and every run's pick), and short values (ids, numbers, labels)), and
-    ``SEARCHED`` hidden (the table's search box reads it)."""
-    kinds: dict[str, list[int]] = {"sl-c-premise": [], "sl-c-option": [], "sl-c-short": []}
-    for k, col in enumerate(columns):
-        if col == SEARCHED:
-            continue
-        picked = ":" in col and col.rpartition(":")[2] not in ("margin", "why")
-        kind = "sl-c-premise" if col == "premise" else "sl-c-option" if col == "gold" or picked else "sl-c-short"
-        kinds[kind].append(k)
-    defs = [{"targets": targets, "className": kind} for kind, targets in kinds.items() if targets]
-    return defs + [{"targets": [list(columns).index(SEARCHED)], "visible": False}] if SEARCHED in columns else defs
 
 
 class Explorer(w.VBox):
@@ -127,17 +100,16 @@ class Explorer(w.VBox):
         self.runs: dict[str, EvalResult] = {}
         self.sources: dict[str, dict] = {}
         self.tasks: dict[str, tasks.Task] = {}  # run name -> the task it scored (for template edits)
-        self.rows = np.zeros(0, dtype=int)  # positions of the items the table shows, in its order
         self.last_error: str | None = None
         self.lock = threading.RLock()  # the runs, sources and tasks, between a run's thread and the kernel's
         self._filters: dict[str, w.Dropdown] = {}
-        self._cells: dict[tuple[str, str], w.Button] = {}
-        self._label_buttons: dict[str, w.Button] = {}
         self._hold = False
         self._template = template if template is not None and not isinstance(template, str) else None
         self.runner = Runner("explorer", on_error=self._failed)
         self.running = False  # a run is scoring (the rows it shows are not the ones to prefetch yet)
         self._build(task, split, n, template if isinstance(template, str) else "code", domain_premise)
+        self.table = ItemTable()
+        self.summary = Summary(self)
         self.ablation = AblationPanel(self)
         self.files = ExplorerFiles(self, self.policy, folder)
         self.opener = Opener(self, workbench, self.policy)
@@ -173,9 +145,6 @@ class Explorer(w.VBox):
         self.progress_line = w.HTML("")
         self.message = w.HTML("")
         self.run_lines = w.HTML("")
-        self.plot = PlotView(lazy=False)
-        self.matrix = w.GridBox([])
-        self.labels = w.HBox([])
         self.disagree_box = w.Checkbox(value=False, description="scorers disagree", indent=False)
         self.flipped_picker = w.Dropdown(options=[("—", None)], value=None, description="flipped", style=wide)
         self.label_picker = w.Dropdown(options=[ANY], value=ANY, description="label", style=wide)
@@ -184,15 +153,11 @@ class Explorer(w.VBox):
         self.search_box = w.Text(value="", description="search", continuous_update=False)
         self.clear_button = w.Button(description="clear filters", icon="times")
         self.filter_box = w.HBox([])
-        self.count = w.HTML("")
-        self.table = ITable(pd.DataFrame(), classes="display compact", **TABLE_OPTIONS)
         classed([(self.task_box, "sl-x-task"), (self.split_box, "sl-x-split"), (self.n_box, "sl-x-n"),
                  (self.family_picker, "sl-x-family"), (self.domain_box, "sl-x-domain"), (self.name_box, "sl-x-name"),
                  (self.run_button, "sl-x-run-button"), (self.cancel_button, "sl-x-cancel"),
                  (self.progress, "sl-x-progress"), (self.progress_line, "sl-x-progress-line"),
-                 (self.message, "sl-x-message"), (self.plot, "sl-x-plot"), (self.matrix, "sl-x-matrix"),
-                 (self.labels, "sl-x-labels"), (self.filter_box, "sl-x-columns"), (self.count, "sl-x-count"),
-                 (self.table, "sl-item-table")])
+                 (self.message, "sl-x-message"), (self.filter_box, "sl-x-columns")])
         self.run_button.on_click(lambda _: self.after_fields(self.run))
         self.cancel_button.on_click(lambda _: self.cancel())
         for widget in (self.disagree_box, self.flipped_picker, self.label_picker, self.search_box):
@@ -203,17 +168,13 @@ class Explorer(w.VBox):
         """The explorer top to bottom: the source and Run; once a run is open, the summary (accuracy beside who
         rescues whom and the labels), the filters, the item table, then the ablation and files (below the table,
         so that the table and the workbench under the explorer stay close)."""
-        side = box([w.HTML("<b>who rescues whom</b> <span class='sl-hint'>(row right, column wrong; click a count "
-                           "to list those items)</span>"), self.matrix,
-                    w.HTML("<b>verdict labels</b> <span class='sl-hint'>(why the first run's LM missed; click to "
-                           "list)</span>"), self.labels], "sl-x-side", vertical=True)
         self.results = box([
-            box([self.plot, side], "sl-x-summary"),
+            self.summary.box,
             box([w.HTML("<b>filter</b>"), self.filter_box, self.disagree_box, self.flipped_picker, self.label_picker,
                  self.clear_button], "sl-x-filters"),
-            box([self.count, w.HTML("<span class='sl-hint'>click a row to open the item in the workbench below "
+            box([self.table.count, w.HTML("<span class='sl-hint'>click a row to open the item in the workbench below "
                                     "(previous / next there step through these rows)</span>")], "sl-x-table-head"),
-            self.table, *self.ablation.widgets(), *self.files.widgets()], "sl-x-results", vertical=True)
+            self.table.widget, *self.ablation.widgets(), *self.files.widgets()], "sl-x-results", vertical=True)
         self.results.layout.display = "none"  # nothing to show before a run
         return [stylesheet(HERE / "explorer.css"), self.opener.reveal, w.HTML("<h3>surfacelab explorer</h3>"),
                 box([self.task_box, self.split_box, self.n_box, self.family_picker, self.domain_box, self.name_box],
@@ -350,23 +311,11 @@ class Explorer(w.VBox):
             self.run_lines.value = "<br>".join(f"<b>{html.escape(n)}</b>: {html.escape(explore.run_line(r))}"
                                                for n, r in self.runs.items())
             self.results.layout.display = None
-            figure = json.loads(self.figure().to_json())
-            figure["layout"]["height"] = PLOT_HEIGHT
-            self.plot.show(figure)
             cols = explore.columns(runs)
+            self.summary.refresh(runs, cols)
             self._build_filters(runs, cols)
-            self._build_matrix(runs, cols[:MATRIX_MAX])
-            self._build_labels(runs)
             self.ablation.presets()
             self._apply(runs)
-
-    def figure(self) -> go.Figure:
-        """Accuracy per scorer and run with 95% CIs and the chance line."""
-        runs = self.shown()
-        frame = pd.concat([r.accuracy.assign(run=n) for n, r in runs.items()], ignore_index=True)
-        first = next(iter(runs.values()))
-        chance = float((1 / first.items["n_options"]).mean()) if len(first.items) else None
-        return viz.accuracy_ci(frame, "run", chance=chance, title=f"{first.task}/{first.split}: accuracy with 95% CI")
 
     def _build_filters(self, runs: Mapping[str, EvalResult], cols: list[str]) -> None:
         if list(self._filters) != cols:
@@ -399,47 +348,6 @@ class Explorer(w.VBox):
             finally:
                 self._hold = False
 
-    def _build_matrix(self, runs: Mapping[str, EvalResult], cols: list[str]) -> None:
-        counts = explore.rescues(runs, cols)
-        if set(self._cells) != {(a, b) for a in cols for b in cols if a != b}:
-            self._cells = {}
-            # a column's name may break after its run ("domain:" / "per_char ✗"): the matrix fits beside the figure
-            cells: list[w.Widget] = [w.HTML("")] + [
-                w.HTML(f"<small class='sl-x-col'>{html.escape(c).replace(':', ':<wbr>')} ✗</small>") for c in cols]
-            for a in cols:
-                cells.append(w.HTML(f"<small>{html.escape(a)} ✓</small>"))
-                for b in cols:
-                    if a == b:
-                        cells.append(w.HTML("·"))
-                        continue
-                    button = w.Button(tooltip=f"list the items {a} gets right and {b} wrong")
-                    button.on_click(lambda _, a=a, b=b: self.filter(right=[a], wrong=[b]))
-                    self._cells[(a, b)] = button
-                    cells.append(button)
-            old, self.matrix.children = self.matrix.children, tuple(cells)
-            for cell in old:
-                cell.close()
-            self.matrix.layout.grid_template_columns = f"max-content repeat({len(cols)}, minmax(4em, max-content))"
-        for (a, b), button in self._cells.items():
-            button.description = str(int(counts.loc[a, b]))
-            button.disabled = not counts.loc[a, b]  # nothing to list
-
-    def _build_labels(self, runs: Mapping[str, EvalResult]) -> None:
-        """One button per verdict label with its count; a label's button is kept across redraws (a run redraws
-        every few seconds: new widgets would cost the browser a render each)."""
-        first = next(iter(runs.values()))
-        counts = first.items["why"].astype(str).value_counts() if "why" in first.items else pd.Series(dtype=int)
-        for label in [lb for lb in self._label_buttons if lb not in counts]:
-            self._label_buttons.pop(label).close()
-        for label, k in counts.items():
-            if label not in self._label_buttons:
-                self._label_buttons[label] = b = w.Button()
-                b.on_click(lambda _, label=label: self.filter(label=label))
-            self._label_buttons[label].description = f"{label} ({k})"
-        buttons = tuple(self._label_buttons[label] for label in counts.index)
-        if self.labels.children != buttons:
-            self.labels.children = buttons
-
     def filter(self, *, right: Sequence[str] = (), wrong: Sequence[str] = (), disagree: bool = False,
                flipped: tuple[str, str] | None = None, label: str | None = None, text: str = "") -> np.ndarray:
         """Set every filter (the others cleared) and show the rows that pass (``explore.select``); their
@@ -460,7 +368,7 @@ class Explorer(w.VBox):
         finally:
             self._hold = False
         self._apply(self.shown())
-        return self.rows
+        return self.table.rows
 
     def _filter_changed(self) -> None:
         if not self._hold:
@@ -484,36 +392,8 @@ class Explorer(w.VBox):
         except ValueError as err:
             self.show_error(err)
             return
-        table = explore.item_table(runs).iloc[rows].reset_index(drop=True)
-        if "truncated" in table and not table["truncated"].any():  # a column of "false" only takes room
-            table = table.drop(columns="truncated")
-        table[SEARCHED] = next(iter(runs.values())).items["premise"].astype(str).to_numpy()[rows]
-        self.rows = rows
-        self._hold = True
-        try:
-            self.table.update(table, selected_rows=[], columnDefs=_column_defs(table.columns), **TABLE_OPTIONS)
-        finally:
-            self._hold = False
+        self.table.show(runs, rows, self.search_box.value.strip())
         self.opener.prefetch_rows()
-        total = len(next(iter(runs.values())).items)
-        words = self.search_box.value.strip()
-        self.count.value = f"<b>{len(rows)}</b> of {total} items" + (
-            f" (with the words “{html.escape(words)}”)" if words else "")
-
-    @property
-    def holding_table(self) -> bool:
-        """True while the explorer sets the table itself (its selection changes are not a person's clicks)."""
-        return self._hold
-
-    def select(self, k: int | None) -> None:
-        """Mark row ``k`` of the table as the one open (None: none), without opening it."""
-        want = [k] if k is not None else []
-        if list(self.table.selected_rows) != want:
-            self._hold = True
-            try:
-                self.table.selected_rows = want
-            finally:
-                self._hold = False
 
     # --- the explorer's verbs (each done by one of its parts) ----------------------------------
 
@@ -551,9 +431,13 @@ class Explorer(w.VBox):
         """Write the comparison (``.csv`` / ``.md``) or the summary figure (``.png`` / ``.html``) (``files.export``)."""
         return self.files.export(path)
 
+    def figure(self) -> go.Figure:
+        """Accuracy per scorer and run with 95% CIs and the chance line (``summary.figure``)."""
+        return self.summary.figure(self.shown())
+
     def item_frame(self) -> pd.DataFrame:
         """The table as shown (filtered rows of ``explore.item_table``)."""
-        return self.table.df.drop(columns=SEARCHED, errors="ignore")
+        return self.table.frame()
 
     def close(self) -> None:
         """Stop the runs and close the explorer's widgets (and the workbench it made, not one it was given)."""
