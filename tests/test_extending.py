@@ -1,4 +1,5 @@
-"""The "Extending" examples of docs/extending.md run as written: a scorer, a task, a letter method and a PLL metric."""
+"""The "Extending" examples of docs/extending.md run as written: a scorer, a task, a letter method, a PLL metric, a
+backend and a log reader."""
 
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ def _blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", section, re.S)
 
 
-def test_the_readme_has_four_examples():
-    assert len(_blocks()) == 4
+def test_the_page_has_six_examples():
+    assert len(_blocks()) == 6
 
 
 def test_register_a_scorer(tiny_lm):
@@ -89,3 +90,36 @@ def test_register_a_pll_metric(tiny_mlm):
         assert res.metric == "word_r2l"
     finally:
         PLL_METRICS.unregister("word_r2l")
+
+
+def test_register_a_backend(tiny_lm):
+    from surfacelab.backends import BACKENDS
+
+    ns = {"lm": tiny_lm, "sl": sl}
+    try:
+        exec(_blocks()[4], ns)
+        r, counted = ns["r"], ns["counted"]
+        assert ns["Counted"].requests > 0 and type(counted.backend).__name__ == "Counted"
+        direct = sl.score(tiny_lm, "The man took a bath in the", [" tub", " sink"], domain_premise=" the")
+        assert r.table["dcpmi"].tolist() == pytest.approx(direct.table["dcpmi"].tolist(), abs=1e-5)
+    finally:
+        BACKENDS.unregister("counted")
+
+
+def test_register_a_log_reader(tmp_path):
+    from surfacelab.logs import READERS
+
+    path = tmp_path / "mine-quiz.jsonl"
+    lines = [{"prompt": "2 + 2 =", "choices": [" 4", " 5"], "gold": 0, "loglik": [-1.0, -2.5], "correct": 1},
+             {"prompt": "The sky is", "choices": [" green", " blue"], "gold": 1, "loglik": [-0.5, -3.0], "correct": 0}]
+    path.write_text("".join(json.dumps(d) + "\n" for d in lines))
+    ns = {"sl": sl, "path": path}
+    try:
+        exec(_blocks()[5], ns)
+        run = ns["run"]
+        assert run.meta["reader"] == "mine" and run.items["correct_lm"].tolist() == [True, False]
+        assert run.accuracy.set_index("scorer").loc["lm", "log_metric"] == "acc"
+        assert run.meta["log_disagreements"] == {}  # the logged acc is the argmax of the logged log-likelihoods
+        assert sl.from_log(path).meta["reader"] == "mine"  # found by its detect
+    finally:
+        READERS.unregister("mine")
