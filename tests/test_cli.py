@@ -134,13 +134,13 @@ def test_default_output_fits_the_terminal(width, lm_dir, mlm_dir, copa_file, bli
 
 def test_a_table_wider_than_the_terminal_is_not_cut(capsys):
     """Names, numbers and headers that cannot fit the width are printed whole on longer lines, never cut short."""
-    from surfacelab.cli._output import Printer, View
+    from surfacelab.cli._output import Printer, TableSpec
 
     frame = pd.DataFrame({"scorer": ["pmi_null", "per_char"], "lm-eval": ["acc_mutual_info", "acc_norm"],
                           "correct": [2, 12], "accuracy": [0.167, 0.083], "ci_low": [0.0, 0.0],
                           "ci_high": [0.417, 0.25], "lm_eval_value": [0.1667, 0.0833]})
     headers = {"ci_low": "95% CI low", "lm_eval_value": "lm-eval's"}
-    Printer(width=40).show([View("t", frame, list(frame.columns), headers)])
+    Printer(width=40).show([TableSpec("t", frame, list(frame.columns), headers)])
     out = capsys.readouterr().out
     words = out.split()
     for token in ["pmi_null", "acc_mutual_info", "0.417", "0.167", "0.083", "correct", "accuracy", "lm-eval's"]:

@@ -50,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 @dataclass
-class View:
+class TableSpec:
     """One table: its full frame, the columns read first, headers, and the cells to mark as best.
 
     Attributes:
@@ -130,7 +130,7 @@ class Printer:
         for line in lines:
             self.notes.print(line)
 
-    def show(self, views: list[View], extra: dict[str, Any] | None = None) -> None:
+    def show(self, views: list[TableSpec], extra: dict[str, Any] | None = None) -> None:
         """Print the views: rich tables, markdown tables, the first view as csv, or every view (and ``extra``)
         as json."""
         if self.fmt == "csv":
@@ -148,7 +148,7 @@ class Printer:
                 self.out.print()
 
 
-def _cells(view: View, wide: bool) -> tuple[list[str], list[list[tuple[str, bool]]]]:
+def _cells(view: TableSpec, wide: bool) -> tuple[list[str], list[list[tuple[str, bool]]]]:
     cols = [str(c) for c in view.frame.columns] if wide else view.columns
     integer = {c: _is_integer_column(c, view.frame[c]) for c in cols}
     rows = []
@@ -159,7 +159,7 @@ def _cells(view: View, wide: bool) -> tuple[list[str], list[list[tuple[str, bool
     return cols, rows
 
 
-def _rich(view: View, wide: bool, width: int) -> tuple[Table, int]:
+def _rich(view: TableSpec, wide: bool, width: int) -> tuple[Table, int]:
     """A table that fits ``width`` where it can, and the width it needs at least: numbers, names and their headers
     are never wrapped nor cut, long text wraps down to ``WRAPPED`` characters; a wide view of a few rows that cannot
     fit is transposed."""
@@ -183,7 +183,7 @@ def _rich(view: View, wide: bool, width: int) -> tuple[Table, int]:
     return table, least
 
 
-def _transposed(view: View, headers: list[str], rows: list[list[tuple[str, bool]]], numeric: list[bool]) -> Table:
+def _transposed(view: TableSpec, headers: list[str], rows: list[list[tuple[str, bool]]], numeric: list[bool]) -> Table:
     """One column per row (headed by its first cell), one line per column of the frame."""
     table = _table(view)
     table.add_column(headers[0], no_wrap=True)
@@ -194,7 +194,7 @@ def _transposed(view: View, headers: list[str], rows: list[list[tuple[str, bool]
     return table
 
 
-def _table(view: View) -> Table:
+def _table(view: TableSpec) -> Table:
     return Table(title=printable(view.title) or None, title_justify="left", caption=printable(view.caption) or None,
                  caption_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
 
@@ -203,7 +203,7 @@ def _text(value: str, best: bool, right: bool = False) -> Text:
     return Text(f"{value} *" if best else value, style="bold" if best else "", justify="right" if right else None)
 
 
-def _markdown(view: View, wide: bool) -> str:
+def _markdown(view: TableSpec, wide: bool) -> str:
     cols, rows = _cells(view, wide)
 
     def escape(cell: str) -> str:

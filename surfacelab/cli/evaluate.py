@@ -18,15 +18,15 @@ from ..tasks.registry import FAMILIES
 from .score import DEFAULT_SCORERS, scorer_list
 
 
-def _views(res: Any) -> list[_output.View]:
+def _views(res: Any) -> list[_output.TableSpec]:
     acc = res.accuracy
-    accuracy = _output.View("accuracy", acc, ["scorer", "n", "correct", "accuracy", "ci_low", "ci_high", "ties"],
+    accuracy = _output.TableSpec("accuracy", acc, ["scorer", "n", "correct", "accuracy", "ci_low", "ci_high", "ties"],
                             headers={"ci_low": "95% CI low", "ci_high": "high"},
                             best={"accuracy": acc["accuracy"] == acc["accuracy"].max()},
                             caption="* the best scorer; CI: percentile bootstrap over items")
     why = res.items["why"].value_counts().rename_axis("why").reset_index(name="items")
-    return [accuracy, _output.View("why", why, ["why", "items"]),
-            _output.View("paired", res.paired, [str(c) for c in res.paired.columns],
+    return [accuracy, _output.TableSpec("why", why, ["why", "items"]),
+            _output.TableSpec("paired", res.paired, [str(c) for c in res.paired.columns],
                          title="paired tests (exact McNemar)")]
 
 

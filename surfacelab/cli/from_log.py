@@ -21,19 +21,19 @@ from . import _checks, _output
 from .score import DEFAULT_SCORERS
 
 
-def _views(res: Any) -> list[_output.View]:
+def _views(res: Any) -> list[_output.TableSpec]:
     """The accuracy table (each scorer's metric in the framework and the framework's own aggregate beside it; the
     count of documents is in the line above it, so that the table fits 80 columns with every metric name), then the
     paired tests."""
     acc, reader = res.accuracy, res.meta["reader"]
-    accuracy = _output.View("accuracy", acc, ["scorer", "log_metric", "correct", "accuracy", "ci_low", "ci_high",
+    accuracy = _output.TableSpec("accuracy", acc, ["scorer", "log_metric", "correct", "accuracy", "ci_low", "ci_high",
                                               "log_value"],
                             headers={"log_metric": reader, "ci_low": "CI low", "ci_high": "CI high",
                                      "log_value": f"{reader}'s"},
                             best={"accuracy": acc["accuracy"] == acc["accuracy"].max()},
                             caption=f"* the best scorer; CI: 95% percentile bootstrap over documents; {reader}'s: the "
                                     "aggregate the framework recorded for the run")
-    return [accuracy, _output.View("paired", res.paired, [str(c) for c in res.paired.columns],
+    return [accuracy, _output.TableSpec("paired", res.paired, [str(c) for c in res.paired.columns],
                                    title="paired tests (exact McNemar)")]
 
 

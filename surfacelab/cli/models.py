@@ -14,7 +14,7 @@ def run(args: argparse.Namespace) -> int:
 
     presets = list_presets()
     printer = _output.Printer(args.format, args.wide)
-    printer.show([_output.View("presets", presets, ["preset", "kind", "installed", "description"])])
+    printer.show([_output.TableSpec("presets", presets, ["preset", "kind", "installed", "description"])])
     if args.format in ("table", "markdown") and not args.wide:
         for row in presets.itertuples():
             if row.note:

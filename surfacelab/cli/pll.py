@@ -65,12 +65,12 @@ def _blimp(args: argparse.Namespace, mlm: MLM, batch: int | str, printer: _outpu
     summary = res.summary().rename_axis("field").reset_index()
     metrics = list(res.metrics)
     best = summary[metrics].eq(summary[metrics].max(axis=1), axis=0)
-    views = [_output.View("summary", summary, ["field", *metrics], best={m: best[m] for m in metrics},
+    views = [_output.TableSpec("summary", summary, ["field", *metrics], best={m: best[m] for m in metrics},
                           caption="* the best metric of the row (mean of paradigm accuracies)")]
     wide = res.paradigms.pivot(index=["field", "paradigm"], columns="metric", values="accuracy")
     wide = wide[metrics].reset_index()
     if args.by_paradigm or args.format == "json":
-        views.append(_output.View("paradigms", wide, ["paradigm", *metrics], title="per paradigm"))
+        views.append(_output.TableSpec("paradigms", wide, ["paradigm", *metrics], title="per paradigm"))
     printer.show(views, extra={"model": mlm.name, "note": mlm.note})
     return wide
 
@@ -83,11 +83,11 @@ def _sentences(args: argparse.Namespace, mlm: MLM, batch: int | str, printer: _o
                           prefix=args.prefix, progress=False)
     table = pd.concat([res.table.assign(metric=metric) for metric, res in results.items()], ignore_index=True)
     table = table[["metric", "sentence_idx", "sentence", "pll", "n_tokens", "n_words"]]
-    views = [_output.View("sentences", table, ["metric", "sentence", "pll", "n_tokens", "n_words"],
+    views = [_output.TableSpec("sentences", table, ["metric", "sentence", "pll", "n_tokens", "n_words"],
                           headers={"n_tokens": "tokens", "n_words": "words"})]
     if args.tokens:
         cols = ["sentence_idx", "word", "subword", "position", "masked", "logprob", "rank"]
-        views += [_output.View(f"tokens_{metric}", res.tokens[cols].assign(masked=res.tokens["masked"].map(str)),
+        views += [_output.TableSpec(f"tokens_{metric}", res.tokens[cols].assign(masked=res.tokens["masked"].map(str)),
                                cols, headers={"sentence_idx": "sentence"}, title=f"subwords under {metric}")
                   for metric, res in results.items()]
     printer.show(views, extra={"model": mlm.name, "note": mlm.note})

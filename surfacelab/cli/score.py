@@ -38,7 +38,7 @@ def _clip(text: str, most: int = 60) -> str:
     return f"{text[:most // 2]!r} … {text[-most // 2:]!r} ({len(text)} characters)"
 
 
-def view(result: Any, scorers: list[str]) -> _output.View:
+def view(result: Any, scorers: list[str]) -> _output.TableSpec:
     """The option table of an ``MCResult``: option, tokens, the chosen scorers (best marked), and any truncation."""
     from ..scorers import get_scorer
 
@@ -53,7 +53,7 @@ def view(result: Any, scorers: list[str]) -> _output.View:
     if table[cut].to_numpy().any():
         columns += cut
     headers = {"n_tokens": "tokens", "logprob": "lm", "avg_token": "avg", CUT_COLUMNS["domain"]: "dom. truncated"}
-    return _output.View("options", table, columns, headers, best,
+    return _output.TableSpec("options", table, columns, headers, best,
                         caption="* the best option under that scorer (log-probs in nats)", quoted=("option",))
 
 
