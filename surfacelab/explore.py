@@ -292,6 +292,16 @@ def rescues(runs: Mapping[str, EvalResult], cols: Sequence[str] | None = None) -
 
 
 # ----------------------------------------------------------------------------- template ablation
+def as_pattern(text: str) -> str:
+    """``text`` as a pattern that renders to itself (its braces doubled): a domain premise typed as plain text, as the
+    workbench takes it.
+
+    >>> as_pattern(" the answer is {A}:")
+    ' the answer is {{A}}:'
+    """
+    return text.replace("{", "{{").replace("}", "}}")
+
+
 def retemplate(task: Task, *, premise: str | None = None, options: str | None = None,
                domain_premise: str | None = None, name: str | None = None) -> Task:
     """The task's items re-rendered under its template with some parts replaced by patterns over the task's fields

@@ -304,3 +304,12 @@ def test_cells_are_text_not_html(tiny_lm):
     shown = str(ex.table.widget._dt_args.get("data_json"))
     assert "<img" not in shown and "&lt;img" in shown
     ex.close()
+
+
+def test_the_source_domain_premise_is_text_as_the_workbench_takes_it(tiny_lm):
+    """A brace typed into the explorer's domain premise is a brace, as in the workbench's box (the ablation panel's
+    fields are the ones that take patterns over the task's fields)."""
+    ex = Explorer(tiny_lm, task="copa", n=3, domain_premise=" the {answer}:")
+    task = ex.load_task()
+    assert {it.domain_premise for it in task.items} == {" the {answer}:"}
+    ex.close()

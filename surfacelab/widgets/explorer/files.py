@@ -94,7 +94,7 @@ class ExplorerFiles:
                                           variant=source.get("variant", "code"))
                         parts = {k: v for k, v in (source.get("template") or {}).items() if v and v != CODE}
                         if source.get("domain_premise") and "domain_premise" not in parts:
-                            parts["domain_premise"] = source["domain_premise"]
+                            parts["domain_premise"] = explore.as_pattern(source["domain_premise"])
                         host.tasks[name] = explore.retemplate(task, **parts) if parts else task
                     except (ValueError, TypeError, KeyError, OSError):
                         pass  # the run opens; its template cannot be edited

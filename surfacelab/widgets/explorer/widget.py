@@ -74,8 +74,8 @@ class Explorer(w.VBox):
             shown below the explorer; one given is displayed by its owner: a click says so when it is not on the
             page). The click scrolls it into view in the browser.
         task, split, n, template, domain_premise: the local data source (``tasks.load(task, split, limit=n,
-            variant=template)``; ``template`` a family name or a ``Template``; ``domain_premise`` replaces the
-            template's).
+            variant=template)``; ``template`` a family name or a ``Template``; ``domain_premise``, plain text as the
+            workbench's, replaces the template's for every item: the ablation panel's fields take patterns).
         scorers: the scorers of a run.
         runs: runs to open (an ``EvalResult`` or ``{name: EvalResult}`` of the same items); no model needed.
         log: another framework's log, a file or folder (``logs.from_log``: lm-eval's samples log, ...), opened as the
@@ -137,7 +137,9 @@ class Explorer(w.VBox):
         self.family_picker = w.Dropdown(options=["code", "paper_table", "lm-eval"], value=family,
                                         description="template", style=wide)
         self.domain_box = w.Text(value=domain or "", description="domain premise", placeholder="the template's",
-                                 style=wide)
+                                 style=wide, tooltip="the same text before every option's prior, as typed (the "
+                                                     "workbench's domain premise); patterns over fields are the "
+                                                     "template ablation's")
         self.name_box = w.Text(value="", description="run name", placeholder="the template family", style=wide)
         self.run_button = w.Button(description="Run", icon="play", button_style="primary")
         self.cancel_button = w.Button(description="Cancel", icon="stop", disabled=True)
@@ -207,7 +209,7 @@ class Explorer(w.VBox):
         if self._template is not None:
             task = task.with_template(self._template)
         if self.domain_box.value:
-            task = explore.retemplate(task, domain_premise=self.domain_box.value)
+            task = explore.retemplate(task, domain_premise=explore.as_pattern(self.domain_box.value))
         return task
 
     def run(self, name: str | None = None) -> Job | None:
