@@ -11,36 +11,13 @@ imports), so when the selected tests need both, both start together.
 
 from __future__ import annotations
 
-import os
 import secrets
 from pathlib import Path
 
 import pytest
 
 from test_evaluate import data_root  # noqa: F401 - the real evaluation data, or a skip
-
-ROOT = Path(__file__).resolve().parents[2]
-SERVED = "smollm2-135m"
-
-
-def vllm_python() -> str:
-    """The interpreter vLLM is installed in; skips (or fails under ``SURFACELAB_REQUIRE_VLLM``) without one."""
-    python = os.environ.get("VLLM_PYTHON") or str(ROOT / ".vllm-venv" / "bin" / "python")
-    if not os.access(python, os.X_OK):
-        msg = f"no vLLM environment at {python}: run `make vllm` or set VLLM_PYTHON"
-        if os.environ.get("SURFACELAB_REQUIRE_VLLM"):
-            pytest.fail(msg)
-        pytest.skip(msg)
-    return python
-
-
-def model_dir() -> Path:
-    """The plain safetensors copy of the default model (converted on first use)."""
-    from surfacelab.models import PRESETS
-    from surfacelab.paths import cache_dir
-
-    return PRESETS[SERVED].locate(cache_dir())
-
+from vllm_env import SERVED, model_dir, vllm_python
 
 def _other_weights(folder: Path) -> Path:
     """The default model with its final norm scaled by 1.1 (sharper next-token distributions) in ``folder``."""

@@ -20,7 +20,7 @@ from surfacelab.backends.transport import ServerError
 from surfacelab.backends.vllm import VLLMBackend
 from surfacelab.engine.cache import ScoreCache
 
-from conftest import SERVED
+from vllm_env import SERVED, model_dir
 from test_engine import PAIRS
 from tiny_models import tiny_causal
 
@@ -179,8 +179,6 @@ def test_a_server_serving_another_model_is_refused(vllm_server, api_key, tmp_pat
         sl.load_lm((model, tokenizer), server=vllm_server.url, api_key=api_key)
     # same vocabulary size, other token ids: two tokens of the probe text swap ids
     from transformers import AutoTokenizer
-
-    from conftest import model_dir
 
     tok = AutoTokenizer.from_pretrained(model_dir())
     vocab = tok.backend_tokenizer.to_str()

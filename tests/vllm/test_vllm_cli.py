@@ -8,7 +8,7 @@ import pytest
 
 from surfacelab.backends.vllm_server import free_port
 
-from conftest import SERVED
+from vllm_env import SERVED
 from test_cli import run as _run
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]

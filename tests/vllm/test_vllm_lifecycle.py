@@ -16,7 +16,7 @@ from surfacelab import engine, text
 from surfacelab.backends.transport import ServerError
 from surfacelab.engine.cache import ScoreCache, request_key
 
-from conftest import SERVED, model_dir, vllm_python
+from vllm_env import SERVED, model_dir, vllm_python
 from test_engine import PAIRS
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
