@@ -56,9 +56,10 @@ def explorer(page, k: int):
 
 
 def shown_ids(box) -> list[str]:
-    """The ids in the rows of the table's page on the screen (once drawn: a cell scrolled back into view is)."""
+    """The ids in the rows of the table's page (the cells' text: JupyterLab skips rendering a cell out of view
+    (content-visibility), and the inner text of a skipped cell is empty)."""
     box.locator(".sl-item-table tbody tr td.sl-c-premise").first.wait_for(timeout=30_000)
-    return box.locator(".sl-item-table tbody tr td:nth-child(2)").all_inner_texts()
+    return box.locator(".sl-item-table tbody tr td:nth-child(2)").all_text_contents()
 
 
 def in_view(page, selector: str) -> bool:
