@@ -353,7 +353,7 @@ class Explorer(w.VBox):
     def filter(self, *, right: Sequence[str] = (), wrong: Sequence[str] = (), disagree: bool = False,
                flipped: tuple[str, str] | None = None, label: str | None = None, text: str = "") -> np.ndarray:
         """Set every filter (the others cleared) and show the rows that pass (``explore.select``); their
-        positions (also ``rows``)."""
+        positions (also ``table.rows``)."""
         self._hold = True
         try:
             for col, d in self._filters.items():
