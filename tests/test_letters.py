@@ -58,6 +58,25 @@ def test_calibration_formula_by_hand():
         letters.calibrate([0.5, 0.5], [0.2, 0.3, 0.5])
 
 
+def test_batch_prior_is_the_mean_distribution():
+    obs = np.array([[0.6, 0.4], [0.2, 0.8], [3.0, 1.0]])  # the last row unnormalised: read as 0.75, 0.25
+    np.testing.assert_allclose(letters.math.batch_prior(obs), [(0.6 + 0.2 + 0.75) / 3, (0.4 + 0.8 + 0.25) / 3])
+    with pytest.raises(ValueError, match="observed: expected one ID distribution per item"):
+        letters.math.batch_prior([0.5, 0.5])
+
+
+def test_domain_texts_are_seeded_draws_of_the_texts_words():
+    texts = ["what is the capital of France", "how many legs", "why"]  # 6 + 3 + 1 words: 3 per draw
+    words = {w for t in texts for w in t.split()}
+    drawn = letters.prompts.domain_texts(texts, 5, seed=2)
+    assert len(drawn) == 5 and all(len(d.split()) == 3 and set(d.split()) <= words for d in drawn)
+    assert drawn == letters.prompts.domain_texts(texts, 5, seed=2) != letters.prompts.domain_texts(texts, 5, seed=3)
+    with pytest.raises(ValueError, match="texts: no words"):
+        letters.prompts.domain_texts(["", " "], 2)
+    with pytest.raises(ValueError, match="samples: expected an integer >= 1"):
+        letters.prompts.domain_texts(texts, 0)
+
+
 def test_rstd_on_a_hand_built_confusion_matrix():
     # rows = gold A..D, columns = predicted A..D
     confusion = np.array([[4, 0, 0, 0],   # recall A = 100
@@ -223,6 +242,53 @@ def test_observed_matches_a_direct_forward(tiny_lm):
         assert r.table[col].sum() == pytest.approx(1.0)
     assert r.prompt == "Question: Is it?\nA. yes\nB. no\nC. maybe\nAnswer:"
     assert len(r.permutations) == 9 and len(r.content_free) == 9
+
+
+def _id_distribution_by_hand(lm, question: str, options: list[str]) -> np.ndarray:
+    """P(ID) at "Answer:" of the plain template, " X" and "X" summed and renormalised: one forward of the model."""
+    prompt = "Question: " + question.strip() + "\n" + "".join(f"{'ABCD'[j]}. {o}\n" for j, o in enumerate(options))
+    lp = _next_token_logprobs_by_hand(lm, prompt + "Answer:").exp().double()
+    p = []
+    for j in range(len(options)):
+        (space,), (bare,) = (lm.tokenizer.encode(v, add_special_tokens=False) for v in (" " + "ABCD"[j], "ABCD"[j]))
+        p.append(lp[space].item() + lp[bare].item())
+    return np.array(p) / sum(p)
+
+
+ITEMS = [("Is it?", ["yes", "no", "maybe"], 0), ("Which one", ["red", "green", "blue"], 2),
+         ("Pick a number", ["one", "two", "three", "four"], 1), ("Where now", ["here", "there", "nowhere"], 1),
+         ("Who knows", ["me", "you", "them", "us"], 3)]
+
+
+def test_batch_calibration_equals_its_definition_on_a_tiny_model(tiny_lm):
+    res = letters.evaluate(tiny_lm, ITEMS, ("default", "batch"), template="plain", cache=False)
+    observed = [_id_distribution_by_hand(tiny_lm, q, o) for q, o, _ in ITEMS]
+    priors = {n: np.mean([p for p in observed if len(p) == n], axis=0) for n in (3, 4)}  # one batch per size
+    got = res.items[res.items.method == "batch"]
+    for p, probs in zip(observed, got.probs):
+        want = p / priors[len(p)]
+        np.testing.assert_allclose(probs, want / want.sum(), rtol=1e-4)
+    line = res.summary.set_index("method").loc["batch"]
+    assert line["cost"] == 1.0
+    for n in (3, 4):
+        np.testing.assert_allclose(line["prior"][n], priors[n], rtol=1e-4)
+
+
+def test_domain_context_calibration_equals_its_definition_on_a_tiny_model(tiny_lm):
+    res = letters.evaluate(tiny_lm, ITEMS, ("default", "domain"), template="plain", domain_samples=3, seed=4,
+                           cache=False)
+    texts = res.meta["domain_texts"]
+    words = [w for q, _, _ in ITEMS for w in q.split()]
+    assert len(texts) == 3 and all(len(t.split()) == 2 and set(t.split()) <= set(words) for t in texts)
+    got = res.items[res.items.method == "domain"]
+    for (q, opts, _), probs in zip(ITEMS, got.probs):
+        p = _id_distribution_by_hand(tiny_lm, q, opts)
+        p_dc = np.mean([_id_distribution_by_hand(tiny_lm, t, opts) for t in texts], axis=0)
+        np.testing.assert_allclose(probs, (p / p_dc) / (p / p_dc).sum(), rtol=1e-4)
+    assert res.summary.set_index("method").loc["domain", "cost"] == 4.0
+    assert res.meta["domain_samples"] == 3
+    with pytest.raises(ValueError, match="domain_samples: expected an integer >= 1"):
+        letters.evaluate(tiny_lm, ITEMS, ("domain",), domain_samples=0)
 
 
 def test_multi_token_ids_go_through_the_engine(tiny_lm):

@@ -11,6 +11,10 @@ distribution at the cue:
 * **Content-free prior and calibration** (Zhao et al. 2021). The same prompt with the question
   replaced by "N/A", "" and "[MASK]" (options kept); the three ID distributions are averaged into
   ``p_cf`` and the calibrated distribution is ``normalise(p / p_cf)``, i.e. W = diag(p_cf)^-1.
+* **Domain-context calibration** (Fei et al. 2023). As contextual calibration, with the question replaced by
+  ``domain_samples`` (20) texts of words drawn at random from the run's own questions, each as long as their mean.
+* **Batch Calibration** (Zhou et al. 2024). The prior is the mean observed ID distribution of the run's items with
+  as many options (label-free, no content-free input, no extra forward); it is divided out as in calibration.
 * **Permutation debiasing** (Zheng et al. 2024, PriDe, section 3.1). The options are shown under
   several orders (cyclic: n forwards; full: n! forwards); the debiased probability of an option is
   the geometric mean of its observed probabilities over the orders (each read at the ID it was
@@ -31,23 +35,27 @@ question: :func:`score`), ``methods`` (the method registry), ``evaluation`` (a d
 """
 
 from .evaluation import LetterEval, evaluate
-from .math import calibrate, cyclic_permutations, full_permutations, normalise, permutation_debias, pride_debias, rstd
+from .math import (batch_prior, calibrate, cyclic_permutations, full_permutations, normalise, permutation_debias,
+                   pride_debias, rstd)
 from .methods import METHODS, LetterMethod, LetterRun, Prediction, register_method
-from .prompts import (CONTENT_FREE, PLAIN, PRIDE, TEMPLATES, LetterItem, LetterTemplate, as_items,
-                      drop_cross_references, move_gold, refers_to_other_options, register_letter_template,
+from .prompts import (CONTENT_FREE, DOMAIN_SAMPLES, PLAIN, PRIDE, TEMPLATES, LetterItem, LetterTemplate, as_items,
+                      domain_texts, drop_cross_references, move_gold, refers_to_other_options, register_letter_template,
                       stratified_sample)
 from .question import LetterResult, score
 from .reading import id_variants
 
 __all__ = [
     "CONTENT_FREE",
+    "DOMAIN_SAMPLES",
     "METHODS",
     "PLAIN",
     "PRIDE",
     "TEMPLATES",
     "as_items",
+    "batch_prior",
     "calibrate",
     "cyclic_permutations",
+    "domain_texts",
     "drop_cross_references",
     "evaluate",
     "full_permutations",

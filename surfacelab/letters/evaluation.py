@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .._checks import is_number
+from .._checks import check_int, is_number
 from .._results import JSONResult, macro_ci, model_meta
 from ..engine.cache import ScoreCache
 from ..tasks.loader import subset_indices
 from .math import normalise, rstd
 from .methods import LetterMethod, LetterRun, Prediction, check_methods, pride_priors
-from .prompts import LetterTemplate, as_items, check_ids, get_template
+from .prompts import DOMAIN_SAMPLES, LetterTemplate, as_items, check_ids, get_template
 from .reading import variant_logprobs
 
 if TYPE_CHECKING:
@@ -28,15 +28,17 @@ class LetterEval(JSONResult):
     """Results of :func:`evaluate` (``save(path)`` / ``LetterEval.load(path)``: one JSON file).
 
     ``summary``: one row per method: method, n_items, accuracy (%), rstd (%-points), cost (forwards
-    per item), prior (the ID prior the method divides out, averaged over items; None for default and
-    probes), chosen_<ID> (% of items answered with that ID).
+    per item), prior (the ID prior the method divides out, averaged over items, or per option count for PriDe and
+    Batch Calibration on items of several sizes; None for default and probes), chosen_<ID> (% of items answered with
+    that ID).
     ``items``: one row per (item, method): item (index), item_id, subject, n_options, method, role
     ("estimate" / "debias" for PriDe), gold and pred (IDs), correct, probs (final distribution,
     over IDs in the order shown).
     ``prior``: the PriDe prior per option count (pass it as ``prior=`` to transfer it).
     ``gold_share``: % of items whose gold answer has each ID.
     ``meta``: fingerprint, backend, template, ids, methods, alpha, seed, limit, sample, max_permutations,
-    whether a prior was transferred.
+    domain_samples and, when the "domain" method ran, domain_texts (the random in-domain questions it averaged
+    over), whether a prior was transferred.
     """
 
     summary: pd.DataFrame
@@ -118,13 +120,18 @@ def evaluate(
     template: LetterTemplate | str = "pride",
     prior: Any = None,
     max_permutations: int = 24,
+    domain_samples: int = DOMAIN_SAMPLES,
     cache: bool | ScoreCache = True,
 ) -> LetterEval:
     """Accuracy, RStd, cost and chosen-ID distribution of option-ID scoring methods on a dataset.
 
     Methods: "default" (observed argmax), "calibrated" (content-free prior, +3 forwards),
     "cyclic" / "full" (permutation debiasing, n / n! forwards), "pride" (prior from a fraction
-    ``alpha`` of the items, then one forward each) and "gold@X" (the gold option swapped to ID X).
+    ``alpha`` of the items, then one forward each), "batch" (Batch Calibration, Zhou et al. 2024: the mean
+    observed ID distribution of the run's items with as many options divided out; no extra forward), "domain"
+    (domain-context calibration, Fei et al. 2023: the content-free prior of ``domain_samples`` random texts of the
+    run's question words, +``domain_samples`` forwards) and "gold@X" (the gold option swapped to ID X). Methods
+    are registered in ``METHODS`` (``register_method``).
     Every prompt of every method is deduplicated and scored in one engine pass.
 
     Args:
@@ -140,6 +147,7 @@ def evaluate(
         prior: a PriDe prior to transfer (array for one option count, {n: array}, or a LetterEval):
             PriDe then estimates nothing and costs one forward per item.
         max_permutations: limit of the "full" method.
+        domain_samples: how many random in-domain texts the "domain" method averages over (drawn with ``seed``).
         cache: use the engine's on-disk cache.
     """
     items = as_items(task)
@@ -150,7 +158,8 @@ def evaluate(
     tpl = get_template(template)
     all_ids = check_ids(ids, max(len(it.options) for it in items))
     chosen = check_methods(methods, all_ids)
-    run = LetterRun(items, all_ids, tpl, seed, _alpha(alpha), _check_prior(prior), max_permutations)
+    run = LetterRun(items, all_ids, tpl, seed, _alpha(alpha), _check_prior(prior), max_permutations,
+                    check_int("domain_samples", domain_samples, 1))
     for m in chosen:  # plan
         if m.setup is not None:
             m.setup(run)
@@ -169,6 +178,7 @@ def evaluate(
     priors = pride_priors(run) if "pride_estimate" in run.memo else {}
     meta = model_meta(lm, template=tpl.name, ids=list(all_ids), methods=[m.name for m in chosen], alpha=run.alpha,
                       seed=seed, limit=limit, sample=sample, max_permutations=max_permutations,
-                      prior_given=run.given is not None)
+                      domain_samples=run.domain_samples, prior_given=run.given is not None,
+                      **({"domain_texts": run.memo["domain_texts"]} if "domain_texts" in run.memo else {}))
     return LetterEval(pd.DataFrame(summary), pd.DataFrame(rows), priors, gold_share, getattr(lm, "name", ""),
                       len(run.prompts), meta)

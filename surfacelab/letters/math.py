@@ -1,5 +1,6 @@
-"""The arithmetic of option-ID distributions: normalising, contextual calibration, permutation debiasing
-(PriDe's geometric means), PriDe's one-forward debiasing and RStd. Float64, in log space where it matters.
+"""The arithmetic of option-ID distributions: normalising, contextual calibration, Batch Calibration's prior,
+permutation debiasing (PriDe's geometric means), PriDe's one-forward debiasing and RStd. Float64, in log space
+where it matters.
 
 >>> calibrate([0.6, 0.4], [0.75, 0.25]).round(3).tolist()
 [0.333, 0.667]
@@ -45,6 +46,16 @@ def calibrate(p: Any, p_cf: Any) -> np.ndarray:
     if np.any(cf == 0):
         raise ValueError("p_cf: a content-free probability is zero; W = diag(p_cf)^-1 is undefined")
     return normalise(p_arr / cf)
+
+
+def batch_prior(observed: Any) -> np.ndarray:
+    """Batch Calibration's contextual prior (Zhou et al., ICLR 2024): the mean of a batch's observed ID
+    distributions, ``p(y | C) = 1/M sum_i p(y | x_i, C)`` (rows of ``observed``: the M items). Dividing it out
+    (:func:`calibrate`) is ``log p(y | x) - log p(y | C)``, label-free and with no content-free input."""
+    arr = _probs(observed, "observed")
+    if arr.ndim != 2:
+        raise ValueError(f"observed: expected one ID distribution per item (2 dimensions), got shape {arr.shape}")
+    return normalise(arr).mean(0)
 
 
 def cyclic_permutations(n: int) -> list[tuple[int, ...]]:

@@ -13,8 +13,9 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..registry import Registry
-from .math import calibrate, cyclic_permutations, full_permutations, log_normalise, permutation_debias_log
-from .prompts import CONTENT_FREE, LetterItem, LetterTemplate, swap_order
+from .math import (batch_prior, calibrate, cyclic_permutations, full_permutations, log_normalise,
+                   permutation_debias_log)
+from .prompts import CONTENT_FREE, DOMAIN_SAMPLES, LetterItem, LetterTemplate, domain_texts, swap_order
 
 
 class Prediction(NamedTuple):
@@ -35,8 +36,10 @@ class LetterRun:
 
     Attributes:
         items, ids, template: the items, every ID and the letter template.
-        seed, alpha, given, max_permutations: the arguments of :func:`evaluate` (``given``: a transferred prior).
-        memo: per-run values a method computes once (PriDe's estimation items and prior).
+        seed, alpha, given, max_permutations, domain_samples: the arguments of :func:`evaluate` (``given``: a
+            transferred prior).
+        memo: per-run values a method computes once (PriDe's estimation items and prior, the domain texts, the
+            batch priors).
     """
 
     items: list[LetterItem]
@@ -46,6 +49,7 @@ class LetterRun:
     alpha: float = 0.05
     given: dict[int, np.ndarray] | None = None
     max_permutations: int = 24
+    domain_samples: int = DOMAIN_SAMPLES
     memo: dict[Any, Any] = field(default_factory=dict)
     prompts: dict[str, int] = field(default_factory=dict)
     need: dict[tuple[str, int], list[int]] = field(default_factory=dict)
@@ -139,9 +143,38 @@ def _full(run: LetterRun, i: int) -> Prediction:
     return Prediction(lp, len(perms), np.exp(prior))
 
 
+def _divided(run: LetterRun, i: int, prior: np.ndarray, cost: int) -> Prediction:
+    """Item ``i``'s observed distribution with ``prior`` divided out (contextual calibration's rule)."""
+    return Prediction(np.log(calibrate(np.exp(_observed(run, i)), prior)), cost, prior)
+
+
 def _calibrated(run: LetterRun, i: int) -> Prediction:
-    p_cf = np.exp(run.dist("cf", i)).mean(0)
-    return Prediction(np.log(calibrate(np.exp(_observed(run, i)), p_cf)), 1 + len(CONTENT_FREE), p_cf)
+    return _divided(run, i, np.exp(run.dist("cf", i)).mean(0), 1 + len(CONTENT_FREE))
+
+
+def _domain_setup(run: LetterRun) -> None:
+    """Domain-context calibration's inputs: random texts of the run's own question words (one draw per run)."""
+    run.memo["domain_texts"] = domain_texts([it.question for it in run.items], run.domain_samples, run.seed)
+
+
+def _domain(run: LetterRun, i: int) -> Prediction:
+    return _divided(run, i, np.exp(run.dist("domain", i)).mean(0), 1 + len(run.memo["domain_texts"]))
+
+
+def batch_priors(run: LetterRun) -> dict[int, np.ndarray]:
+    """Batch Calibration's prior per option count: the mean observed ID distribution of the run's items with that
+    many options (the batch is the run)."""
+    return run.once("batch_prior", lambda: {n: batch_prior(np.exp([_observed(run, i) for i in range(len(run.items))
+                                                                    if _n(run, i) == n])) for n in run.sizes})
+
+
+def _batch(run: LetterRun, i: int) -> Prediction:
+    return _divided(run, i, batch_priors(run)[_n(run, i)], 1)
+
+
+def _per_size(priors: dict[int, np.ndarray], sizes: list[int]) -> Any:
+    """A summary's prior: the one distribution when every item has as many options, else one per option count."""
+    return priors[sizes[0]].tolist() if len(sizes) == 1 else {k: v.tolist() for k, v in priors.items()}
 
 
 def _pride_setup(run: LetterRun) -> None:
@@ -177,9 +210,6 @@ def _pride(run: LetterRun, i: int) -> Prediction:
     return Prediction(log_normalise(_observed(run, i) - np.log(prior)), 1, role="debias")
 
 
-def _pride_summary(run: LetterRun) -> Any:
-    priors = pride_priors(run)
-    return priors[run.sizes[0]].tolist() if len(run.sizes) == 1 else {k: v.tolist() for k, v in priors.items()}
 
 
 for _m in [
@@ -193,7 +223,14 @@ for _m in [
     LetterMethod("full", _ask_full, _full, "full permutation debiasing (n! forwards)"),
     LetterMethod("pride", lambda run, i: _ask_cyclic(run, i) if i in run.memo["pride_estimate"] else None, _pride,
                  "PriDe: prior from a fraction alpha of the items, then one forward each", _pride_setup,
-                 _pride_summary),
+                 lambda run: _per_size(pride_priors(run), run.sizes)),
+    LetterMethod("batch", lambda run, i: None, _batch,
+                 "Batch Calibration: the mean ID distribution of the run's items divided out (no extra forward)",
+                 summary_prior=lambda run: _per_size(batch_priors(run), run.sizes)),
+    LetterMethod("domain", lambda run, i: run.ask("domain", i, [(q, range(_n(run, i)))
+                                                                for q in run.memo["domain_texts"]]),
+                 _domain, "domain-context calibration: the prior of random in-domain words (+domain_samples "
+                 "forwards)", _domain_setup),
 ]:
     register_method(_m)
 

@@ -13,12 +13,29 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import text
-from .._checks import is_int
+from .._checks import check_int, is_int
 from ..registry import Registry
 from ..tasks.core import LETTERS
 
 #: Questions that replace the real one for the content-free prior (Zhao et al. 2021).
 CONTENT_FREE = ("N/A", "", "[MASK]")
+
+#: How many random in-domain texts domain-context calibration averages over (Fei et al. 2023 use 20).
+DOMAIN_SAMPLES = 20
+
+
+def domain_texts(texts: Sequence[str], samples: int = DOMAIN_SAMPLES, seed: int = 0) -> list[str]:
+    """Domain-context calibration's content-free inputs (Fei et al., ACL 2023): ``samples`` texts of words drawn at
+    random, with replacement, from the words of ``texts`` (a word as often as it occurs there), each as many words as
+    the texts' mean (rounded, at least one). Seeded: the same texts and seed give the same draws."""
+    samples = check_int("samples", samples, 1)
+    bags = [str(t).split() for t in texts]
+    words = [w for bag in bags for w in bag]
+    if not words:
+        raise ValueError("texts: no words to draw domain-context inputs from (every question is empty)")
+    length = max(1, round(sum(map(len, bags)) / len(bags)))
+    rng = random.Random(seed)
+    return [" ".join(rng.choices(words, k=length)) for _ in range(samples)]
 
 # PriDe drops items whose options refer to other options (its utils.BAD_OPTIONS / REFER_OPTIONS):
 # permuting them changes their meaning.
