@@ -77,6 +77,7 @@ def test_update_fills_every_view_from_the_library(wb, tiny_lm, tiny_mlm):
     assert frames["letters"]["id"].tolist() == ["A", "B", "C", "D"]
     detail = wb.views["letters"].detail.value
     assert "the prompt the model reads" in detail and "calibrated → <b>" in detail and "bathtub" in detail
+    assert "Batch Calibration" in detail and "domain-context calibration" in detail  # the set-level methods named
     # view 5: premise+option sentences under the three metrics, totals and a winner per metric
     pll = wb.views["pll"]
     assert set(frames["pll"]["metric"]) == {"original", "word_l2r", "whole_word"}

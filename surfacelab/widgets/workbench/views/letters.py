@@ -49,6 +49,9 @@ class LettersView(View):
                        cls="sl-table sl-letters-table")
             + f"<div class='sl-hint'>picks: {pick_line} · debiased = geometric mean over {orders} "
               f"{html.escape(result.permutation)} orders</div>"
+            + "<div class='sl-hint'>over a set of questions, <code>sl.letters.evaluate(lm, task, methods=[..., "
+              "\"batch\", \"domain\"])</code> also divides out the set's own mean ID distribution (Batch "
+              "Calibration) or the prior of random words of its questions (domain-context calibration)</div>"
             + f"<details class='sl-prompt'><summary>the prompt the model reads</summary>"
               f"<pre>{html.escape(result.prompt)}</pre></details>")
         self.text.value = f"<div class='sl-explain'>{html.escape(viz.letters_reading(t, orders=orders))}</div>"
