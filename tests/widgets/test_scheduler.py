@@ -320,7 +320,7 @@ def test_the_slow_lane_runs_after_the_fast_lane_with_a_preview_first():
 
 
 def test_views_out_of_sight_wait_for_a_pause_in_the_edits(monkeypatch):
-    monkeypatch.setattr(scheduler, "BACKGROUND_IDLE_S", 0.3)
+    monkeypatch.setattr(scheduler, "BACKGROUND_IDLE_S", 1.0)
     near, far = FakeView("near", 0), FakeView("far", 1)
     host = FakeHost(near, far)
     host.updates.update()
@@ -328,9 +328,10 @@ def test_views_out_of_sight_wait_for_a_pause_in_the_edits(monkeypatch):
     edited = time.monotonic()
     host.edit(premise="The dog")
     _until(lambda: near.state == ViewState.READY and host.updates.main.idle)
-    assert far.state == ViewState.DEFERRED
+    # deferred while the pause lasts (a loaded machine may take the whole pause to finish the view in sight)
+    assert far.state == ViewState.DEFERRED or time.monotonic() - edited >= 1.0
     host.updates.wait(10)
-    assert far.state == ViewState.READY and far.log[-1][2] - edited >= 0.3
+    assert far.state == ViewState.READY and far.log[-1][2] - edited >= 1.0
 
 
 def test_a_failing_view_shows_its_error_and_a_failing_pass_reaches_the_error_path():
