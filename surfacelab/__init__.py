@@ -12,6 +12,7 @@ from . import alternatives, letters, paraphrase, tasks
 from .engine import logprobs, next_token_logprobs
 from .evaluate import ablate, evaluate, evaluate_fewshot
 from .runs import EvalResult
+from .task_groups import by_task
 from .logs import from_lm_eval, from_log
 from .models import DEFAULT_LM, DEFAULT_MLM, LM, MLM, list_backends, list_presets, load_lm, load_mlm
 from .pll import BlimpResult, PLLResult, pll, pll_blimp, pll_metrics
@@ -39,6 +40,7 @@ __all__ = [
     "Workbench",
     "ablate",
     "alternatives",
+    "by_task",
     "evaluate",
     "evaluate_fewshot",
     "from_lm_eval",

@@ -147,7 +147,7 @@ def _items_frame(task: Task, scores: pd.DataFrame, scorers: list[str],
     """One row per item (``runs.items_frame``) and the verdict columns (``mass``: item ->
     ``why.first_token_numbers`` of the items whose split mass was measured)."""
     its = task.items
-    items = items_frame([it.id for it in its], [it.gold for it in its], [it.gold_option for it in its],
+    items = items_frame(task.name, [it.id for it in its], [it.gold for it in its], [it.gold_option for it in its],
                         [len(it.options) for it in its], [it.premise for it in its],
                         [it.domain_premise for it in its], scores, scorers)
     items = items.join(verdict_columns(task, scores, mass if mass is not None else {}))

@@ -27,7 +27,7 @@ import pandas as pd
 from ._results import read_json
 from .engine import Cancelled, reporting
 from .evaluate import evaluate
-from .runs import EvalResult, accuracy_table, mcnemar, paired_table
+from .runs import EvalResult, accuracy_table, item_keys, mcnemar, paired_table, task_label
 from .logs import LOG_SOURCE, log_notes
 from .run_files import MAX_ROWS
 from .tasks import Task, Template
@@ -150,13 +150,18 @@ def _items_done(start: int, size: int, total: int, t0: float,
 
 
 def combine(parts: Sequence[EvalResult], *, n_boot: int = 1000, seed: int = 0) -> EvalResult:
-    """Runs of consecutive chunks of one task as one run: rows renumbered, accuracy with CIs, paired tests and
-    label counts over all of them, engine counters summed."""
+    """Runs of consecutive chunks of one task (or runs of different tasks) as one run: rows renumbered, each item
+    keeping its task, accuracy with CIs, paired tests and label counts over all of them, engine counters summed; the
+    run is named after its tasks (``runs.task_label``). The same item (task and id) in two parts is refused."""
     if not parts:
         raise ValueError("parts: no runs to combine")
     first = parts[0]
-    scores, items, offset = [], [], 0
-    for p in parts:
+    scores, items, offset, seen = [], [], 0, {}
+    for k, p in enumerate(parts):
+        for key in zip(p.items["task"].astype(str), p.items["id"].astype(str)):
+            if seen.setdefault(key, k) != k:
+                raise ValueError(f"parts: parts {seen[key]} and {k} both hold item {key[1]!r} of {key[0]!r} (combine "
+                                 "joins runs of different items: chunks of a task, or different tasks)")
         scores.append(p.scores.assign(item=p.scores["item"] + offset))
         items.append(p.items.assign(item=p.items["item"] + offset))
         offset += len(p.items)
@@ -170,9 +175,10 @@ def combine(parts: Sequence[EvalResult], *, n_boot: int = 1000, seed: int = 0) -
     counters = [p.meta["engine"] for p in parts if "engine" in p.meta]
     if counters:
         meta["engine"] = {k: sum(c[k] for c in counters) for k in counters[0]}
-    return EvalResult(task=first.task, split=first.split, model=first.model, template=first.template,
-                      scorers=list(first.scorers), scores=pd.concat(scores, ignore_index=True), items=items_all,
-                      accuracy=accuracy, paired=paired_table(items_all, first.scorers), meta=meta,
+    return EvalResult(task=task_label(items_all["task"]), split="+".join(dict.fromkeys(p.split for p in parts)),
+                      model=first.model, template=first.template, scorers=list(first.scorers),
+                      scores=pd.concat(scores, ignore_index=True), items=items_all, accuracy=accuracy,
+                      paired=paired_table(items_all, first.scorers), meta=meta,
                       labels=label_counts(items_all, first.scorers) if "why" in items_all else pd.DataFrame())
 
 
@@ -197,7 +203,7 @@ def _check_runs(runs: Mapping[str, EvalResult]) -> list[str]:
     for name, run in runs.items():
         if not isinstance(run, EvalResult):
             raise TypeError(f"runs[{name!r}]: expected an EvalResult, got {type(run).__name__}")
-        these = run.items["id"].astype(str).tolist()
+        these = (run.items["task"].astype(str) + "/" + run.items["id"].astype(str)).tolist()
         if ids is None:
             ids = these
         elif these != ids:
@@ -340,11 +346,12 @@ def presets(task: Task) -> dict[str, Template]:
 
 def compare(baseline: EvalResult, run: EvalResult, scorers: Sequence[str] | None = None) -> pd.DataFrame:
     """A run against its baseline on the same items, per scorer: both accuracies and CIs, the exact McNemar p,
-    and the items that flipped (``fixed``: wrong -> right, ``broken``: right -> wrong, by id)."""
+    and the items that flipped (``fixed``: wrong -> right, ``broken``: right -> wrong, by ``runs.item_keys``: the id,
+    or ``<task>/<id>`` in a run of several tasks)."""
     _check_runs({"baseline": baseline, "run": run})
     scorers = [s for s in (scorers or baseline.scorers) if s in run.scorers]
     a, b = baseline.accuracy.set_index("scorer"), run.accuracy.set_index("scorer")
-    ids = baseline.items["id"].astype(str).to_numpy()
+    ids = item_keys(baseline.items)
     rows = []
     for s in scorers:
         before, after = (r.items[f"correct_{s}"].to_numpy(dtype=bool) for r in (baseline, run))

@@ -40,7 +40,7 @@ HEAD = ("task", "split", "model", "template", "scorers")
 
 #: The columns each file holds in every run (``{}`` is a scorer's name) and the kind of their values.
 COLUMNS: dict[str, dict[str, str]] = {
-    "items": {"item": "int", "id": "any", "gold": "int", "gold_option": "text", "n_options": "int",
+    "items": {"item": "int", "task": "text", "id": "any", "gold": "int", "gold_option": "text", "n_options": "int",
               "premise": "text", "domain_premise": "text", "truncated": "int",
               "pred_{}": "int", "correct_{}": "bool", "tie_{}": "bool"},
     "scores": {"item": "int", "id": "any", "option_index": "int", "is_gold": "bool", "context": "text",
@@ -100,6 +100,8 @@ def read_run(directory: str | Path) -> dict[str, Any]:
                 raise ValueError(f"{where}: items.csv: its items have {cap:,} options together, more than the "
                                  f"{MAX_ROWS:,} a run may hold")
         frames[name] = _read_frame(d / f"{name}.csv", text.get(name, []), name, cap, where)
+        if name == "items" and "item" in frames["items"] and "task" not in frames["items"]:
+            frames["items"].insert(1, "task", head["task"])  # saved before items kept their task: a run of one task
         if name == "items":  # its option counts size scores.csv
             check_items(frames["items"], head["scorers"], where)
     check_run(head["scorers"], frames, where)

@@ -1,6 +1,7 @@
 """A run and its statistics: ``EvalResult`` (the frames of one run over a dataset, whatever made it: ``evaluate``,
 ``explore.evaluate_in_chunks`` or ``logs.from_log``), the one builder of its items frame (``items_frame``), accuracy
-with bootstrap CIs, exact McNemar tests between scorers, and verdict-label tables of several runs."""
+with bootstrap CIs, exact McNemar tests between scorers, and verdict-label tables of several runs (per task and
+group of tasks: ``task_groups``)."""
 
 from __future__ import annotations
 
@@ -32,8 +33,9 @@ class EvalResult:
             lengths, every selected scorer's column and its ``rank_<scorer>``, 1 = best), then
             ``truncated`` / ``domain_truncated``: context tokens cut from the left of the premise /
             domain premise to fit the model's window (0: nothing cut).
-        items: one row per item: ``item``, ``id``, ``gold``, ``gold_option``, ``n_options``,
-            ``premise``, ``domain_premise``, then per scorer ``pred_<scorer>`` (predicted option index),
+        items: one row per item: ``item``, ``task`` (the task the item belongs to: a run read from a whole
+            lm-eval folder holds several; ids are unique within a task), ``id``, ``gold``, ``gold_option``,
+            ``n_options``, ``premise``, ``domain_premise``, then per scorer ``pred_<scorer>`` (predicted option index),
             ``correct_<scorer>`` and ``tie_<scorer>`` (the top score is shared), then the verdict columns (``against``,
             ``gap_*``, ``prior``, ``mass_ratio``, ``mass_gain``, ``why``, ``rescued_by``;
             see :mod:`surfacelab.why.verdicts`), ``truncated`` (most premise tokens cut from any option) and
@@ -51,7 +53,9 @@ class EvalResult:
             (the extra next-token call of the labels: prompts, tokens forwarded, seconds), ``engine`` (the
             scoring call's ``requests``, how many were ``cached`` and ``tokens_forwarded``; one call serves every
             task of an ``ablate`` grid) and, for an
-            lm-eval template, the harness's task name and YAML (``lm_eval_task``, ``lm_eval_yaml``).
+            lm-eval template, the harness's task name and YAML (``lm_eval_task``, ``lm_eval_yaml``); for a run of
+            several tasks, ``task_groups`` (group -> ``subtasks`` and ``weighting``, as ``task_groups.by_task`` reads
+            them).
         labels: one row per ``why`` label: ``why``, ``n``, ``share`` and ``rescued_<scorer>`` (items of
             that label the scorer gets right), see ``label_counts``.
     """
@@ -131,16 +135,17 @@ def scorer_columns(table: pd.DataFrame, scorers: Sequence[str]) -> pd.DataFrame:
     return table[[c for c in table.columns if c not in dropped]].copy()
 
 
-def items_frame(ids: Sequence[Any], golds: Sequence[int], gold_options: Sequence[str], n_options: Sequence[int],
-                premises: Sequence[str], domain_premises: Any, scores: pd.DataFrame,
+def items_frame(tasks: str | Sequence[str], ids: Sequence[Any], golds: Sequence[int], gold_options: Sequence[str],
+                n_options: Sequence[int], premises: Sequence[str], domain_premises: Any, scores: pd.DataFrame,
                 scorers: Sequence[str]) -> pd.DataFrame:
-    """One row per item of a run: ``item``, ``id``, ``gold``, ``gold_option``, ``n_options``, ``premise``,
-    ``domain_premise`` (one string, or one per item), and per scorer ``pred_<scorer>`` (the first option in option
-    order among those ranked 1 by ``option_table``: exact ties share the rank; -1 for an item without scores),
-    ``correct_<scorer>`` and ``tie_<scorer>`` (the top score is shared)."""
+    """One row per item of a run: ``item``, ``task`` (one name, or one per item), ``id``, ``gold``, ``gold_option``,
+    ``n_options``, ``premise``, ``domain_premise`` (one string, or one per item), and per scorer ``pred_<scorer>``
+    (the first option in option order among those ranked 1 by ``option_table``: exact ties share the rank; -1 for
+    an item without scores), ``correct_<scorer>`` and ``tie_<scorer>`` (the top score is shared)."""
     n_items = len(ids)
     gold = np.asarray(golds, dtype=int)
-    items = pd.DataFrame({"item": np.arange(n_items), "id": list(ids), "gold": gold, "gold_option": list(gold_options),
+    items = pd.DataFrame({"item": np.arange(n_items), "task": tasks if isinstance(tasks, str) else list(tasks),
+                          "id": list(ids), "gold": gold, "gold_option": list(gold_options),
                           "n_options": list(n_options), "premise": list(premises), "domain_premise": domain_premises})
     by_item = scores["item"].to_numpy()
     for s in scorers:
@@ -214,3 +219,22 @@ def label_table(results: Sequence[EvalResult]) -> pd.DataFrame:
         f.insert(0, "task", r.task)
         frames.append(f)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def item_keys(items: pd.DataFrame) -> np.ndarray:
+    """Each item's key as text: its ``id``, or ``<task>/<id>`` in a run of several tasks (an id is unique only within
+    its task: every MMLU subject has a doc 0)."""
+    ids = items["id"].astype(str).to_numpy()
+    if items["task"].nunique() <= 1:
+        return ids
+    return (items["task"].astype(str) + "/" + items["id"].astype(str)).to_numpy()
+
+
+def task_label(tasks: Sequence[str]) -> str:
+    """What a run of several tasks is called: its tasks joined by "+", or the first and how many more.
+
+    >>> task_label(["copa", "copa"]), task_label(["a", "b"]), task_label(["a", "b", "c", "d"])
+    ('copa', 'a+b', 'a+3 more tasks')
+    """
+    names = list(dict.fromkeys(tasks))
+    return "+".join(names) if len(names) <= 3 else f"{names[0]}+{len(names) - 1} more tasks"

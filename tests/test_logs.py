@@ -135,7 +135,7 @@ def test_a_disagreement_with_the_logged_metric_is_reported(tmp_path):
     shutil.copy(RESULTS, tmp_path / RESULTS.name)
     with pytest.warns(UserWarning) as caught:
         res = from_lm_eval(edited)
-    assert res.meta["log_disagreements"] == {"acc_norm": [log[3]["doc_id"]]}
+    assert res.meta["log_disagreements"] == {"acc_norm": {"arc_local": [log[3]["doc_id"]]}}
     assert res.meta["checks"]["hash_matches"] is True  # the hashes cover doc, prompt and target, not the metrics
     assert any("acc_norm differs" in str(w.message) for w in caught)
 
@@ -145,8 +145,14 @@ def test_generation_log_refused(tmp_path):
         from_lm_eval(GEN)  # the results file beside it says so
     alone = tmp_path / GEN.name  # without the results file: its requests say so
     shutil.copy(GEN, alone)
-    with pytest.raises(ValueError, match=r"path: .*line 1 \(doc_id 0\): a generation-task log \(generate_until"):
+    with pytest.raises(ValueError, match=r"path: .*samples_arc_local_gen_.* is the log of a 'generate_until' task "
+                                         r"\(arc_local_gen, its requests hold generation settings\)"):
         from_lm_eval(alone)
+    mixed = tmp_path / MC.name  # a generation line after a multiple-choice one: that line is named
+    mixed.write_text(MC.read_text(encoding="utf-8").splitlines(keepends=True)[0] + GEN.read_text(encoding="utf-8")
+                     .splitlines(keepends=True)[1], encoding="utf-8")
+    with pytest.raises(ValueError, match=r"path: .*line 2 \(doc_id 1\): a generation-task log \(generate_until"):
+        from_lm_eval(mixed)
     with pytest.raises(ValueError, match="generate_until"):
         from_lm_eval(LOGS, task="arc_local_gen")
 
@@ -186,7 +192,8 @@ def test_missing_path_and_empty_folder_refused(tmp_path):
         from_lm_eval(tmp_path / "nowhere")
     with pytest.raises(ValueError, match=r"path: the folder .* holds no samples_"):
         from_lm_eval(tmp_path)
-    with pytest.raises(ValueError, match=r"task: no samples log of 'mmlu'"):
+    with pytest.raises(ValueError, match=r"task: no task or group 'mmlu' in .*; it holds 2 tasks \('arc_local', "
+                                         r"'arc_local_gen'\)"):
         from_lm_eval(LOGS, task="mmlu")
 
 
@@ -272,14 +279,14 @@ def test_a_link_to_a_regular_file_is_read(tmp_path):
 
 
 def test_files_over_the_size_caps_are_refused_with_their_size(monkeypatch):
-    from surfacelab.logs import lm_eval as lm_eval_read
+    from surfacelab.logs import lm_eval as lm_eval_read, lm_eval_files
 
     monkeypatch.setattr(lm_eval_read, "SAMPLES_MAX_BYTES", 1000)
     size = MC.stat().st_size
     with pytest.raises(ValueError, match=rf"path: '.*{re.escape(MC.name)}' is .*\({size} bytes\), over the 1000 bytes"):
         from_lm_eval(MC)
     monkeypatch.undo()
-    monkeypatch.setattr(lm_eval_read, "RESULTS_MAX_BYTES", 1000)
+    monkeypatch.setattr(lm_eval_files, "RESULTS_MAX_BYTES", 1000)
     size = RESULTS.stat().st_size
     with pytest.raises(ValueError, match=rf"path: '.*{re.escape(RESULTS.name)}' is .*\({size} bytes\), over the 1000"):
         from_lm_eval(MC)

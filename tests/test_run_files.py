@@ -177,3 +177,18 @@ def test_an_lm_eval_run_round_trips(tmp_path):
     back = EvalResult.load(log.save(tmp_path / "log"))
     for name in FRAMES:
         pd.testing.assert_frame_equal(getattr(back, name), getattr(log, name), check_dtype=False)
+
+
+def test_a_run_saved_before_items_kept_their_task_loads_as_one_task(run, saved):
+    _edit(saved, "items", lambda f: f.drop(columns="task"))
+    back = EvalResult.load(saved)
+    assert back.items["task"].tolist() == [run.task] * len(run.items)
+    assert list(back.items.columns) == list(run.items.columns)
+
+
+def test_a_whole_mmlu_log_run_round_trips_with_each_items_task(tmp_path):
+    log = sl.from_lm_eval(Path(__file__).resolve().parent / "logs" / "lm_eval_mmlu" / "zero_shot", n_boot=20)
+    back = EvalResult.load(log.save(tmp_path / "log"))
+    pd.testing.assert_frame_equal(back.items, log.items, check_dtype=False)
+    assert back.items["task"].nunique() == 57
+    assert sl.by_task(back).equals(sl.by_task(log))

@@ -7,12 +7,15 @@ Example::
 
 Without ``--model`` the log is read as it is (``acc`` and ``acc_norm`` from the logged log-likelihoods); with it,
 the same strings are scored again (the log's model, so LM equals the logged values: the check is printed) and
-``--domain`` adds Unc and DC-PMI. ``--task`` picks one task of a folder that holds several.
+``--domain`` adds Unc and DC-PMI. A folder of one run is read whole (every multiple-choice task, each document keeping
+its task); ``--task`` picks one task or group of it (``--task mmlu_stem``). A run with groups (lm-eval's ``mmlu``) also
+prints each group's accuracy beside the framework's own aggregate (``--wide``: every task as well).
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -21,10 +24,13 @@ from . import _checks, _output
 from .score import DEFAULT_SCORERS
 
 
-def _views(res: Any) -> list[_output.TableSpec]:
+def _views(res: Any, wide: bool) -> list[_output.TableSpec]:
     """The accuracy table (each scorer's metric in the framework and the framework's own aggregate beside it; the
-    count of documents is in the line above it, so that the table fits 80 columns with every metric name), then the
-    paired tests."""
+    count of documents is in the line above it, so that the table fits 80 columns with every metric name), the
+    groups of a run with groups (every task too when ``wide``; the tasks of a run of several tasks without groups),
+    then the paired tests."""
+    from ..task_groups import by_task
+
     acc, reader = res.accuracy, res.meta["reader"]
     accuracy = _output.TableSpec("accuracy", acc, ["scorer", "log_metric", "correct", "accuracy", "ci_low", "ci_high",
                                               "log_value"],
@@ -33,8 +39,30 @@ def _views(res: Any) -> list[_output.TableSpec]:
                             best={"accuracy": acc["accuracy"] == acc["accuracy"].max()},
                             caption=f"* the best scorer; CI: 95% percentile bootstrap over documents; {reader}'s: the "
                                     "aggregate the framework recorded for the run")
-    return [accuracy, _output.TableSpec("paired", res.paired, [str(c) for c in res.paired.columns],
-                                   title="paired tests (exact McNemar)")]
+    views = [accuracy]
+    table = by_task(res)
+    several = table["task"].nunique() > 1
+    if several:
+        shown = table if wide or not (table["kind"] == "group").any() else table[table["kind"] == "group"]
+        shown = shown.assign(task=["  " * d + t for d, t in zip(shown["depth"], shown["task"])])
+        views.append(_output.TableSpec(
+            "by_task", shown, ["task", "scorer", "n", "accuracy", "ci_low", "ci_high", "mean", "stderr"],
+            headers={"ci_low": "CI low", "ci_high": "CI high", "mean": reader, "stderr": "± se",
+                     "log_value": f"{reader}'s", "log_stderr": "± its se"},
+            title="per group" if len(shown) < len(table) else "per group and task",
+            caption=_by_task_caption(reader, res.meta.get("task_groups", {}), more=len(shown) < len(table))))
+    return views + [_output.TableSpec("paired", res.paired, [str(c) for c in res.paired.columns],
+                                      title="paired tests (exact McNemar)")]
+
+
+def _by_task_caption(reader: str, groups: dict[str, Any], more: bool) -> str:
+    """What the per-group table's columns mean: how the framework averages the tasks of a group."""
+    how = {"size": "size-weighted: the mean over its documents, the pooled standard error",
+           "plain": "the plain mean of its tasks, sqrt(sum se^2) / k"}
+    rules = "; ".join(how[w] for w in dict.fromkeys(g["weighting"] for g in groups.values()))
+    return (f"CI: 95% bootstrap over documents; {reader} ± se: the score as {reader} computes it for a task"
+            + (f" and a group ({rules})" if rules else "") + f" (--wide: {reader}'s own record beside it"
+            + ("; every task)" if more else ")"))
 
 
 def _notes(res: Any) -> list[str]:
@@ -74,13 +102,19 @@ def run(args: argparse.Namespace) -> int:
             arg, sep, rest = str(err).partition(": ")
             flags = {"path": "--from-log", "reader": "--reader", "task": "--task", "domain_premise": "--domain",
                      "scorers": "--scorers"}
+            rest = rest.replace("task=", "--task")
             raise ValueError(f"{flags[arg]}: {rest}" if sep and arg in flags else str(err)) from None
     if out is None:
-        out = _checks.output_file(f"eval-{res.task}-{res.meta['reader']}-log.csv", "--out", ".csv")
+        out = _checks.output_file(f"eval-{re.sub(r'[^A-Za-z0-9_.+-]', '_', res.task)}-{res.meta['reader']}-log.csv",
+                                  "--out", ".csv")
     printer = _output.Printer(args.format, args.wide)
-    printer.header([f"{res.task} ({res.template})", res.model or "model not named", f"{len(res.items)} documents",
-                    Path(res.meta["files"][0]).name])
-    printer.show(_views(res) if args.wide or args.format == "json" else _views(res)[:1],
+    n_tasks = res.items["task"].nunique()
+    files = [Path(f) for f in res.meta["files"]]
+    printer.header([f"{res.task} ({res.template})", res.model or "model not named",
+                    f"{len(res.items)} documents" + (f" of {n_tasks} tasks" if n_tasks > 1 else ""),
+                    files[0].name if n_tasks == 1 else f"{len(files)} files in {files[0].parent}"])
+    views = _views(res, args.wide)
+    printer.show(views if args.wide or args.format == "json" else views[:-1],
                  extra={"meta": {"task": res.task, "split": res.split, "model": res.model, **res.meta}})
     _output.finish(printer, res, _notes(res), out, save_dir)
     return 0

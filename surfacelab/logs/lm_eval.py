@@ -1,14 +1,16 @@
 """The lm-evaluation-harness reader: what ``lm_eval --log_samples`` (lm-eval 0.4.x) wrote, read as untrusted files:
-which samples log a path names, the results file of the same run, and each line checked into a ``LogDoc``; ``read``
-gives the ``LogTask`` that ``logs.run`` turns into a run.
+the run a path names (``lm_eval_files``: its multiple-choice tasks, the groups over them and its results file), each
+samples line checked into a ``LogDoc``; ``read`` gives the ``LogRun`` that ``logs.run`` turns into a run.
 
 Layout read (what ``EvaluationTracker.save_results_samples`` writes): one JSON object per line and document
 with ``doc_id``, ``doc``, ``target`` (the gold as text: an index or the gold choice), ``arguments``
 (``{"gen_args_<i>": {"arg_0": context, "arg_1": delimiter + choice}}``), ``resps`` / ``filtered_resps``
 (``[log-likelihood, is-greedy]`` as strings), ``filter``, ``metrics`` (the names of the per-document metrics,
 each also a key: ``acc``, ``acc_norm``, ...) and ``doc_hash`` / ``prompt_hash`` / ``target_hash``. Beside it,
-``results_<date>.json`` (same date) names the model, its arguments, the task's configuration (output type,
-target delimiter, split) and the aggregate scores. A file is data only: it is parsed as JSON, nothing in it runs.
+``results_<date>.json`` (same date) names the model, its arguments, each task's configuration (output type,
+target delimiter, split), the aggregate scores of every task and group (``results``, ``groups``), the groups'
+members (``group_subtasks``), the chat template and the lm-eval version. A file is data only: it is parsed as JSON,
+nothing in it runs.
 
 A log may come from anyone: only regular files are read, at most ``SAMPLES_MAX_BYTES`` / ``RESULTS_MAX_BYTES``
 (``surfacelab.files``: a FIFO or a link to ``/dev/zero`` is refused by name, lines end at ``\\n`` only); every
@@ -21,159 +23,26 @@ from __future__ import annotations
 import math
 import re
 import hashlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .._checks import is_int, is_number
 from ..files import json_lines, read_json
+from ..task_groups import task_leaves
 from ..tasks.harness import METRIC_SCORERS
-from .records import TYPE_NAMES, LogDoc, LogTask, kind_of, short
-
-#: ``samples_<task>_<date>.jsonl``: the date is the ``date_id`` shared with ``results_<date>.json``.
-SAMPLES_NAME = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)\.jsonl$")
+from .lm_eval_files import (RESULTS_MAX_BYTES, SAMPLES_MAX_BYTES, SAMPLES_NAME, FoundRun, Samples, find_run,
+                            task_config)
+from .records import LogDoc, LogGroup, LogRun, LogTask, kind_of, short
 #: The keys every line of a samples log has, whatever the task.
 REQUIRED = ("doc_id", "target", "arguments", "filtered_resps")
 #: How far above 0 a logged log-likelihood may be (a near-certain continuation's sum rounded in the model's dtype);
 #: above that, or not finite, it is no log-likelihood and the log is refused.
 POSITIVE_TOL = 1e-4
-#: The largest samples log read (bytes). A whole MMLU subject is a few MB; the largest single-task logs (5-shot MMLU
-#: with chat templates, HellaSwag's 10k documents) are 100-200 MB: ten times that still reads, a symlink to a disk
-#: image does not.
-SAMPLES_MAX_BYTES = 2 * 2 ** 30
-#: The largest results file read (bytes): a whole ``--tasks mmlu`` run's (57 subjects, their groups and configs) is
-#: about 1 MB.
-RESULTS_MAX_BYTES = 64 * 2 ** 20
-#: How deep a results file may nest (lm-eval's nest 4-5 levels; its task configs end up in ``meta``, which is written
-#: out again as JSON).
-RESULTS_MAX_DEPTH = 32
 #: Settings of ``results_<date>.json`` a run keeps (the model's, the run's and the versions).
 RESULT_KEYS = ("config", "model_name", "model_source", "lm_eval_version", "transformers_version", "git_hash", "date",
                "max_length", "chat_template", "system_instruction", "fewshot_as_multiturn")
-#: The parts of a results file surfacelab reads: key -> (the type of each value per task, what it is).
-RESULTS_LAYOUT = {"configs": (dict, "configuration"), "results": (dict, "aggregate scores"),
-                  "task_hashes": (str, "hash")}
-
-
-# ----------------------------------------------------------------------------- finding the files
-@dataclass
-class FoundLog:
-    """The samples log a path names, its task, and the results file of the same run (``results``: {} if none)."""
-
-    file: Path
-    task: str
-    results: dict[str, Any]
-    results_file: Path | None
-    passed_over: list[dict[str, str]]  # {"file", "why"} of each samples file of the folder not read
-
-
-def find_log(path: str | Path, task: str | None) -> FoundLog:
-    """The one samples log ``path`` names (a file, or the multiple_choice one in a folder), with its results file;
-    what a folder holds beside it and is not read is listed in ``passed_over``."""
-    if not isinstance(path, (str, Path)):
-        raise TypeError(f"path: expected a file or folder path, got {type(path).__name__}")
-    p = Path(path).expanduser()
-    if not p.exists():
-        raise ValueError(f"path: {str(p)!r} does not exist{' (a broken link)' if p.is_symlink() else ''}")
-    if not p.is_dir():  # a regular file, or what read_records refuses by name (a FIFO, a device)
-        m = SAMPLES_NAME.match(p.name)
-        if task is not None and m and m["task"] != task:
-            raise ValueError(f"task: {task!r} is not the task of {str(p)!r} ({m['task']!r})")
-        return _found(p, m["task"] if m else p.stem, m["date"] if m else "", {})
-    named = sorted(p.rglob("samples_*.jsonl"))
-    passed = [{"file": str(f), "why": "not named samples_<task>_<date>.jsonl, as lm_eval --log_samples names its logs"}
-              for f in named if not SAMPLES_NAME.match(f.name)]
-    logs = [(f, m) for f in named if (m := SAMPLES_NAME.match(f.name))]
-    if not logs:
-        raise ValueError(f"path: the folder {str(p)!r} holds no samples_<task>_<date>.jsonl file of lm_eval "
-                         "--log_samples")
-    if task is not None:
-        logs = [(f, m) for f, m in logs if m["task"] == task]
-        if not logs:
-            raise ValueError(f"task: no samples log of {task!r} in {str(p)!r}")
-    read: dict[tuple[Path, str], tuple[dict[str, Any], Path | None]] = {}  # one run's results file, read once
-    found = [_found(f, m["task"], m["date"], read) for f, m in logs]
-    if task is None:
-        kinds = [(f, *_output_type(f)) for f in found]
-        passed += [{"file": str(f.file), "why": f"the log of a {kind} task ({why}); surfacelab reads multiple_choice "
-                                                "logs only"} for f, kind, why in kinds if kind != "multiple_choice"]
-        found = [f for f, kind, _ in kinds if kind == "multiple_choice"]
-        if not found:
-            raise ValueError(f"path: the folder {str(p)!r} holds only logs of generation or perplexity tasks; "
-                             "surfacelab reads multiple_choice logs only")
-    if len(found) > 1:
-        names = ", ".join(str(f.file.relative_to(p)) for f in found)
-        hint = "pass one file as path" if len({f.task for f in found}) == 1 else "pass task= or one file as path"
-        raise ValueError(f"path: the folder {str(p)!r} holds {len(found)} samples logs ({names}): {hint}")
-    found[0].passed_over = passed
-    return found[0]
-
-
-def _found(file: Path, task: str, date: str, read: dict[tuple[Path, str], Any]) -> FoundLog:
-    """A samples log with the results file of its run (``read``: the results files read so far, by folder and date)."""
-    if (file.parent, date) not in read:
-        read[file.parent, date] = _results_for(file, date)
-    return FoundLog(file, task, *read[file.parent, date], passed_over=[])
-
-
-def _output_type(found: FoundLog) -> tuple[str, str]:
-    """The task's output type and how it is known: as its results file says, else as its first line shows
-    (unknown: multiple_choice, so that reading the file names what is wrong)."""
-    kind = task_config(found.results, found.results_file, found.task).get("output_type")
-    if kind:
-        return kind, f"says {found.results_file.name}"
-    try:
-        _, first = next(json_lines(found.file, cap=SAMPLES_MAX_BYTES, where="samples log"))
-        args = first["arguments"]["gen_args_0"]
-    except (ValueError, KeyError, TypeError, StopIteration):
-        return "multiple_choice", ""
-    if isinstance(args, dict) and isinstance(args.get("arg_1"), dict):
-        return "generate_until", "its requests hold generation settings"
-    return "multiple_choice", ""
-
-
-def _results_for(file: Path, date: str) -> tuple[dict[str, Any], Path | None]:
-    """The ``results_<date>.json`` (or ``<name>_<date>.json``) written by the same run, read and checked; ({}, None)
-    if there is none. A JSON file of that date that is no results file (no ``configs``) is passed over."""
-    if not date:
-        return {}, None
-    for cand in sorted(file.parent.glob(f"*_{date}.json")):
-        if cand.name.startswith("samples_"):
-            continue
-        doc = read_json(cand, cap=RESULTS_MAX_BYTES, where=f"path: {str(cand)!r}", max_depth=RESULTS_MAX_DEPTH)
-        if isinstance(doc, dict) and "configs" in doc:
-            return _checked_results(doc, cand), cand
-    return {}, None
-
-
-def _checked_results(doc: dict[str, Any], file: Path) -> dict[str, Any]:
-    """A results file whose parts surfacelab reads have the types lm-eval writes (else a ValueError naming the file
-    and the field)."""
-    where = f"path: {str(file)!r} (the results file beside the log)"
-    for key, (kind, what) in RESULTS_LAYOUT.items():
-        part = doc.get(key, {})
-        if not isinstance(part, dict):
-            raise ValueError(f"{where}: {key} is {kind_of(part)}, not an object holding each task's {what}")
-        bad = next((t for t, v in part.items() if not isinstance(v, kind)), None)
-        if bad is not None:
-            raise ValueError(f"{where}: {key}.{bad} is {kind_of(part[bad])}, not {TYPE_NAMES[kind]} (the task's "
-                             f"{what})")
-    if not isinstance(doc.get("n-shot", {}), dict):
-        raise ValueError(f"{where}: n-shot is {kind_of(doc['n-shot'])}, not an object holding each task's few-shot "
-                         "count")
-    if not isinstance(doc.get("model_name", ""), str):
-        raise ValueError(f"{where}: model_name is {kind_of(doc['model_name'])}, not a string")
-    return doc
-
-
-def task_config(results: dict[str, Any], file: Path | None, task: str) -> dict[str, Any]:
-    """The task's configuration from its results file, its fields surfacelab reads checked ({} when none)."""
-    config = results.get("configs", {}).get(task, {})
-    for key in ("output_type", "target_delimiter"):
-        if key in config and not isinstance(config[key], str):
-            raise ValueError(f"path: {str(file)!r} (the results file beside the log): configs.{task}.{key} is "
-                             f"{kind_of(config[key])}, not a string")
-    return config
+#: How close a group's logged score must be to a mean of its tasks' logged scores to tell how lm-eval averaged it.
+SAME_MEAN = 1e-9
 
 
 def as_float(value: Any) -> float:
@@ -291,22 +160,35 @@ def parse_doc(rec: dict[str, Any], line: int, file: Path, delimiter: str) -> Log
 
 
 def _loglikelihood(resp: Any, where: str, k: int) -> float:
-    """The log-likelihood of ``filtered_resps[k]`` (``[ll, is_greedy]`` as strings, or numbers): a finite number at
-    most ``POSITIVE_TOL``, as a model gives."""
+    """The log-likelihood of ``filtered_resps[k]`` (``[ll, is_greedy]`` as strings, or numbers)."""
     value = resp[0] if isinstance(resp, list) and len(resp) == 2 else None
-    try:
-        ll = float(value) if isinstance(value, str) or is_number(value) else None
-    except (ValueError, OverflowError):  # not a number; an integer past a float's range
-        ll = None
-    if ll is None:
+    if not (isinstance(value, str) or is_number(value)) or number(value) is None:
         raise ValueError(f"{where}: unknown layout: filtered_resps[{k}] is {kind_of(resp)}, not [log-likelihood, "
                          "is-greedy]")
+    return loglikelihood_value(value, f"{where}: filtered_resps[{k}]")
+
+
+def number(value: Any) -> float | None:
+    """A number or a numeral as a float (inf and nan included); None for anything else (an integer past a float's
+    range too)."""
+    try:
+        return float(value) if isinstance(value, str) or is_number(value) else None
+    except (ValueError, OverflowError):
+        return None
+
+
+def loglikelihood_value(value: Any, at: str) -> float:
+    """A logged log-likelihood as a float: a finite number at most ``POSITIVE_TOL``, as a model gives (``at``: the
+    file, row and field, for the message)."""
+    ll = number(value)
+    if ll is None:
+        raise ValueError(f"{at} is {kind_of(value)}, not a log-likelihood (a number)")
     if not math.isfinite(ll):
-        raise ValueError(f"{where}: filtered_resps[{k}] logs the log-likelihood {short(value)}, which is not "
-                         "finite (a model's log-likelihood is a finite number <= 0)")
+        raise ValueError(f"{at} logs the log-likelihood {short(value)}, which is not finite (a model's "
+                         "log-likelihood is a finite number <= 0)")
     if ll > POSITIVE_TOL:
-        raise ValueError(f"{where}: filtered_resps[{k}] logs the log-likelihood {short(value)} > 0 (a "
-                         "log-likelihood is the log of a probability: at most 0)")
+        raise ValueError(f"{at} logs the log-likelihood {short(value)} > 0 (a log-likelihood is the log of a "
+                         "probability: at most 0)")
     return ll
 
 
@@ -343,31 +225,78 @@ def detect(path: Path) -> bool:
     return isinstance(first, dict) and "doc_id" in first and "arguments" in first
 
 
-def read(path: str | Path, task: str | None = None, filter_name: str | None = None) -> LogTask:
-    """The ``LogTask`` of the multiple_choice samples log ``path`` names (a file, or the one in a folder; ``task``
-    picks one of several), its documents under one harness filter (``filter_name`` when the log holds several)."""
-    found = find_log(path, task)
-    file, task_name, results = found.file, found.task, found.results
-    config = task_config(results, found.results_file, task_name)
-    if config.get("output_type", "multiple_choice") != "multiple_choice":
-        raise ValueError(f"path: {str(file)!r} is the log of a {config['output_type']!r} task ({task_name}, says "
-                         f"{found.results_file.name}); surfacelab reads multiple_choice logs only")
+def read(path: str | Path, task: str | None = None, filter_name: str | None = None) -> LogRun:
+    """The ``LogRun`` of the multiple_choice samples logs ``path`` names (a file, or the run in a folder: every task
+    of it, or the task or group ``task`` names), each task's documents under one harness filter (``filter_name``
+    when a log holds several), with the groups over them."""
+    found = find_run(path, task)
+    tasks = [read_task(s, found, filter_name) for s in found.samples]
+    results = found.results
+    filt = tasks[0].settings["filter"]
+    groups = [_group(g, results, {t.task: t for t in tasks}, filt) for g in found.groups]
+    chat = {"applied": results["chat_template"] is not None if "chat_template" in results else None,
+            "template": results.get("chat_template"), "system_prompt": results.get("system_instruction"),
+            "fewshot_as_multiturn": results.get("fewshot_as_multiturn")}
+    return LogRun(reader="lm-eval", tasks=tasks, groups=groups, name=found.name,
+                  model=str(results.get("model_name", "")),
+                  files=[str(found.results_file)] if found.results_file else [],
+                  settings={k: results[k] for k in RESULT_KEYS if k in results}, chat=chat,
+                  checks={"passed_over": found.passed_over, "groups_left_out": found.groups_left_out})
+
+
+def read_task(samples: Samples, found: FoundRun, filter_name: str | None) -> LogTask:
+    """One task's ``LogTask``: its samples log read and checked, with what the results file says of it."""
+    file, name, results = samples.file, samples.task, found.results
+    config = task_config(results, found.results_file, name)
     records = read_records(file)
     records, filt = one_filter(records, file, filter_name)
     delimiter = config.get("target_delimiter", " ")
     docs = [parse_doc(rec, line, file, delimiter) for line, rec in records]
-    reported = results.get("results", {}).get(task_name, {})
-    metrics = sorted({m for d in docs for m in d.metrics})
-    settings = {"config": config, "filter": filt, "n_shot": results.get("n-shot", {}).get(task_name),
-                **{k: results[k] for k in RESULT_KEYS if k in results}}
-    files = [str(file)] + ([str(found.results_file)] if found.results_file else [])
-    return LogTask(reader="lm-eval", task=task_name, docs=docs, delimiter=delimiter,
+    aggregates, stderrs = reported(results.get("results", {}).get(name, {}), filt)
+    settings = {"config": config, "filter": filt, "n_shot": results.get("n-shot", {}).get(name),
+                "version": results.get("versions", {}).get(name)}
+    return LogTask(task=name, docs=docs, delimiter=delimiter,
                    split=str(config.get("test_split") or config.get("validation_split") or ""),
-                   model=str(results.get("model_name", "")), files=files,
-                   aggregates={m: as_float(reported.get(f"{m},{filt}")) for m in metrics},
-                   metric_scorers=dict(METRIC_SCORERS), settings=settings,
-                   checks={"hash_matches": hash_matches(records, results.get("task_hashes", {}).get(task_name)),
-                           "passed_over": found.passed_over})
+                   files=[str(file)], aggregates=aggregates, stderrs=stderrs, metric_scorers=dict(METRIC_SCORERS),
+                   settings=settings,
+                   checks={"hash_matches": hash_matches(records, results.get("task_hashes", {}).get(name))})
+
+
+def reported(entry: Any, filt: str) -> tuple[dict[str, float], dict[str, float]]:
+    """The scores and standard errors a results entry (``results.<task>``, ``groups.<group>``) holds under the
+    filter ``filt`` (keys ``<metric>,<filter>`` and ``<metric>_stderr,<filter>``), by metric; "N/A" is NaN."""
+    scores, stderrs = {}, {}
+    for key, value in (entry.items() if isinstance(entry, dict) else ()):
+        metric, sep, f = str(key).rpartition(",")
+        if not sep or f != filt:
+            continue
+        if metric.endswith("_stderr"):
+            stderrs[metric.removesuffix("_stderr")] = as_float(value)
+        else:
+            scores[metric] = as_float(value)
+    return scores, stderrs
+
+
+def _group(name: str, results: dict[str, Any], tasks: dict[str, LogTask], filt: str) -> LogGroup:
+    """A group with its logged scores and how lm-eval averaged its tasks: ``size`` (``weight_by_size``, lm-eval's
+    default) unless its logged score is the plain mean of its tasks' logged scores and not the size-weighted one."""
+    tree = results.get("group_subtasks", {})
+    entry = results.get("groups", {}).get(name) or results.get("results", {}).get(name, {})
+    aggregates, stderrs = reported(entry, filt)
+    below = [tasks[t] for t in task_leaves(name, tree)]
+    weighting = "size"
+    for metric, value in aggregates.items():
+        values = [t.aggregates.get(metric, math.nan) for t in below]
+        sizes = [len(t.docs) for t in below]
+        if math.isnan(value) or any(math.isnan(v) for v in values):
+            continue
+        by_size = sum(v * n for v, n in zip(values, sizes)) / sum(sizes)
+        plain = sum(values) / len(values)
+        if abs(by_size - plain) > SAME_MEAN:  # equal sizes (or scores) cannot tell the two apart
+            weighting = "plain" if abs(value - plain) <= SAME_MEAN < abs(value - by_size) else "size"
+            break
+    return LogGroup(name=name, subtasks=list(tree.get(name, [])), weighting=weighting, aggregates=aggregates,
+                    stderrs=stderrs)
 
 
 def hash_matches(records: list[tuple[int, dict[str, Any]]], expected: str | None) -> bool | None:

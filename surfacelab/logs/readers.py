@@ -1,5 +1,6 @@
-"""The log readers: ``READERS`` holds one ``LogReader`` per framework whose logs surfacelab reads (lm-evaluation-harness
-today); ``register_reader`` adds one (docs/extending.md, "A log reader"); ``reader_for`` finds the reader of a path."""
+"""The log readers: ``READERS`` holds one ``LogReader`` per framework whose logs surfacelab reads
+(lm-evaluation-harness); ``register_reader`` adds one (docs/extending.md, "A log reader"); ``reader_for``
+finds the reader of a path."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..registry import Registry
-from .records import LogTask
+from .records import LogRun
 
 
 @dataclass(frozen=True)
@@ -19,15 +20,15 @@ class LogReader:
         name: its name in ``from_log(reader=...)`` and the CLI's ``--reader``.
         detect: ``detect(path)`` -> whether a file or folder looks like this framework's output (cheap: names and
             the first bytes at most).
-        read: ``read(path, task, filter_name)`` -> the ``LogTask`` of one multiple-choice task (``task`` picks one
-            of several in a folder; a ``ValueError`` naming ``path`` / ``task`` / the file, line and field for
-            anything it cannot read).
+        read: ``read(path, task, filter_name)`` -> the ``LogRun`` of the multiple-choice tasks ``path`` holds
+            (``task`` picks one task or group of several; a ``ValueError`` naming ``path`` / ``task`` / the file,
+            line and field for anything it cannot read, or a layout or version it does not know).
         description: one line.
     """
 
     name: str
     detect: Callable[[Path], bool]
-    read: Callable[..., LogTask]
+    read: Callable[..., LogRun]
     description: str = ""
 
 

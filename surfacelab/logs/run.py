@@ -1,5 +1,6 @@
-"""A log's task as a run: ``from_log`` turns the ``LogTask`` a reader (``READERS``) read into the ``EvalResult`` that
-``evaluate`` returns, so the same tables, figures, the explorer and the workbench open it.
+"""A log as a run: ``from_log`` turns the ``LogRun`` a reader (``READERS``) read (one task, or a whole run of several
+tasks and the groups over them) into the ``EvalResult`` that ``evaluate`` returns, so the same tables, figures, the
+explorer and the workbench open it.
 
 People arrive with a run of another framework on a large model, not with a surfacelab run. Browsing needs no model: the
 log holds the exact (context, continuation) strings, the gold and the framework's own log-likelihoods, and the ``lm``,
@@ -15,27 +16,28 @@ exactly) and DC-PMI is that minus surfacelab's domain log-prob; surfacelab's own
 >>> run.accuracy[["scorer", "log_metric", "accuracy", "log_value"]]     # lm | acc | ...      # doctest: +SKIP
 >>> run = sl.from_log("out/", lm=sl.load_lm(...), domain_premise=" the answer is:")            # doctest: +SKIP
 
-What a run leaves out or does not add up is said once (``log_notes``: the warnings, the command line's notes and the
-explorer's run line).
+What a run leaves out or does not add up is said once (``notes.log_notes``: the warnings, the command line's notes and
+the explorer's run line).
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 import pandas as pd
 
-from .._format import printable
-from ..runs import EvalResult, accuracy_table, items_frame, paired_table, scorer_columns
+from ..runs import EvalResult, accuracy_table, items_frame, paired_table, scorer_columns, task_label
+from ..task_groups import task_leaves
 from ..scorers import SCORERS, check_scorers
 from ..engine.requests import CONDITIONS, CUT_COLUMNS, LOGPROB_COLUMNS
 from ..scoring import option_table, result_meta, score_items
+from ..text import glued
+from .notes import warn
 from .readers import reader_for
-from .records import LogDoc
+from .records import LogRun, LogTask
 
 if TYPE_CHECKING:
     from ..models import LM
@@ -60,14 +62,16 @@ def from_log(
     n_boot: int = 1000,
     seed: int = 0,
 ) -> EvalResult:
-    """An ``EvalResult`` from the per-document log another framework wrote for one multiple-choice task.
+    """An ``EvalResult`` from the per-document logs another framework wrote for one or more multiple-choice tasks.
 
     Args:
-        path: a log file, or a folder holding one (searched recursively: the output folder or its ``<model>``
-            subfolder). Files of the folder that are not read are passed over with a warning
+        path: a log file, or a folder holding one run's logs (searched recursively: the output folder or its
+            ``<model>`` subfolder): every multiple-choice task of the run is read into one run, each item keeping its
+            task (``items["task"]``). Files of the folder that are not read are passed over with a warning
             (``meta["checks"]["passed_over"]``).
-        reader: the framework's reader (``READERS``: "lm-eval", ...); None: the first whose ``detect`` knows ``path``.
-        task: the framework's task to read when the folder holds several.
+        reader: the framework's reader (``READERS``: "lm-eval"); None: the first whose ``detect`` knows
+            ``path``.
+        task: the framework's task or group to read (a group, lm-eval's ``mmlu``, reads its tasks); None: all.
         lm: a loaded ``LM`` (in-process or on a server) to score the logged strings again: adds ``n_tokens``
             (Avg), ``null_logprob`` (PMI-null, unless the log has its own), the domain condition and the
             ``surfacelab_logprob`` column, checked against the logged log-likelihoods.
@@ -80,19 +84,23 @@ def from_log(
     Returns:
         An ``EvalResult`` shaped like ``evaluate``'s (no ``why`` verdict columns: those need the model's
         next-token distributions): ``scores`` holds the logged ``context`` / ``option`` strings with the logged
-        log-likelihood as ``logprob``; ``items`` holds ``id`` (the document's id), the logged target as
-        ``log_target`` and the framework's own per-document metrics as ``log_<metric>``; ``accuracy`` adds the
-        framework's metric a scorer recomputes (``log_metric``), whether the log holds it (``log_reports``) and the
-        framework's aggregate (``log_value``). ``meta["log_disagreements"]`` lists the documents where a recomputed
-        metric differs from the logged one (also a warning); ``meta["scorers_left_out"]`` says why a scorer the log
-        gives is not in the run (an empty choice: no score per character).
+        log-likelihood as ``logprob``; ``items`` holds ``task``, ``id`` (the document's id within its task), the
+        logged target as ``log_target`` and the framework's own per-document metrics as ``log_<metric>``;
+        ``accuracy`` adds the framework's metric a scorer recomputes (``log_metric``), whether the framework
+        reported it for the run (``log_reports``) and its aggregate (``log_value``: the task's, or the group's that
+        holds every task read); ``sl.by_task(run)`` gives each task and group, the framework's numbers beside
+        surfacelab's. ``meta["log_tasks"]`` describes each task read, ``meta["task_groups"]`` the groups,
+        ``meta["log_chat"]`` the chat template as the log records it; ``meta["log_disagreements"]`` lists per
+        metric and task the documents where a recomputed metric differs from the logged one (also a warning);
+        ``meta["scorers_left_out"]`` says why a scorer the log gives is not in the run (an empty choice: no score
+        per character).
 
     Raises:
-        ValueError: naming ``path`` (missing, an empty folder, not a regular file, too large, not a log, an unknown
-            layout, a field of the wrong type, a logged log-likelihood that is not finite or above 0, a generation
-            task, several gold answers; the file, line, document and field), ``reader`` (unknown), ``task`` /
-            ``filter_name`` (ambiguous or unknown), ``domain_premise`` (without ``lm``) or ``scorers`` (one the log
-            cannot give).
+        ValueError: naming ``path`` (missing, an empty folder, several runs in it, not a regular file, too large,
+            not a log, a layout or version the reader does not know, a field of the wrong type, a logged
+            log-likelihood that is not finite or above 0, a generation task, several gold answers; the file, line,
+            document and field), ``reader`` (unknown), ``task`` / ``filter_name`` (ambiguous or unknown),
+            ``domain_premise`` (without ``lm``) or ``scorers`` (one the log cannot give).
     """
     if domain_premise is not None and lm is None:
         raise ValueError("domain_premise: scoring the domain condition needs a model: pass lm= as well")
@@ -100,29 +108,42 @@ def from_log(
         raise ValueError(f"domain_premise: expected a non-blank string, got {domain_premise!r}")
     if not isinstance(path, (str, Path)):
         raise TypeError(f"path: expected a file or folder path, got {type(path).__name__}")
-    log = reader_for(Path(path).expanduser(), reader).read(path, task, filter_name)
-    raw = _raw_rows(log.docs, log.delimiter)
+    chosen = reader_for(Path(path).expanduser(), reader)
+    log = chosen.read(path, task, filter_name)
+    if not isinstance(log, LogRun) or not log.tasks or not all(t.docs for t in log.tasks):
+        raise TypeError(f"reader: {chosen.name!r} read no LogRun of tasks with documents from {str(path)!r}")
+    raw = _raw_rows(log.tasks)
     checks: dict[str, Any] = {}
     if lm is not None:
         checks = _rescore(lm, raw, domain_premise, batch_size=batch_size, progress=progress)
     table = _ordered(option_table(raw, by="item"))
     scorers, left_out = _usable_scorers(table, scorers)
     scores = scorer_columns(table, scorers)
-    items = _items_frame(log.docs, scores, scorers, domain_premise or "")
-    recomputed = {s: m for m, s in log.metric_scorers.items()}
+    items = _items_frame(log.tasks, scores, scorers, domain_premise or "")
+    name, covering = _name(log)
+    recomputed = {s: m for t in log.tasks for m, s in t.metric_scorers.items()}
     accuracy = accuracy_table(items, scorers, n_boot, seed)
     accuracy["log_metric"] = [recomputed.get(s, "") for s in scorers]
-    accuracy["log_reports"] = [m in log.aggregates for m in accuracy["log_metric"]]
-    accuracy["log_value"] = [log.aggregates.get(m, math.nan) for m in accuracy["log_metric"]]
+    accuracy["log_reports"] = [m in covering for m in accuracy["log_metric"]]
+    accuracy["log_value"] = [covering.get(m, math.nan) for m in accuracy["log_metric"]]
     meta = {
-        "source": LOG_SOURCE, "reader": log.reader, "log_task": log.task, "files": log.files,
-        "target_delimiter": log.delimiter, "log_metrics": sorted({m for d in log.docs for m in d.metrics}),
-        "log_disagreements": _disagreements(items, log.metric_scorers, scorers), "scorers_left_out": left_out,
-        "checks": log.checks, "log_settings": log.settings, "n_boot": n_boot, "seed": seed, **checks,
+        "source": LOG_SOURCE, "reader": log.reader, "log_task": name,
+        "files": [f for t in log.tasks for f in t.files] + log.files,
+        "log_metrics": sorted({m for t in log.tasks for d in t.docs for m in d.metrics}),
+        "log_disagreements": _disagreements(items, log.tasks, scorers), "scorers_left_out": left_out,
+        "checks": {**log.checks, "hash_matches": _all_true([t.checks.get("hash_matches") for t in log.tasks])},
+        "log_tasks": {t.task: _task_meta(t) for t in log.tasks},
+        "task_groups": {g.name: {"subtasks": g.subtasks, "weighting": g.weighting} for g in log.groups},
+        "log_reported": {x.task if isinstance(x, LogTask) else x.name: {"aggregates": x.aggregates,
+                                                                         "stderrs": x.stderrs}
+                         for x in [*log.tasks, *log.groups]},
+        "log_settings": log.settings, "log_chat": log.chat, "domain_glued": _glued(raw, domain_premise),
+        "n_boot": n_boot, "seed": seed, **checks,
         **(result_meta(lm, scorers=scorers) if lm is not None else {"scorers": scorers}),
     }
-    _warn(Path(log.files[0]), meta)
-    return EvalResult(task=log.task, split=log.split, model=log.model, template=f"{log.reader} log", scorers=scorers,
+    warn(Path(meta["files"][0]), meta)
+    split = ", ".join(dict.fromkeys(t.split for t in log.tasks if t.split))
+    return EvalResult(task=name, split=split, model=log.model, template=f"{log.reader} log", scorers=scorers,
                       scores=scores, items=items, accuracy=accuracy, paired=paired_table(items, scorers), meta=meta)
 
 
@@ -133,23 +154,42 @@ def from_lm_eval(path: str | Path, **kwargs: Any) -> EvalResult:
 
 
 # ----------------------------------------------------------------------------- frames
-def _raw_rows(docs: list[LogDoc], delimiter: str) -> pd.DataFrame:
-    """One raw row per (document, option): the logged strings and log-likelihood (and the unconditional one where
-    logged); lengths without the delimiter (as lm-eval's ``acc_norm`` / ``acc_bytes`` divide by the choice's length);
-    the model's columns NaN / 0 until ``_rescore``."""
+def _name(log: LogRun) -> tuple[str, dict[str, float]]:
+    """What the run is called and the framework's aggregates for all of it: the task or group asked for, the one
+    task, or the group holding every task read (else the tasks' names joined, with no aggregate)."""
+    tasks = {t.task for t in log.tasks}
+    groups = {g.name: g for g in log.groups}
+    tree = {g.name: g.subtasks for g in log.groups}
+    covering = next((g for g in log.groups if set(task_leaves(g.name, tree)) == tasks), None)
+    if log.name:
+        name = log.name
+    elif len(log.tasks) == 1:
+        name = log.tasks[0].task
+    else:
+        name = covering.name if covering is not None else task_label([t.task for t in log.tasks])
+    if len(log.tasks) == 1 and name == log.tasks[0].task:
+        return name, log.tasks[0].aggregates
+    return name, (groups[name].aggregates if name in groups else covering.aggregates if covering else {})
+
+
+def _raw_rows(tasks: list[LogTask]) -> pd.DataFrame:
+    """One raw row per (document, option) of every task: the logged strings and log-likelihood (and the unconditional
+    one where logged); lengths without the task's delimiter (as lm-eval's ``acc_norm`` / ``acc_bytes`` divide by the
+    choice's length); the model's columns NaN / 0 until ``_rescore``."""
     premise, domain, null = (LOGPROB_COLUMNS[c] for c in ("premise", "domain", "null"))
     rows = []
-    for i, d in enumerate(docs):
-        for k, (ctx, opt, ll) in enumerate(zip(d.contexts, d.options, d.lls)):
-            choice = opt[len(delimiter):] if delimiter and opt.startswith(delimiter) else opt
-            rows.append({"item": i, "id": d.doc_id, "option_index": k, "is_gold": k == d.gold, "context": ctx,
-                         "option": opt, premise: ll, "n_tokens": np.nan, "n_chars": len(choice),
-                         "n_bytes": len(choice.encode("utf-8")), domain: np.nan,
-                         null: d.null_lls[k] if d.null_lls is not None else np.nan, "surfacelab_logprob": np.nan,
-                         **{c: 0 for c in CUT_COLUMNS.values()}})
+    for t in tasks:
+        delimiter = t.delimiter
+        for d in t.docs:
+            i = rows[-1]["item"] + 1 if rows else 0
+            for k, (ctx, opt, ll) in enumerate(zip(d.contexts, d.options, d.lls)):
+                choice = opt[len(delimiter):] if delimiter and opt.startswith(delimiter) else opt
+                rows.append({"item": i, "id": d.doc_id, "option_index": k, "is_gold": k == d.gold, "context": ctx,
+                             "option": opt, premise: ll, "n_tokens": np.nan, "n_chars": len(choice),
+                             "n_bytes": len(choice.encode("utf-8")), domain: np.nan,
+                             null: d.null_lls[k] if d.null_lls is not None else np.nan,
+                             "surfacelab_logprob": np.nan, **{c: 0 for c in CUT_COLUMNS.values()}})
     return pd.DataFrame(rows)
-
-
 def _rescore(lm: LM, raw: pd.DataFrame, domain_premise: str | None, *, batch_size: int | str,
              progress: bool) -> dict[str, Any]:
     """Score the logged strings with ``lm`` (one engine call), fill the model's columns of ``raw`` in place (the
@@ -208,64 +248,57 @@ def _usable_scorers(table: pd.DataFrame, scorers: str | Sequence[str] | None) ->
     return chosen, {}
 
 
-def _items_frame(docs: list[LogDoc], scores: pd.DataFrame, scorers: list[str], domain_premise: str) -> pd.DataFrame:
+def _items_frame(tasks: list[LogTask], scores: pd.DataFrame, scorers: list[str],
+                 domain_premise: str) -> pd.DataFrame:
     """One row per document (``runs.items_frame``: each scorer's pick is the first top option on a tie, as the
-    frameworks' argmax), the logged target and per-document metrics, and the truncation columns."""
-    items = items_frame([d.doc_id for d in docs], [d.gold for d in docs], [d.options[d.gold] for d in docs],
-                        [len(d.options) for d in docs], [d.contexts[0] for d in docs], domain_premise, scores,
-                        scorers)
-    items["log_target"] = [d.target for d in docs]
-    for m in dict.fromkeys(m for d in docs for m in d.metrics):
-        items[f"log_{m}"] = [d.metrics.get(m, np.nan) for d in docs]
+    frameworks' argmax), its task, the logged target and per-document metrics, and the truncation columns."""
+    docs = [(t.task, d) for t in tasks for d in t.docs]
+    items = items_frame([t for t, _ in docs], [d.doc_id for _, d in docs], [d.gold for _, d in docs],
+                        [d.options[d.gold] for _, d in docs], [len(d.options) for _, d in docs],
+                        [d.contexts[0] for _, d in docs], domain_premise, scores, scorers)
+    items["log_target"] = [d.target for _, d in docs]
+    for m in dict.fromkeys(m for _, d in docs for m in d.metrics):
+        items[f"log_{m}"] = [d.metrics.get(m, np.nan) for _, d in docs]
     cut = scores.groupby("item", sort=True)[CUT_COLUMNS["premise"]]
     items["truncated"] = cut.max().to_numpy()
     items["truncation_differs"] = (cut.max() != cut.min()).to_numpy()
     return items
 
 
-def _disagreements(items: pd.DataFrame, metric_scorers: Mapping[str, str], scorers: list[str]) -> dict[str, list[Any]]:
-    """Per framework metric the log holds per document and a scorer recomputes: the document ids where they differ."""
-    out = {}
-    for metric, scorer in metric_scorers.items():
-        if scorer in scorers and f"log_{metric}" in items:
-            logged = items[f"log_{metric}"]
-            differ = logged.notna() & ((logged == 1.0) != items[f"correct_{scorer}"])
-            if differ.any():
-                out[metric] = items.loc[differ, "id"].tolist()
+def _task_meta(t: LogTask) -> dict[str, Any]:
+    """What a run keeps of one task: its file, size, split, delimiter, settings and checks."""
+    return {"file": t.files[0] if t.files else "", "n": len(t.docs), "split": t.split, "delimiter": t.delimiter,
+            **t.settings, **t.checks}
+
+
+def _all_true(values: list[bool | None]) -> bool | None:
+    """False if any is False, True if all are True, else None (not known for some)."""
+    return False if False in values else True if all(v is True for v in values) else None
+
+
+def _glued(raw: pd.DataFrame, domain_premise: str | None) -> dict[str, Any] | None:
+    """The options that the log's own context does not glue to its last word but the domain premise does
+    (``text.glued``: a chat log's "A".."D" after a context that ends in a newline), counted, with one as it reads;
+    None when there are none."""
+    if domain_premise is None:
+        return None
+    pairs = dict.fromkeys(zip(raw["context"], raw["option"]))
+    bad = list(dict.fromkeys(o for c, o in pairs if glued(domain_premise, o) and not glued(c, o)))
+    if not bad:
+        return None
+    return {"options": len(bad), "example": f"…{domain_premise.split()[-1]}{bad[0]}"}
+
+
+def _disagreements(items: pd.DataFrame, tasks: list[LogTask], scorers: list[str]) -> dict[str, dict[str, list[Any]]]:
+    """Per framework metric the log holds per document and a scorer recomputes, per task: the document ids where
+    they differ."""
+    out: dict[str, dict[str, list[Any]]] = {}
+    for t in tasks:
+        rows = items[items["task"] == t.task]
+        for metric, scorer in t.metric_scorers.items():
+            if scorer in scorers and f"log_{metric}" in rows:
+                logged = rows[f"log_{metric}"]
+                differ = logged.notna() & ((logged == 1.0) != rows[f"correct_{scorer}"])
+                if differ.any():
+                    out.setdefault(metric, {})[t.task] = rows.loc[differ, "id"].tolist()
     return out
-
-
-def logprob_note(check: Mapping[str, Any]) -> str:
-    """The model's check against the log (``meta["logprob_check"]``) in one sentence."""
-    if check["agrees"]:
-        return f"LM re-scored: agrees with the log within {check['max_abs_diff']:.1e} nats"
-    return (f"LM re-scored: differs from the log by up to {check['max_abs_diff']:.3g} nats (tolerance "
-            f"{check['tolerance']:g}): lm is not the log's model, or runs in another dtype; the lm column keeps the "
-            "logged values (surfacelab's are in surfacelab_logprob)")
-
-
-def log_notes(meta: Mapping[str, Any], *, problems_only: bool = False) -> list[str]:
-    """What a log run's table does not show, one sentence each, its text from the files made printable: the
-    model's check against the log (``lm=``), documents whose logged metric the logged numbers do not give, a task
-    hash that does not match, scorers left out and samples files passed over. ``problems_only`` leaves out a check
-    that agrees (the warnings say the rest)."""
-    out = []
-    check = meta.get("logprob_check")
-    if check and not math.isnan(check["max_abs_diff"]) and not (problems_only and check["agrees"]):
-        out.append(logprob_note(check))
-    for metric, ids in meta.get("log_disagreements", {}).items():
-        shown = ", ".join(map(str, ids[:5])) + (", ..." if len(ids) > 5 else "")
-        out.append(f"the logged {metric} differs from the one recomputed from the logged log-likelihoods for "
-                   f"{len(ids)} documents (doc_id {shown})")
-    if meta.get("checks", {}).get("hash_matches") is False:
-        out.append("the log's document hashes do not give the task hash of the results file beside it (edited, or "
-                   "written by another run)")
-    out += [f"left out {why}" for why in meta.get("scorers_left_out", {}).values()]
-    out += [f"passed over {Path(p['file']).name}: {p['why']}" for p in meta.get("checks", {}).get("passed_over", [])]
-    return [printable(line) for line in out]
-
-
-def _warn(file: Path, meta: dict[str, Any]) -> None:
-    """One warning per thing that does not add up or was left out (``log_notes``)."""
-    for note in log_notes(meta, problems_only=True):
-        warnings.warn(f"{printable(file.name)}: {note}", stacklevel=3)

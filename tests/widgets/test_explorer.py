@@ -271,6 +271,22 @@ def test_a_log_row_opens_with_an_origin_a_person_reads(tiny_lm, bench):
     ex.close()
 
 
+def test_a_whole_mmlu_log_folder_opens_each_row_with_its_own_subject_and_file(tiny_lm, bench):
+    folder = LOGS.parents[1] / "logs" / "lm_eval_mmlu" / "zero_shot"
+    ex = Explorer(tiny_lm, workbench=bench, log=folder)
+    res = ex.runs["lm-eval"]
+    assert res.task == "mmlu" and len(ex.item_frame()) == len(res.items) == 114
+    k = len(res.items) - 1  # the last subject's last document: not the first file of the folder
+    task, doc_id = res.items["task"].iloc[k], res.items["id"].iloc[k]
+    ex.open_item(k)
+    bench.wait()
+    origin = bench.examples.origin.value
+    file = next(folder.rglob(f"samples_{task}_*.jsonl")).name
+    assert f"the lm-eval log of {task} ({file}) · doc_id {doc_id} · run lm-eval" in origin, origin
+    assert bench.premise_box.value == res.items["premise"].iloc[k]
+    ex.close()
+
+
 @pytest.mark.filterwarnings("ignore:.*passed over", "ignore:.*differs from the log", "ignore:Truncated to fit")
 def test_a_log_rescored_under_a_domain_premise_shows_the_check_in_its_run_line(tiny_lm, bench):
     ex = Explorer(tiny_lm, workbench=bench, log=LOGS)

@@ -12,6 +12,7 @@ import pandas as pd
 
 from ... import explore
 from ...logs import from_log
+from ...runs import item_keys
 from ..kit.layout import box, classed
 from ..kit.runner import Job
 
@@ -166,7 +167,7 @@ class AblationPanel:
             f"<b>{html.escape(names[-1])}</b> against <b>{html.escape(names[0])}</b>"
             "<table class='sl-comparison'><tr><th>scorer</th><th>baseline</th><th>run</th><th>McNemar p</th>"
             f"<th>fixed</th><th>broken</th></tr>{rows}</table>")
-        ids = next(iter(shown.values())).items["id"].astype(str).tolist()
+        ids = item_keys(next(iter(shown.values())).items).tolist()  # as compare names the flipped items
         lines = []
         for r in table.itertuples():
             buttons = []

@@ -154,9 +154,10 @@ class Opener:
         except ValueError as err:
             host.show_error(err)
             return
-        if res.meta.get("source") == LOG_SOURCE:  # the log's task and file, and the harness's own doc_id
-            source = (f"the {res.meta['reader']} log of {res.task} ({Path(res.meta['files'][0]).name}) · doc_id "
-                      f"{item['id']} · run {name}")
+        if res.meta.get("source") == LOG_SOURCE:  # the item's task and its file, and the framework's own doc_id
+            file = res.meta["log_tasks"][item["task"]]["file"]
+            source = (f"the {res.meta['reader']} log of {item['task']} ({Path(file).name}) · doc_id {item['id']} · "
+                      f"run {name}")
         else:
             source = f"{res.task}/{res.split} #{position} {item['id']} · template {res.template} · run {name}"
         rows = host.table.rows
