@@ -175,3 +175,13 @@ def depth(value: Any) -> int:
             deepest = max(deepest, level + 1)
             todo += [(level + 1, item) for item in (v.values() if isinstance(v, dict) else v)]
     return deepest
+
+
+def head(path: str | os.PathLike, n: int = 256) -> bytes:
+    """The first ``n`` bytes of the regular file ``path`` (b"" for what is not one, or cannot be read): what a log
+    reader's ``detect`` looks at. Opened without blocking, so a FIFO cannot hold it."""
+    try:
+        with open_regular(path, cap=2 ** 62, where=str(path)) as fh:
+            return fh.read(n)
+    except ValueError:
+        return b""

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .._checks import is_int, is_number
-from ..files import json_lines, read_json
+from ..files import head, json_lines, read_json
 from ..task_groups import task_leaves
 from ..tasks.harness import METRIC_SCORERS
 from .lm_eval_files import (RESULTS_MAX_BYTES, SAMPLES_MAX_BYTES, SAMPLES_NAME, FoundRun, Samples, find_run,
@@ -214,8 +214,10 @@ def detect(path: Path) -> bool:
     lm-eval's ``doc_id`` and ``arguments`` (a log renamed)."""
     if path.is_dir():
         return any(SAMPLES_NAME.match(f.name) for f in path.rglob("samples_*.jsonl"))
-    if SAMPLES_NAME.match(path.name) or (path.name.startswith("results_") and path.suffix == ".json"):
+    if SAMPLES_NAME.match(path.name):
         return True
+    if path.name.startswith("results_") and path.suffix == ".json":
+        return b'"config_general"' not in head(path)  # lighteval's results file starts with it
     if path.suffix != ".jsonl":
         return False
     try:

@@ -51,8 +51,9 @@ def _passed_over(passed: list[Mapping[str, str]]) -> list[str]:
 def log_notes(meta: Mapping[str, Any], *, problems_only: bool = False) -> list[str]:
     """What a log run's table does not show, one sentence each, its text from the files made printable: the
     model's check against the log (``lm=``), documents whose logged metric the logged numbers do not give, a task
-    hash that does not match, a domain premise the options are glued to, scorers left out, files passed over and
-    groups left out. ``problems_only`` leaves out a check that agrees (the warnings say the rest)."""
+    hash that does not match, premises that are not the text the model saw, a domain premise the options are glued
+    to, scorers left out, files passed over and groups left out. ``problems_only`` leaves out a check that agrees
+    (the warnings say the rest)."""
     out = []
     check = meta.get("logprob_check")
     if check and not math.isnan(check["max_abs_diff"]) and not (problems_only and check["agrees"]):
@@ -66,11 +67,17 @@ def log_notes(meta: Mapping[str, Any], *, problems_only: bool = False) -> list[s
     if mismatched:
         out.append(f"the log's document hashes do not give the task hash of the results file beside it for "
                    f"{some(mismatched, 3)} (edited, or written by another run)")
+    for note in dict.fromkeys(info["context_note"] for info in tasks.values() if info.get("context_note")):
+        out.append(note)
     glued = meta.get("domain_glued")
     if glued:
         out.append(f"{glued['options']} options have no leading space: under the domain premise they are glued to its "
                    f"last word ('{glued['example']}'); the log's own contexts end in whitespace, which the options "
                    "lack. End the domain premise with a space or a newline to score them as new words")
+    ignored = sum(info.get("unconditioned_logprobs_ignored", 0) for info in tasks.values())
+    if ignored:
+        out.append(f"model_response.unconditioned_logprobs holds values in {ignored} rows; lighteval 0.13.0 never "
+                   "writes it (its metrics read unconditioned log-probs from logprobs[n:2n]), so it is not read")
     out += [f"left out {why}" for why in meta.get("scorers_left_out", {}).values()]
     out += _passed_over(meta.get("checks", {}).get("passed_over", []))
     out += [f"group {g['group']} not shown: {g['why']}" for g in meta.get("checks", {}).get("groups_left_out", [])]

@@ -1,5 +1,5 @@
 """The log readers: ``READERS`` holds one ``LogReader`` per framework whose logs surfacelab reads
-(lm-evaluation-harness); ``register_reader`` adds one (docs/extending.md, "A log reader"); ``reader_for``
+(lm-evaluation-harness, lighteval); ``register_reader`` adds one (docs/extending.md, "A log reader"); ``reader_for``
 finds the reader of a path."""
 
 from __future__ import annotations

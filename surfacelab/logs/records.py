@@ -20,7 +20,10 @@ WEIGHTINGS = ("size", "plain")
 class LogDoc:
     """One logged document: the context of each option, the options (as logged: with the framework's delimiter), the
     logged log-likelihood of each, the unconditional ones where the framework logged them (PMI), the gold option,
-    the logged target and the framework's own per-document metrics."""
+    the logged target and the framework's own per-document metrics.
+
+    ``context_ids``: the token ids the framework fed as the context, where the log holds the text the model saw only
+    as ids (lighteval); ``from_log(lm=...)`` decodes them with the model's tokenizer to score the same strings."""
 
     doc_id: Any
     contexts: list[str]
@@ -30,6 +33,7 @@ class LogDoc:
     gold: int
     target: str
     metrics: dict[str, float]
+    context_ids: list[int] | None = None
 
 
 @dataclass
@@ -47,6 +51,8 @@ class LogTask:
             framework has such a scorer for, logged or not: ``aggregates`` says which the run reported).
         settings: the task's settings worth keeping (its configuration, filter, n-shot, ...), as data.
         checks: what the reader checked of the files (``hash_matches``: the documents give the run's task hash).
+        contexts_exact: False when ``contexts`` are not the text the model saw (the log holds that only as
+            ``LogDoc.context_ids``); ``context_note`` says what they are then.
     """
 
     task: str
@@ -59,6 +65,8 @@ class LogTask:
     metric_scorers: dict[str, str] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)
     checks: dict[str, Any] = field(default_factory=dict)
+    contexts_exact: bool = True
+    context_note: str = ""
 
 
 @dataclass

@@ -69,7 +69,7 @@ def from_log(
             ``<model>`` subfolder): every multiple-choice task of the run is read into one run, each item keeping its
             task (``items["task"]``). Files of the folder that are not read are passed over with a warning
             (``meta["checks"]["passed_over"]``).
-        reader: the framework's reader (``READERS``: "lm-eval"); None: the first whose ``detect`` knows
+        reader: the framework's reader (``READERS``: "lm-eval", "lighteval"); None: the first whose ``detect`` knows
             ``path``.
         task: the framework's task or group to read (a group, lm-eval's ``mmlu``, reads its tasks); None: all.
         lm: a loaded ``LM`` (in-process or on a server) to score the logged strings again: adds ``n_tokens``
@@ -112,6 +112,8 @@ def from_log(
     log = chosen.read(path, task, filter_name)
     if not isinstance(log, LogRun) or not log.tasks or not all(t.docs for t in log.tasks):
         raise TypeError(f"reader: {chosen.name!r} read no LogRun of tasks with documents from {str(path)!r}")
+    if lm is not None:
+        _decode_contexts(lm, log.tasks)
     raw = _raw_rows(log.tasks)
     checks: dict[str, Any] = {}
     if lm is not None:
@@ -170,6 +172,33 @@ def _name(log: LogRun) -> tuple[str, dict[str, float]]:
     if len(log.tasks) == 1 and name == log.tasks[0].task:
         return name, log.tasks[0].aggregates
     return name, (groups[name].aggregates if name in groups else covering.aggregates if covering else {})
+
+
+def _decode_contexts(lm: LM, tasks: list[LogTask]) -> None:
+    """Where a task's contexts are not the text the model saw but the log holds its token ids (lighteval), the
+    contexts become those ids decoded with ``lm``'s tokenizer (its leading BOS left to surfacelab's own BOS
+    policy), with the whitespace the framework moved off the end of the prompt (the query's own, else the
+    tokenizer's chat generation prompt's) put back, so that the same strings are scored."""
+    tok = lm.tokenizer
+    for t in tasks:
+        if t.contexts_exact or not all(d.context_ids for d in t.docs):
+            continue
+        for d in t.docs:
+            ids = d.context_ids[1:] if lm.add_bos and d.context_ids[0] == tok.bos_token_id else d.context_ids
+            text = tok.decode(ids, skip_special_tokens=False)
+            query = d.contexts[0]
+            ws = query[len(query.rstrip()):] if text == query.rstrip() else _generation_whitespace(tok)
+            d.contexts = [text + ws] * len(d.options)
+        t.contexts_exact, t.context_note = True, ""
+
+
+def _generation_whitespace(tok: Any) -> str:
+    """The whitespace that ends the tokenizer's chat generation prompt ("\\n" after ``<|im_start|>assistant``), which
+    a framework that strips the prompt moves onto every continuation; "" without a chat template."""
+    if not getattr(tok, "chat_template", None):
+        return ""
+    rendered = tok.apply_chat_template([{"role": "user", "content": "x"}], add_generation_prompt=True, tokenize=False)
+    return rendered[len(rendered.rstrip()):]
 
 
 def _raw_rows(tasks: list[LogTask]) -> pd.DataFrame:
@@ -268,7 +297,7 @@ def _items_frame(tasks: list[LogTask], scores: pd.DataFrame, scorers: list[str],
 def _task_meta(t: LogTask) -> dict[str, Any]:
     """What a run keeps of one task: its file, size, split, delimiter, settings and checks."""
     return {"file": t.files[0] if t.files else "", "n": len(t.docs), "split": t.split, "delimiter": t.delimiter,
-            **t.settings, **t.checks}
+            "context_note": t.context_note, **t.settings, **t.checks}
 
 
 def _all_true(values: list[bool | None]) -> bool | None:
