@@ -181,6 +181,15 @@ def test_the_cli_prints_each_group_beside_lm_evals_own(capsys, tmp_path):
                         str(tmp_path / "h.csv"))
     assert rc == 0, err
     assert "mmlu_humanities" in out and "mmlu_stem" not in out and "per group" in out
+    recorded = RESULTS["groups"]["mmlu_humanities"]
+    row = next(line for line in out.splitlines() if line.startswith("mmlu_humanities ") and " lm " in line)
+    assert row.split()[-2:] == [f"{recorded['acc,none']:.3f}", f"{recorded['acc_stderr,none']:.3f}"]  # lm-eval's own
+    rc, out, err = _cli(capsys, "--from-log", str(ZERO), "--out", str(tmp_path / "all.csv"))
+    assert rc == 0, err
+    table = out[out.index("per group"):].splitlines()
+    assert [line.split()[0] for line in table if " lm " in line] == ["mmlu", "stem", "other", "social_sciences",
+                                                                      "humanities"]  # under mmlu, as lm-eval shows them
+    assert max(len(line.rstrip()) for line in table) <= 80
     items = (tmp_path / "h.csv").read_text(encoding="utf-8")
     assert items.splitlines()[0].split(",")[:3] == ["item", "task", "id"]
 

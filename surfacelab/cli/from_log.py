@@ -44,25 +44,39 @@ def _views(res: Any, wide: bool) -> list[_output.TableSpec]:
     several = table["task"].nunique() > 1
     if several:
         shown = table if wide or not (table["kind"] == "group").any() else table[table["kind"] == "group"]
-        shown = shown.assign(task=["  " * d + t for d, t in zip(shown["depth"], shown["task"])])
+        shown = shown.assign(shown=_shown_names(shown["task"].tolist(), shown["depth"].tolist()))
         views.append(_output.TableSpec(
-            "by_task", shown, ["task", "scorer", "n", "accuracy", "ci_low", "ci_high", "mean", "stderr"],
-            headers={"ci_low": "CI low", "ci_high": "CI high", "mean": reader, "stderr": "± se",
-                     "log_value": f"{reader}'s", "log_stderr": "± its se"},
+            "by_task", shown, ["shown", "scorer", "n", "accuracy", "ci_low", "ci_high", "log_value", "log_stderr"],
+            headers={"shown": "task", "ci_low": "low", "ci_high": "high", "log_value": reader,
+                     "log_stderr": "± se", "mean": f"{reader} way", "stderr": "± se (its way)"},
             title="per group" if len(shown) < len(table) else "per group and task",
             caption=_by_task_caption(reader, res.meta.get("task_groups", {}), more=len(shown) < len(table))))
     return views + [_output.TableSpec("paired", res.paired, [str(c) for c in res.paired.columns],
                                       title="paired tests (exact McNemar)")]
 
 
+def _shown_names(names: list[str], depths: list[int]) -> list[str]:
+    """Each task or group as the per-group table shows it: indented by its depth, without the name of a group above it
+    that it starts with (``mmlu`` > ``mmlu_stem`` > ``mmlu_anatomy``: ``mmlu``, ``  stem``, ``    anatomy``), so that
+    the table fits 80 columns; ``--format json`` keeps the full names."""
+    above: list[str] = []
+    out = []
+    for name, depth in zip(names, depths):
+        above = above[:depth]
+        prefix = max((a for a in above if name.startswith(a + "_")), key=len, default="")
+        out.append("  " * depth + name[len(prefix) + 1 if prefix else 0:])
+        above.append(name)
+    return out
+
+
 def _by_task_caption(reader: str, groups: dict[str, Any], more: bool) -> str:
-    """What the per-group table's columns mean: how the framework averages the tasks of a group."""
+    """What the per-group table's columns mean, and how the framework averages the tasks of a group."""
     how = {"size": "size-weighted: the mean over its documents, the pooled standard error",
            "plain": "the plain mean of its tasks, sqrt(sum se^2) / k"}
     rules = "; ".join(how[w] for w in dict.fromkeys(g["weighting"] for g in groups.values()))
-    return (f"CI: 95% bootstrap over documents; {reader} ± se: the score as {reader} computes it for a task"
-            + (f" and a group ({rules})" if rules else "") + f" (--wide: {reader}'s own record beside it"
-            + ("; every task)" if more else ")"))
+    return (f"low, high: 95% bootstrap CI over documents; {reader} ± se: the score {reader} recorded"
+            + (f" (a group's {rules})" if rules else "") + "; --wide: " + ("every task, and " if more else "")
+            + f"surfacelab's numbers averaged the {reader} way")
 
 
 def _notes(res: Any) -> list[str]:
