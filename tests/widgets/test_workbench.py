@@ -173,6 +173,27 @@ def test_set_options_fills_the_rows_there_are_and_makes_or_drops_the_rest(wb):
     assert wb.frames()["scores"]["option"].tolist() == [" x", " y", " z"] and wb.gold == 2
 
 
+def test_an_option_overwritten_drops_its_paraphrases_and_gets_them_back_when_typed_back(wb):
+    # " sink" overwritten with " pool" kept "basin, washbasin", scored as paraphrases of " pool"
+    wb.set_options([" bathtub", " sink", " pool"], ["tub", "basin, washbasin", ""], gold=0)
+    row = wb.rows[1]
+    row.text.value = " sinks"  # the same word, edited: its paraphrases stay
+    assert row.paraphrases.value == "basin, washbasin"
+    row.text.value = " p"  # the word selected and typed over
+    row.text.value = " pond"
+    assert row.paraphrases.value == "" and "basin, washbasin" in row.paraphrases.placeholder
+    assert row.forms() == ()
+    row.text.value = " sink"  # undone: nothing was lost
+    assert row.paraphrases.value == "basin, washbasin" and "cleared" not in row.paraphrases.placeholder
+    row.text.value = ""  # emptied, then paraphrases typed for a new option: those are kept with it
+    row.paraphrases.value = "lake"
+    row.text.value = " pond"
+    assert row.paraphrases.value == "lake"
+    wb.set_options([" bathtub", " pool"], ["tub", "swimming pool"])  # set together: the paraphrases are the option's
+    assert [r.paraphrases.value for r in wb.rows] == ["tub", "swimming pool"]
+    assert wb.inputs().paraphrases == ((" tub",), (" swimming pool",))
+
+
 def test_export_dir_none_uses_the_default_folder(tiny_lm, tiny_mlm):
     bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=False, export_dir=None)
     default = kit_files.DEFAULT_EXPORT_DIR

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Collection
+from typing import TYPE_CHECKING, Callable, Collection
 
 import ipywidgets as w
 
@@ -53,6 +53,8 @@ def split_forms(value: str, lead: str = " ") -> tuple[str, ...]:
 #: option ``" negative\n"`` would lose its ``"\n"`` at the first keystroke): the box shows each as a mark and
 #: reads the mark back as the line break. ``_format.visible`` draws them with the same marks.
 BOX_MARKS = {"\n": "\u21b5", "\r": "\u240d"}
+#: The paraphrase box's placeholder while it holds nothing of an earlier option.
+PARAPHRASE_PLACEHOLDER = "paraphrases (optional), comma-separated"
 
 
 def boxed(text: str) -> str:
@@ -198,7 +200,7 @@ class OptionRow(w.HBox):
         self.gold = w.ToggleButton(value=False, description="★", tooltip="gold answer")
         self.text = w.Text(value=boxed(text), placeholder="option, e.g. ␣bathtub (start with a space)",
                            tooltip="↵ in the box is a line break of the option")
-        self.paraphrases = w.Text(value=paraphrases, placeholder="paraphrases (optional), comma-separated")
+        self.paraphrases = w.Text(value=paraphrases, placeholder=PARAPHRASE_PLACEHOLDER)
         self.up = w.Button(icon="arrow-up", tooltip="move up")
         self.down = w.Button(icon="arrow-down", tooltip="move down")
         self.remove = w.Button(icon="times", tooltip="remove")
@@ -221,12 +223,45 @@ class OptionRow(w.HBox):
         self.gold.observe(lambda ch: setattr(self.gold, "button_style", "warning" if ch["new"] else ""), "value")
         self.gold.observe(lambda ch: workbench.option_list.gold_toggled(self, ch["new"]), "value")
         self.new = False  # added by "add option" and not typed in yet (see ``problems``)
+        # the paraphrases belong to the option they were written for (``origin``); those cleared when the option's
+        # word was replaced wait in ``parked`` until that option is typed back
+        self.origin, self.parked, self._ours = self.option, "", False
         self.text.observe(self._typed, "value")
         self.text.observe(lambda _: workbench.edited(), "value")
+        self.paraphrases.observe(self._paraphrased, "value")
         self.paraphrases.observe(lambda _: workbench.edited(), "value")
+
+    def put(self, text: str, paraphrases: str) -> None:
+        """Set the option and its paraphrases together (an example, a saved state): the paraphrases are this
+        option's."""
+        self.text.value, self.paraphrases.value = boxed(text), paraphrases
+        self.origin, self.parked, self.new = text, "", False
+        self.paraphrases.placeholder = PARAPHRASE_PLACEHOLDER
 
     def _typed(self, _change: object) -> None:
         self.new = False
+        now, was = self.option.strip(), self.origin.strip()
+        if self.paraphrases.value and was and (not now or now[0].lower() != was[0].lower()):
+            # the option's word was replaced (" sink" -> " pool"): its paraphrases no longer fit
+            self.parked = self.paraphrases.value
+            self._own(lambda: setattr(self.paraphrases, "value", ""))
+            self.paraphrases.placeholder = f"cleared (were for {was}: {self.parked})"
+        elif self.parked and not self.paraphrases.value and self.option == self.origin:  # typed back (or undone)
+            self._own(lambda: setattr(self.paraphrases, "value", self.parked))
+            self.parked, self.paraphrases.placeholder = "", PARAPHRASE_PLACEHOLDER
+
+    def _own(self, change: Callable[[], None]) -> None:
+        """Make ``change`` to the paraphrases as the row's own (not the person's typing)."""
+        self._ours = True
+        try:
+            change()
+        finally:
+            self._ours = False
+
+    def _paraphrased(self, _change: object) -> None:
+        if not self._ours:  # typed: these are the current option's paraphrases
+            self.origin, self.parked = self.option, ""
+            self.paraphrases.placeholder = PARAPHRASE_PLACEHOLDER
 
     @property
     def option(self) -> str:

@@ -61,7 +61,7 @@ class OptionList:
         kept, dropped = self.rows[:len(options)], self.rows[len(options):]
         with self.host.holding():  # the rows there are take the new texts (new widgets cost the browser a redraw)
             for r, o, p in zip(kept, options, paraphrases):
-                r.text.value, r.paraphrases.value, r.new = boxed(o), p, False
+                r.put(o, p)
             fresh = zip(options[len(kept):], paraphrases[len(kept):])
             self.rows = [*kept, *(OptionRow(self.host, o, p) for o, p in fresh)]
             for i, r in enumerate(self.rows):
