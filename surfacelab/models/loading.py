@@ -173,7 +173,7 @@ def load_lm(
     """
     if isinstance(name_or_path, LM):
         return name_or_path
-    start_progress(progress, DEFAULT_LM if name_or_path is None else name_or_path)
+    start_progress(progress)
     if device_map is not None and (device is not None or server is not None or isinstance(name_or_path, tuple)):
         raise ValueError("device_map: places a model loaded here by name or folder; not with device=, server= "
                          "or a loaded (model, tokenizer) pair")
@@ -265,7 +265,7 @@ def load_mlm(
     if isinstance(name_or_path, MLM):
         return name_or_path
     spec = _backend(backend, "masked", "in-process")
-    start_progress(progress, DEFAULT_MLM if name_or_path is None else name_or_path)
+    start_progress(progress)
     name, source, model, tokenizer, note = _source_model(DEFAULT_MLM if name_or_path is None else name_or_path,
                                                          "masked")
     if tokenizer.mask_token_id is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from contextvars import ContextVar
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
 
 #: A load's progress callback: (fraction of the load done, in [0, 1]; the step that starts now).
@@ -13,12 +13,16 @@ Progress = Callable[[float, str], None]
 _CURRENT: ContextVar[Progress | None] = ContextVar("surfacelab_load_progress", default=None)
 
 
-def start_progress(progress: Progress | None, name: Any) -> None:
-    """Make ``progress`` the current load's callback (None: silent) and report the start."""
+#: The first step of every load: the caller names the model (the workbench's status line says "loading <name>: <step>").
+FIRST_STEP = "reading the model's files"
+
+
+def start_progress(progress: Progress | None) -> None:
+    """Make ``progress`` the current load's callback (None: silent) and report the start (``FIRST_STEP``)."""
     if progress is not None and not callable(progress):
         raise TypeError(f"progress: expected a callable (fraction, step) or None, got {type(progress).__name__}")
     _CURRENT.set(progress)
-    report_step(0.0, f"loading {name}")
+    report_step(0.0, FIRST_STEP)
 
 
 def report_step(fraction: float, step: str) -> None:

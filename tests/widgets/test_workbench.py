@@ -15,6 +15,7 @@ from ipywidgets.widgets import widget as ipy_widget
 import surfacelab as sl
 from surfacelab import paraphrase
 from surfacelab.alternatives import token_view
+from surfacelab.models.progress import FIRST_STEP
 from surfacelab.widgets import (VIEWS, Inputs, TokenHeatmap, ViewState, Workbench, heatmap_rows, problems, read_state,
                                 register_view)
 from surfacelab.widgets.workbench import models as loading
@@ -345,7 +346,7 @@ def test_live_edits_are_debounced_into_one_update(tiny_lm, tiny_mlm, monkeypatch
     bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=True, debounce=0.2)
     passes = []
     prepare = bench.prepare  # the update lanes ask for the models once per pass
-    monkeypatch.setattr(bench, "prepare", lambda: (passes.append(time.monotonic()), prepare())[1])
+    monkeypatch.setattr(bench, "prepare", lambda timing: (passes.append(time.monotonic()), prepare(timing))[1])
     log = _log_computes(bench)
     for text in ["The cat", "The cat sat", "The cat sat on the"]:
         bench.premise_box.value = text
@@ -488,7 +489,7 @@ def test_a_new_option_row_waits_for_its_text_without_a_warning(tiny_lm, tiny_mlm
     bench.close()
 
 
-def test_the_status_time_leaves_out_a_model_load_and_names_it(tiny_lm, tiny_mlm, tmp_path):
+def test_the_status_time_leaves_out_a_model_load_names_it_once_and_says_where_time_went(tiny_lm, tiny_mlm, tmp_path):
     # a model switch said "updated in 112.83 s": the load counted as the update
     from surfacelab import models
     from tiny_models import tiny_causal
@@ -511,17 +512,31 @@ def test_the_status_time_leaves_out_a_model_load_and_names_it(tiny_lm, tiny_mlm,
         bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=True, debounce=0.05)
         bench.update()
         assert "loaded" not in bench.status.value
+        assert bench.progress.layout.visibility == "hidden"  # idle: no full bar left beside Score (it read as stuck)
+        seen = []  # while the model loads: what the status line says, and whether the bar is in sight
+        bench.status.observe(lambda ch: seen.append((ch["new"], bench.progress.layout.visibility)), "value")
         asked = time.monotonic()
         bench.models.lm_picker.value = preset.name
         bench.wait(60)
         waited = time.monotonic() - asked
+        loading = [(text, shown) for text, shown in seen if text.startswith("<i>loading")]
+        assert loading and all(text.count(preset.name) == 1 and shown == "visible" for text, shown in loading), loading
+        assert bench.progress.layout.visibility == "hidden"
         assert bench.lm.name == preset.name and waited > 1.5
-        assert bench.models.last_load[0] == preset.name and 1.5 <= bench.models.last_load[1] < waited
+        (load,) = bench.updates.timing.loads
+        assert load.name == preset.name and load.loaded and 1.5 <= load.seconds < waited
         assert bench.last_update_s < waited - 1.5 + 0.01
-        assert f"· loaded {preset.name} in {bench.models.last_load[1]:.1f} s" in bench.status.value
+        assert f"· loaded {preset.name} in {load.seconds:.1f} s" in bench.status.value
+        # where the time went: the load's slow step (finding the files: the 1.5 s), then each view computed
+        slowest = max(load.steps, key=lambda step: step[1])
+        assert slowest[0] == FIRST_STEP and 1.5 <= slowest[1] <= load.seconds
+        breakdown = bench.status_line.breakdown.value
+        assert "where the time went" in breakdown and html_escape(load.words()) in breakdown
+        assert all(f"{html_escape(v.title)} " in breakdown for v in bench.views.values() if "lm" in v.needs), breakdown
         bench.premise_box.value = "The woman took a bath in the"  # the next edit loads nothing: no load is named
         bench.wait(60)
-        assert bench.models.last_load is None and "loaded" not in bench.status.value
+        assert bench.updates.timing.loads == [] and "loaded" not in bench.status.value
+        assert "models loaded" not in bench.status_line.breakdown.value
         bench.close()
     finally:
         models.PRESETS.unregister(preset.name)

@@ -11,13 +11,14 @@ per page: the first view asks the kernel for it with a custom message and keeps 
 The browser side also follows JupyterLab's theme (colours from the ``--jp-*`` CSS variables, redrawn
 when the theme changes), sizes the figure to its container (and follows resizes), and draws a view
 that is scrolled out of sight only when it comes into sight (``lazy``). After each draw the element
-carries ``data-sl-revision`` = ``revision``, which tests read.
+carries ``data-sl-revision`` = ``revision``, which tests read, and the browser tells the kernel how long the draw
+took (``on_drawn``: the seconds drawing, and those spent first waiting for plotly.js).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import anywidget
 import traitlets
@@ -46,6 +47,7 @@ class PlotView(anywidget.AnyWidget):
     def __init__(self, figure: dict | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.add_class("sl-plot")
+        self._drawn: list[Callable[[float, float], None]] = []
         self.on_msg(self._on_message)
         if figure is not None:
             self.show(figure)
@@ -64,9 +66,21 @@ class PlotView(anywidget.AnyWidget):
             self.figure = {}
             self.revision += 1
 
+    def on_drawn(self, callback: Callable[[float, float], None]) -> None:
+        """Call ``callback(seconds, waited)`` each time a browser has drawn the figure: the seconds the draw took and
+        those it first waited for plotly.js (read once per page)."""
+        self._drawn.append(callback)
+
     def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        if isinstance(content, dict) and content.get("kind") == "need-plotly":
+        if not isinstance(content, dict):
+            return
+        if content.get("kind") == "need-plotly":
             self.send({"kind": "plotly-js"}, buffers=[_plotly_js()])
+        elif content.get("kind") == "drawn":
+            seconds, waited = content.get("ms"), content.get("wait_ms")
+            if all(isinstance(v, (int, float)) and 0 <= v < 3.6e6 for v in (seconds, waited)):
+                for callback in self._drawn:
+                    callback(seconds / 1000.0, waited / 1000.0)
 
 
 class SightProbe(anywidget.AnyWidget):

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from .inputs import OptionRow, Problem
     from .models import ModelSlots
     from .options import OptionList
+    from .status import StatusLine
     from .views.base import View
 
 
@@ -53,7 +54,7 @@ class Host(Protocol):
     exporter: Exporter
     premise_box: w.Textarea
     domain_box: w.Text
-    progress: w.FloatProgress
+    status_line: StatusLine
     status: w.HTML
     message: w.HTML
     holding_edits: bool
@@ -77,6 +78,9 @@ class Host(Protocol):
 
     def show_messages(self, found: list[Problem]) -> None:
         """Show ``found`` in the messages line (one line each)."""
+
+    def figure_drawn(self, seconds: float, waited: float) -> None:
+        """The browser drew one of a view's figures in ``seconds`` (after ``waited`` for plotly.js)."""
 
     def problems_for(self, view: str) -> list[Problem]:
         """The notices of the last update that concern ``view`` (a view shows them beside its reading)."""

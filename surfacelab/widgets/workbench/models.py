@@ -5,7 +5,6 @@ button); in the app the server is fixed and the box never read."""
 
 from __future__ import annotations
 
-import html
 import os
 import threading
 import time
@@ -20,6 +19,7 @@ from ...models import DEFAULT_LM, DEFAULT_MLM, list_presets, load_lm, load_mlm
 from ..app import NO_SERVER, AppPolicy
 from ..kit.layout import classed
 from .inputs import Problem
+from .timing import Load, StepClock
 from .updates import ViewState
 
 if TYPE_CHECKING:
@@ -84,10 +84,11 @@ class ModelSlots:
         self._trusted = {normalize_url(server)} if server and key_for_server else set()
         self._loaded: dict[tuple[str, str, str], Any] = {}  # (kind, name, server URL or "") -> model
         self._failed: dict[tuple[str, str, str], Problem] = {}  # models that failed to load, until retried
-        # (the models loaded, "" when none could be; seconds spent loading) of the last pass that tried a load
-        self.last_load: tuple[str, float] | None = None
+        self._loads: list[Load] = []  # the loads not reported yet (``take_loads``)
         self.lm = self.resolve(lm, "causal", server)
         self.mlm = self.resolve(mlm, "masked")
+        for load in self._loads:  # loaded here, before any update: the first update's breakdown names them
+            load.before = True
         # in the app, the causal LM's server for the workbench's life ("": in this kernel); None: the server box's
         self.fixed_server = server_url(self.lm) if policy.app else None
         presets = list_presets()
@@ -97,7 +98,7 @@ class ModelSlots:
                                     description="causal LM")
         # continuous_update=False: a URL is tried when typed out (Enter or leaving the box), not per keystroke
         self.server_box = w.Text(value=server_url(self.lm), description="server", continuous_update=False,
-                                 placeholder="vLLM URL, e.g. http://127.0.0.1:8000/v1 (empty: this kernel)",
+                                 placeholder="empty: in-process · or http://host:8000/v1",
                                  tooltip="score the causal LM on a vLLM server; the API key comes from "
                                          "Workbench(api_key=...) or $SURFACELAB_API_KEY (for $SURFACELAB_SERVER) "
                                          "and is never shown or saved")
@@ -120,16 +121,20 @@ class ModelSlots:
     def resolve(self, value: Any, kind: str, server: str = "",
                 progress: Callable[[float, str], None] | None = None) -> Any:
         """A loaded model for ``value`` (None: the default preset; a causal one on ``server`` when given),
-        loaded once per workbench and server."""
+        loaded once per workbench and server; each load, timed step by step, waits in ``take_loads``."""
         if value is None or isinstance(value, (str, Path)):
             name = str(value) if value is not None else (DEFAULT_LM if kind == "causal" else DEFAULT_MLM)
             key = (kind, name, server)
             if key not in self._loaded:
-                if kind == "causal":
-                    remote = {"server": server, "api_key": self.key_for(server)} if server else {}
-                    self._loaded[key] = load_lm(name, progress=progress, **remote)
-                else:
-                    self._loaded[key] = load_mlm(name, progress=progress)
+                clock = StepClock(name + (f" on {server}" if server else ""), progress)
+                try:
+                    if kind == "causal":
+                        remote = {"server": server, "api_key": self.key_for(server)} if server else {}
+                        self._loaded[key] = load_lm(name, progress=clock, **remote)
+                    else:
+                        self._loaded[key] = load_mlm(name, progress=clock)
+                finally:
+                    self._loads.append(clock.done(loaded=key in self._loaded))
             return self._loaded[key]
         if server and server != server_url(value):
             raise ValueError(f"server: {server!r} given with an LM loaded "
@@ -192,16 +197,15 @@ class ModelSlots:
 
     @contextmanager
     def _loading(self, name: str) -> Iterator[Callable[[float, str], None]]:
-        """Show a model load in the workbench's progress bar and status line, with the seconds elapsed."""
+        """Show a model load in the workbench's progress bar and status line ("loading <name>: <step> · <n> s",
+        the name once: the load's steps do not repeat it), with the seconds elapsed."""
         start = time.monotonic()
         state = {"step": "starting", "fraction": 0.0}
         done = threading.Event()
-        progress, status = self.host.progress, self.host.status
+        line = self.host.status_line
 
         def show() -> None:
-            progress.value = state["fraction"]
-            status.value = (f"<i>loading {html.escape(name)}: {html.escape(state['step'])} · "
-                            f"{time.monotonic() - start:.0f} s</i>")
+            line.report(state["fraction"], f"loading {name}: {state['step']} · {time.monotonic() - start:.0f} s")
 
         def report(fraction: float, step: str) -> None:
             state["fraction"], state["step"] = min(max(float(fraction), 0.0), 1.0), step
@@ -212,14 +216,14 @@ class ModelSlots:
                 show()
 
         ticker = threading.Thread(target=tick, daemon=True, name="surfacelab-loading")
-        progress.bar_style = "info"
+        line.progress.bar_style = "info"
         show()
         ticker.start()
         try:
             yield report
         finally:
             done.set()
-            progress.bar_style = ""
+            line.progress.bar_style = ""
 
     def load(self) -> list[Problem]:
         """Load what the pickers ask for. A model that fails (a bad or unreachable server, a missing folder)
@@ -229,28 +233,29 @@ class ModelSlots:
         Returns:
             The problems, one per model that could not be loaded.
         """
-        out, loaded, spent = [], [], 0.0
+        out = []
         for kind, attr in (("causal", "lm"), ("masked", "mlm")):
             key = self.wanted(kind)
             if key not in self._loaded and key not in self._failed:
-                began = time.monotonic()
                 try:
                     with self._loading(key[1] + (f" on {key[2]}" if key[2] else "")) as report:
                         for v in self.host.views.values():  # the views that read this model
                             if v.state != ViewState.EMPTY and attr in v.needs:
                                 v.set_state(ViewState.STALE, "loading model…")
                         self.resolve(key[1], kind, key[2], report)
-                    loaded.append(key[1])
                 except Exception as err:  # a model that fails to load must not kill the UI
                     self._failed[key] = Problem(load_failure(key, err, getattr(self, attr)), kind="model",
                                                 blocking=False)
-                spent += time.monotonic() - began
             if key in self._failed:
                 out.append(self._failed[key])
             else:
                 setattr(self, attr, self._loaded[key])
-        self.last_load = (" and ".join(loaded), spent) if spent else None
         return out
+
+    def take_loads(self) -> list[Load]:
+        """The loads not reported yet, in order (the constructor's, then those of ``load``), now reported."""
+        loads, self._loads = self._loads, []
+        return loads
 
     def forget_failures(self) -> None:
         """Try the models that failed to load again at the next load (Score, ``update()``)."""

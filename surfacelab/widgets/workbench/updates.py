@@ -18,6 +18,7 @@ import torch
 
 from ...engine import Cancelled, cancelled_when
 from ..kit.runner import Job, Runner
+from .timing import Timing
 
 #: Seconds without an edit before the views out of sight are computed in the background (so that a person who
 #: scrolls down after typing finds them drawn, and one who keeps typing is not slowed by them).
@@ -95,8 +96,9 @@ class Display(Protocol):
     def held(self, inp: Any) -> bool:
         """Show the problems of ``inp``; True when one holds every view (the host marks the views)."""
 
-    def prepare(self) -> float:
-        """Load what the views need (a failure is the host's message); the seconds spent loading."""
+    def prepare(self, timing: Timing) -> float:
+        """Load what the views need (a failure is the host's message; the loads go into ``timing``); the seconds
+        spent loading."""
 
     def blocks(self, view: str) -> bool:
         """A problem with the inputs holds ``view``."""
@@ -120,6 +122,7 @@ class Updates:
     Attributes:
         generation: the edit count; a result computed for an older edit than the one a view shows is dropped.
         last_update_s: seconds from the request to the views in sight drawn, less any model load (None: never).
+        timing: where the time of the pass whose results were drawn last went (``Timing``).
         publishing: held while a view's result and key change together (hold it to read the two together).
     """
 
@@ -127,6 +130,7 @@ class Updates:
         self.host = host
         self.generation = 0
         self.last_update_s: float | None = None
+        self.timing = Timing()
         self.publishing = threading.Lock()
         self._last_edit = 0.0
         # when the person asked for what the next pass shows (an edit, a view scrolled into sight, Score): the
@@ -216,9 +220,9 @@ class Updates:
         asked, gen, host = self._asked_at, self.generation, self.host
         inp = host.inputs()
         if host.held(inp):
-            run.progress(0.0)
             return
-        start = asked + host.prepare()  # the wait, less the load
+        timing = Timing()
+        start = asked + host.prepare(timing)  # the wait, less the load
         order = sorted(host.views.values(), key=lambda v: v.order)
         run.progress(0.0)
         slow, later = [], []
@@ -237,14 +241,14 @@ class Updates:
             elif lane is Lane.SLOW:
                 if view.preview_key != key:
                     run.progress(None, f"computing {view.title} (first part)…")
-                    self._preview(view, inp, key, gen)
+                    self._preview(view, inp, key, gen, timing)
                     worked = True
                 view.set_state(ViewState.BUSY, PREVIEW_CUE if view.preview_key == key else
                                "computing… (after the other views)")
                 slow.append(view)
             elif lane is Lane.NOW:
                 run.progress(None, f"computing {view.title}…")
-                self._compute(view, inp, key, gen, wait=everything)
+                self._compute(view, inp, key, gen, timing, wait=everything)
                 worked = True
             elif lane is Lane.READY and self.generation == gen:
                 view.set_state(ViewState.READY)
@@ -255,18 +259,20 @@ class Updates:
             later.sort(key=lambda v: v.slow)  # out of sight, the slow ones last (their first part is cheap)
             with self._lock:
                 host.report_done(rest=True)
-                self.slow.submit(lambda _: self._background(gen, inp, slow, later, start))
+                self.slow.submit(lambda _: self._background(gen, inp, slow, later, start, timing))
         else:
             host.report_done(rest=False)
 
-    def _background(self, gen: int, inp: Any, views: list[Scheduled], later: list[Scheduled], start: float) -> None:
+    def _background(self, gen: int, inp: Any, views: list[Scheduled], later: list[Scheduled], start: float,
+                    timing: Timing) -> None:
         """The slow lane's job: the slow views in sight, then (once the edits pause) the views out of sight.
-        ``start``: when the wait began (the update time runs until the slow views in sight are drawn)."""
+        ``start``: when the wait began (the update time runs until the slow views in sight are drawn); ``timing``:
+        the pass's, which the computations here join."""
         host = self.host
         for view in views:
             if host.live and self.generation != gen:  # a newer edit: its pass schedules the view again
                 break
-            self._compute(view, inp, view.key(inp), gen)
+            self._compute(view, inp, view.key(inp), gen, timing)
         else:
             if views and self.generation == gen:  # the views in sight are all drawn: that is the wait
                 self.last_update_s = time.monotonic() - start
@@ -274,7 +280,7 @@ class Updates:
         for view in later:  # each unless drawn meanwhile (scrolled into sight)
             if not self._paused(gen):
                 break
-            self._compute(view, inp, view.key(inp), gen)
+            self._compute(view, inp, view.key(inp), gen, timing, later=True)
         with self._lock:
             if not self.slow.pending:
                 host.report_background_done()
@@ -291,9 +297,11 @@ class Updates:
 
     # --- one view -----------------------------------------------------------------------------
 
-    def _compute(self, view: Scheduled, inp: Any, key: tuple, gen: int, *, wait: bool = False) -> None:
+    def _compute(self, view: Scheduled, inp: Any, key: tuple, gen: int, timing: Timing, *, wait: bool = False,
+                 later: bool = False) -> None:
         """Compute and draw ``view`` for ``inp`` (its key ``key``, for edit ``gen``): ready, or stale when the inputs
-        changed meanwhile. Another thread computing the same: nothing, or (``wait``) wait for it."""
+        changed meanwhile; its seconds go into ``timing`` (``later``: after the wait). Another thread computing the
+        same: nothing, or (``wait``) wait for it."""
         with self._changed:
             while (view.name, key) in self._inflight:
                 if not wait:
@@ -303,9 +311,12 @@ class Updates:
                 return
             self._inflight.add((view.name, key))
         view.set_state(ViewState.BUSY, PREVIEW_CUE if view.preview_key == key else None)
+        began = time.monotonic()
         try:
             with cancelled_when(None if wait else self._outdated(view, key, gen)):
                 result = view.compute(inp)
+            timing.computed(view.title, time.monotonic() - began, later=later)
+            self.timing = timing  # what is drawn now is this pass's
             self._show(view, inp, result, key, gen)
         except Cancelled:  # a newer edit changed its inputs: the pass for that edit draws it (or has drawn it)
             with self._changed:
@@ -349,12 +360,15 @@ class Updates:
                                ViewState.BLOCKED if self.host.live and self.host.blocks(view.name) else
                                ViewState.STALE)
 
-    def _preview(self, view: Scheduled, inp: Any, key: tuple, gen: int) -> None:
-        """Show a slow view's preview for ``inp``, if it has one; a failure shows nothing (the full computation
-        that follows reports it)."""
+    def _preview(self, view: Scheduled, inp: Any, key: tuple, gen: int, timing: Timing) -> None:
+        """Show a slow view's preview for ``inp``, if it has one (its seconds go into ``timing``); a failure shows
+        nothing (the full computation that follows reports it)."""
+        began = time.monotonic()
         try:
             with cancelled_when(self._outdated(view, key, gen)):
                 result = view.preview(inp)
+            timing.computed(f"{view.title} (first part)", time.monotonic() - began)
+            self.timing = timing
             if result is not None:
                 self._show(view, inp, result, key, gen, preview=True)
         except Exception:  # the full computation reports every failure inside its view

@@ -38,7 +38,6 @@ through ``host.Host``) and wires the editing.
 
 from __future__ import annotations
 
-import html
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -58,6 +57,8 @@ from .messages import Messages
 from .options import OptionList
 from .models import ModelSlots, default_server
 from .state import read_state
+from .status import StatusLine
+from .timing import Timing
 from .updates import Updates, ViewState
 from .views import VIEWS, View
 
@@ -168,11 +169,10 @@ class Workbench(w.VBox):
         self.domain_box = w.Text(value=DEFAULT_EXAMPLE["domain_premise"], description="domain premise",
                                  placeholder="empty: no Unc / DC-PMI")
         self.score_button = w.Button(description="Score", icon="play", button_style="primary")
-        self.progress = w.FloatProgress(value=0, min=0, max=1)
-        self.status = w.HTML("")
+        self.status_line = StatusLine()
+        self.progress, self.status = self.status_line.progress, self.status_line.status
         for widget, cls in [(self.premise_box, "sl-premise"), (self.domain_box, "sl-domain-premise"),
-                            (self.score_button, "sl-score"), (self.progress, "sl-progress"),
-                            (self.status, "sl-status")]:
+                            (self.score_button, "sl-score")]:
             widget.add_class(cls)
         self.premise_box.observe(lambda _: self.edited(), "value")
         self.domain_box.observe(lambda _: self.edited(), "value")
@@ -185,7 +185,7 @@ class Workbench(w.VBox):
             box([models.lm_picker, models.server_box, models.mlm_picker, examples.source_picker,
                  examples.item_picker], "sl-pickers"),
             self.premise_box, self.domain_box, w.HTML(f"<div class='sl-rule'>{RULE}</div>"), self.option_list.box,
-            box([self.option_list.add_button, self.score_button, self.progress, self.status], "sl-actions"),
+            box([self.option_list.add_button, self.score_button, self.status_line.box], "sl-actions"),
             box([self.message, self.option_list.fix_button, models.trust_button], "sl-messages"),
             box([exporter.folder_box, exporter.save_button, lessons.picker, lessons.button, exporter.note],
                 "sl-files"),
@@ -324,14 +324,16 @@ class Workbench(w.VBox):
         if not self.messages.waiting_for_new():
             for v in self.views.values():
                 v.set_state(ViewState.BLOCKED)
+        self.status_line.working(False)
         return True
 
-    def prepare(self) -> float:
-        """Load the models the pickers ask for (a failure is a message; the views keep their model); the seconds
-        spent loading, which the update time leaves out (the status line names the load)."""
+    def prepare(self, timing: Timing) -> float:
+        """Load the models the pickers ask for (a failure is a message; the views keep their model); the loads go
+        into ``timing`` (with those made before the first update); returns the seconds this pass spent loading,
+        which the update time leaves out (the status line names the load)."""
         self.messages.add(self.models.load())
-        load = self.models.last_load
-        return load[1] if load else 0.0
+        timing.loads = self.models.take_loads()
+        return sum(load.seconds for load in timing.loads if not load.before)
 
     def blocks(self, view: str) -> bool:
         """A problem with the inputs holds ``view``."""
@@ -339,28 +341,25 @@ class Workbench(w.VBox):
 
     def report(self, fraction: float | None, note: str | None) -> None:
         """An update's progress: the bar (``fraction``) and the status line (``note``)."""
-        if fraction is not None:
-            self.progress.value = fraction
-        if note is not None:
-            self.status.value = f"<i>{html.escape(note)}</i>"
+        self.status_line.report(fraction, note)
 
     def report_done(self, rest: bool) -> None:
-        """The status line after an update: its time, the model loaded, and whether views are still being
-        finished in the background (``rest``: slow views, views out of sight)."""
-        load = self.models.last_load
-        loaded = f" · loaded {load[0]} in {load[1]:.1f} s" if load and load[0] else ""
-        self.status.value = f"updated in {self.last_update_s:.2f} s{html.escape(loaded)}" + (
-            " · finishing the other views in the background…" if rest else "")
+        """The status line after an update: its time, the models loaded, and whether views are still being
+        finished in the background (``rest``: slow views, views out of sight); where the time went beside it."""
+        self.status_line.done(self.last_update_s, self.updates.timing, rest)
 
     def report_background_done(self) -> None:
         """The background has finished: the status line drops its "finishing" note (unless it says more now)."""
-        if self.status.value.startswith("updated in"):
-            self.report_done(rest=False)
+        self.status_line.background_done(self.last_update_s, self.updates.timing)
 
     def report_error(self, err: BaseException) -> None:
         """An update failed outside any view: the status line says why (the next edit tries again)."""
-        self.status.value = (f"<span class='sl-error'>⚠ update failed: "
-                             f"{html.escape(f'{type(err).__name__}: {err}')}</span>")
+        self.status_line.failed(err)
+
+    def figure_drawn(self, seconds: float, waited: float) -> None:
+        """The browser drew a view's figure in ``seconds`` (after ``waited`` for plotly.js): the breakdown of the
+        update it shows counts it."""
+        self.status_line.drawn(self.updates.timing, seconds, waited)
 
     # --- the workbench's verbs (each done by one of its parts) --------------------------------
 

@@ -29,7 +29,7 @@ from .... import viz
 from ..exporting import export_row, save_view
 from ....registry import Registry
 from ...kit.layout import close_tree
-from ...kit.plot import SightProbe
+from ...kit.plot import PlotView, SightProbe
 from ..updates import ViewState
 
 if TYPE_CHECKING:
@@ -56,6 +56,13 @@ def html_table(header: list[str], rows: list[list[str]], *, win: list[list[bool]
         cells = "".join(f"<td class='{'sl-win' if win and win[r][c] else ''}'>{v}</td>" for c, v in enumerate(row))
         body.append(f"<tr class='{'sl-gold-row' if r == gold else ''}'>{cells}</tr>")
     return f"<table class='{cls}'><tr>{head}</tr>{''.join(body)}</table>"
+
+
+def plots(widget: w.Widget) -> list[PlotView]:
+    """The ``PlotView``s in ``widget``'s tree."""
+    if isinstance(widget, PlotView):
+        return [widget]
+    return [p for child in getattr(widget, "children", ()) for p in plots(child)]
 
 
 class View:
@@ -105,6 +112,8 @@ class View:
         self.error.layout.display = "none"
         self.content = w.VBox(self.build())
         self.content.add_class("sl-view-content")
+        for plot in plots(self.content):  # the browser's drawing counts in the update's breakdown
+            plot.on_drawn(workbench.figure_drawn)
         self.text = w.HTML("")
         self.text.add_class("sl-view-text")
         self.export_buttons, self.export_note, row = export_row(
