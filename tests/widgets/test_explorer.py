@@ -299,6 +299,25 @@ def test_a_log_rescored_under_a_domain_premise_shows_the_check_in_its_run_line(t
     ex.close()
 
 
+@pytest.mark.filterwarnings("ignore:.*passed over", "ignore:.*differs from the log", "ignore:Truncated to fit")
+def test_run_on_a_log_scores_its_items_beside_the_log_run_and_a_run_of_other_items_names_what_it_closes(tiny_lm,
+                                                                                                         bench):
+    # the fields still read "arc-challenge" / 200 under a log, and Run replaced the log's run without a word
+    ex = Explorer(tiny_lm, workbench=bench, log=LOGS)
+    logged = ex.runs["lm-eval"]
+    assert "arc_local" in ex.task_box.value and ex.n_box.value == len(logged.items)
+    job = ex.run()
+    assert job is not None and ex.wait(300) and job.error is None, job.error
+    assert list(ex.runs) == ["lm-eval", "rescored"] and ex.runs["lm-eval"] is logged
+    assert "max_abs_diff" in ex.runs["rescored"].meta["logprob_check"] and "<b>rescored</b>" in ex.run_lines.value
+    ex.task_box.value, ex.n_box.value = "copa", 3  # other items: they take the table, and the message says so
+    job = ex.run("copa")
+    assert job is not None and ex.wait(300) and job.error is None, job.error
+    assert list(ex.runs) == ["copa"]
+    assert "closed the runs &#x27;lm-eval&#x27;, &#x27;rescored&#x27;" in ex.message.value, ex.message.value
+    ex.close()
+
+
 def test_bad_sources_give_one_message(tiny_lm, tmp_path):
     bad = tmp_path / "samples_x.jsonl"
     bad.write_text("not json\n")

@@ -126,13 +126,19 @@ class AblationPanel:
         return host.submit(name, task, source, then=self.show_comparison)
 
     def _ablate_log(self, name: str, base_name: str) -> Job:
-        host = self.host
         domain = self.domain_pattern.value
         if not domain.strip() or domain == CODE:
             raise ValueError("domain premise: a log is re-scored under a domain premise: type one")
+        return self.rescore_log(name, base_name, domain)
+
+    def rescore_log(self, name: str, base_name: str, domain: str | None = None) -> Job:
+        """Score the strings of the log run ``base_name`` again with the explorer's LM (under the domain premise
+        ``domain`` when given), as run ``name`` beside it."""
+        host = self.host
         path, reader = host.sources[base_name]["log"], host.sources[base_name].get("reader")
         host.message.value = ""
-        host.progress_line.value = f"<i>scoring {html.escape(name)} under {html.escape(domain)!s}…</i>"
+        how = f"under {domain}" if domain is not None else "with the LM"
+        host.progress_line.value = f"<i>scoring {html.escape(name)} {html.escape(how)}…</i>"
 
         def work(job: Job) -> None:
             host.put(name, from_log(path, reader=reader, lm=host.get_lm(), domain_premise=domain),

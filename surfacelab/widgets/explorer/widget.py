@@ -105,6 +105,7 @@ class Explorer(w.VBox):
         self._filters: dict[str, w.Dropdown] = {}
         self._hold = False
         self._template = template if template is not None and not isinstance(template, str) else None
+        self._log_fields: tuple[str, int] | None = None  # (task, n) the fields show for an opened log's items
         self.runner = Runner("explorer", on_error=self._failed)
         self.running = False  # a run is scoring (the rows it shows are not the ones to prefetch yet)
         self._build(task, split, n, template if isinstance(template, str) else "code", domain_premise)
@@ -119,6 +120,10 @@ class Explorer(w.VBox):
             if log is not None:
                 run = from_log(log)
                 self.put(run.meta["reader"], run, {"log": str(log), "reader": run.meta["reader"]})
+                # the source fields name the log's items: Run scores them again beside the log's run
+                self.task_box.value = f"{run.meta['reader']} log: {run.meta.get('log_task', '')}"
+                self.n_box.value = len(run.items)
+                self._log_fields = (self.task_box.value, self.n_box.value)
             elif runs is not None:
                 opened = {"run": runs} if isinstance(runs, EvalResult) else dict(runs)
                 explore.columns(opened)
@@ -214,7 +219,16 @@ class Explorer(w.VBox):
 
     def run(self, name: str | None = None) -> Job | None:
         """Run the source fields' task in the background (beside the open runs when it has their items, otherwise
-        in their place); None when the source is refused (the message says why)."""
+        in their place, which the message names); None when the source is refused (the message says why). While
+        the fields name an opened log's items, the log's own strings are scored again with the LM, beside its run."""
+        base = next(iter(self.runs), None)
+        if base is not None and "log" in self.sources.get(base, {}) and \
+                (self.task_box.value, self.n_box.value) == self._log_fields:
+            name = name or self.name_box.value.strip() or "rescored"
+            if name == base:
+                self.show_error(ValueError(f"run name: {name!r} is the log's run; choose another"))
+                return None
+            return self.ablation.rescore_log(name, base)
         try:
             task = self.load_task()
         except (ValueError, TypeError, OSError, KeyError) as err:
@@ -231,11 +245,16 @@ class Explorer(w.VBox):
 
     def submit(self, name: str, task: tasks.Task, source: dict, then: Any = None) -> Job:
         with self.lock:
-            if not self._same_items([str(it.id) for it in task.items]):
+            closed = [] if self._same_items([str(it.id) for it in task.items]) else [r for r in self.runs if r != name]
+            if closed:
                 self.runs.clear(), self.sources.clear(), self.tasks.clear()
             self.runs.pop(name, None)
             self.tasks[name] = task
         self.message.value, self.last_error = "", None
+        if closed:  # a run of other items takes the table: the runs it closes are named, never dropped unsaid
+            self.message.value = (f"<i>closed the run{'s' if len(closed) > 1 else ''} "
+                                  f"{', '.join(html.escape(repr(r)) for r in closed)}: {html.escape(task.name)} has "
+                                  "other items (save a session first to keep runs)</i>")
         self.cancel_button.disabled, self.progress.value = False, 0
         self.progress_line.value = f"<i>starting {html.escape(name)}: 0 / {len(task.items)} items…</i>"
 
