@@ -211,6 +211,18 @@ def test_accuracy_ci_error_bars_span_the_interval():
         viz.accuracy_ci(frame, "domain_premise")
 
 
+def test_accuracy_ci_puts_the_chance_label_beside_the_bars_not_over_them():
+    # "chance 25%" sat inside the plot at its right edge, over the last bar group
+    frame = pd.DataFrame({"run": ["a", "b"], "scorer": ["lm", "lm"], "accuracy": [0.3, 0.9], "ci_low": [0.2, 0.8],
+                          "ci_high": [0.4, 1.0]})
+    fig = viz.accuracy_ci(frame, "run", chance=0.25)
+    (label,) = fig.layout.annotations
+    assert label.text == "chance 25%" and label.xref == "paper" and label.x >= 1 and label.xanchor == "left"
+    # the right margin holds the whole label (a character is at most 0.62 em wide in the figure's sans-serif font)
+    assert fig.layout.margin.r >= label.font.size * 0.62 * len(label.text) + (label.xshift or 0)
+    assert fig.layout.shapes[0].y0 == 0.25 and fig.layout.margin.r > viz.accuracy_ci(frame, "run").layout.margin.r
+
+
 def test_save_html_and_rejects_other_suffixes(tmp_path):
     fig = viz.letter_priors(pd.DataFrame({"id": ["A", "B"], "observed": [0.7, 0.3]}))
     out = viz.save(fig, tmp_path / "x.html")

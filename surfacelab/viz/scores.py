@@ -113,6 +113,10 @@ def token_heatmap(tokens: pd.DataFrame, *, title: str = "Per-token log-prob") ->
     return figure({"data": data, "layout": layout})
 
 
+#: Font size of the chance line's label.
+CHANCE_FONT = 11
+
+
 def accuracy_ci(frame: pd.DataFrame, x: str, *, chance: float | None = None,
                 title: str = "Accuracy with 95% CI") -> go.Figure:
     """Grouped bars of accuracy per ``x`` value and scorer, with the CI as error bars.
@@ -136,9 +140,12 @@ def accuracy_ci(frame: pd.DataFrame, x: str, *, chance: float | None = None,
     if chance is not None:
         extra["shapes"] = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": chance,
                             "y1": chance, "line": {"dash": "dash", "color": "#888", "width": 1.5}}]
-        extra["annotations"] = [{"text": f"chance {chance:.0%}", "xref": "paper", "x": 1, "xanchor": "right",
-                                 "yref": "y", "y": chance, "yanchor": "bottom", "showarrow": False,
-                                 "font": {"size": 11, "color": "#888"}}]
+        # the label sits in the right margin, at the line's end: inside the plot it covered the last bars
+        text = f"chance {chance:.0%}"
+        extra["annotations"] = [{"text": text, "xref": "paper", "x": 1, "xanchor": "left", "xshift": 4,
+                                 "yref": "y", "y": chance, "yanchor": "middle", "showarrow": False,
+                                 "font": {"size": CHANCE_FONT, "color": "#888"}}]
+        extra["margin"] = {"l": 10, "r": 14 + round(CHANCE_FONT * 0.62 * len(text)), "t": 48, "b": 10}
     layout = base_layout(esc(title), 380, barmode="group", legend={"orientation": "h", "y": -0.2},
                      yaxis={"range": [0, 1], "tickformat": ".0%", "title": {"text": "accuracy"}}, **extra)
     return figure({"data": data, "layout": layout})

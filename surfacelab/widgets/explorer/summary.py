@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 MATRIX_MAX = 8
 #: Height of the accuracy figure in the widget (beside the rescue matrix; exports keep the figure's own).
 PLOT_HEIGHT = 300
+#: The verdict label of an item the LM got right (``why.rules``).
+RIGHT = "right"
 
 
 class Summary:
@@ -40,8 +42,8 @@ class Summary:
         classed([(self.plot, "sl-x-plot"), (self.matrix, "sl-x-matrix"), (self.labels, "sl-x-labels")])
         side = box([w.HTML("<b>who rescues whom</b> <span class='sl-hint'>(row right, column wrong; click a count "
                            "to list those items)</span>"), self.matrix,
-                    w.HTML("<b>verdict labels</b> <span class='sl-hint'>(why the first run's LM missed; click to "
-                           "list)</span>"), self.labels], "sl-x-side", vertical=True)
+                    w.HTML("<b>verdict labels</b> <span class='sl-hint'>(why the first run's LM missed, then the "
+                           "items it got right; click to list)</span>"), self.labels], "sl-x-side", vertical=True)
         self.box = box([self.plot, side], "sl-x-summary")
 
     def refresh(self, runs: Mapping[str, EvalResult], cols: list[str]) -> None:
@@ -91,11 +93,13 @@ class Summary:
         counts = first.items["why"].astype(str).value_counts() if "why" in first.items else pd.Series(dtype=int)
         for label in [lb for lb in self._label_buttons if lb not in counts]:
             self._label_buttons.pop(label).close()
-        for label, k in counts.items():
+        order = [lb for lb in counts.index if lb != RIGHT] + [lb for lb in counts.index if lb == RIGHT]
+        for label in order:
             if label not in self._label_buttons:
                 self._label_buttons[label] = b = w.Button()
                 b.on_click(lambda _, label=label: self.host.filter(label=label))
-            self._label_buttons[label].description = f"{label} ({k})"
-        buttons = tuple(self._label_buttons[label] for label in counts.index)
+            # the items the LM got right are not a reason it missed: named as such, after the misses
+            self._label_buttons[label].description = f"{'LM right' if label == RIGHT else label} ({counts[label]})"
+        buttons = tuple(self._label_buttons[label] for label in order)
         if self.labels.children != buttons:
             self.labels.children = buttons
