@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -38,7 +40,22 @@ def test_scorer_table_highlights_each_scorers_winner_and_marks_gold():
     assert [f == viz.WINNER_FILL for f in fills[dcpmi_col]] == [True, False, False]
     assert [f == viz.WINNER_FILL for f in fills[headers.index("Unc")]] == [False, True, False]
     assert fills[0][0] == viz.GOLD_FILL and fills[0][1] == viz.PLAIN_FILL
-    assert list(cell.cells.values[lm_col]) == ["-5.000", "-2.000", "-9.000"]
+    assert list(cell.cells.values[lm_col]) == ["-5.000", "<b>-2.000</b>", "-9.000"]
+
+
+def test_scorer_table_draws_its_cells_as_the_workbench_table_does():
+    # the PNG export left-aligned the numbers and filled the gold option's whole row, unlike the widget
+    fig = viz.scorer_table(_table(), gold=0)
+    cell = fig.data[0]
+    n = len(cell.header.values)
+    assert list(cell.header.align) == list(cell.cells.align) == ["left"] + ["right"] * (n - 1)
+    fills = cell.cells.fill.color
+    assert fills[0][0] == viz.GOLD_FILL and all(fills[c][0] in (viz.PLAIN_FILL, viz.WINNER_FILL) for c in range(1, n))
+    assert all((value.startswith("<b>")) == (fill == viz.WINNER_FILL)  # a winner is bold, as in the widget
+               for c in range(1, n) for value, fill in zip(cell.cells.values[c], fills[c]))
+    css = (Path(viz.__file__).parents[1] / "widgets" / "workbench" / "workbench.css").read_text()
+    assert f"td.sl-win {{ background: {viz.WINNER_FILL};" in css and "font-weight: bold" in css
+    assert f"tr.sl-gold-row td:first-child {{ background: {viz.GOLD_FILL}; }}" in css
 
 
 def test_scorer_table_rejects_bad_input():

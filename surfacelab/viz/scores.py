@@ -38,16 +38,18 @@ def scorer_table(table: pd.DataFrame, *, gold: int | None = None, title: str = "
     # non-breaking spaces: plotly wraps table text at spaces and can lose it in narrow or hidden cells
     names = [(("★ " if i == gold else "") + option_label(o)).replace(" ", "\u00a0")
              for i, o in enumerate(table["option"])]
-    row_fill = [GOLD_FILL if i == gold else PLAIN_FILL for i in range(len(table))]
-    values, fills = [names], [row_fill]
-    for col_cells, col_won in zip(cells, won):
-        values.append(col_cells)
-        fills.append([WINNER_FILL if win else f for win, f in zip(col_won, row_fill)])
+    # as the workbench's table draws it: the gold option's name filled, each winner's number bold on green, the
+    # numbers right-aligned
+    values = [names] + [[f"<b>{v}</b>" if win else v for v, win in zip(col_cells, col_won)]
+                        for col_cells, col_won in zip(cells, won)]
+    fills = [[GOLD_FILL if i == gold else PLAIN_FILL for i in range(len(table))]]
+    fills += [[WINNER_FILL if win else PLAIN_FILL for win in col_won] for col_won in won]
+    align = ["left"] + ["right"] * len(cols)
     spec = {"data": [{"type": "table", "columnwidth": [2.2] + [1] * len(cols),
                       "header": {"values": ["option"] + [SCORER_LABELS[c].replace(" ", "\u00a0") for c in cols],
-                                 "align": "left", "fill": {"color": "rgba(128,128,128,0.15)"},
+                                 "align": align, "fill": {"color": "rgba(128,128,128,0.15)"},
                                  "font": {"size": 12}},
-                      "cells": {"values": values, "fill": {"color": fills}, "align": "left", "height": 26}}],
+                      "cells": {"values": values, "fill": {"color": fills}, "align": align, "height": 26}}],
             "layout": base_layout(esc(title), 80 + 28 * len(table))}
     return figure(spec)
 
