@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -255,6 +256,24 @@ def test_save_png_with_kaleido(tmp_path):
     fig = go.Figure(go.Bar(x=["a"], y=[1]))
     out = viz.save(fig, tmp_path / "x.png", scale=1)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.process
+def test_png_exports_after_the_first_reuse_one_renderer(tmp_path):
+    # each PNG export took 6-9 s: kaleido started a browser for every image. In a fresh process (a renderer started
+    # by an earlier test would hide the cost), the first export starts the renderer and the next ones reuse it.
+    script = "\n".join([
+        "import sys, time", "import plotly.graph_objects as go", "from surfacelab import viz",
+        "fig = go.Figure(go.Bar(x=['a'], y=[1]))",
+        "for i in range(3):",
+        "    t = time.monotonic()",
+        "    viz.save(fig, f'{sys.argv[1]}/x{i}.png', scale=1)",
+        "    print(time.monotonic() - t)"])
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    first, *later = [float(line) for line in done.stdout.split()]
+    assert all(t < first / 2 for t in later), (first, later)
+    assert all((tmp_path / f"x{i}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for i in range(3))
 
 
 def test_figures_use_the_white_template():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import threading
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -146,6 +147,18 @@ def panel_title(text: str, domain: dict) -> dict:
             "font": {"size": 12}}
 
 
+_RENDERER_LOCK = threading.Lock()
+
+
+def _png_renderer() -> None:
+    """Keep one kaleido renderer (a headless Chromium) for the process's PNGs: without it kaleido starts a browser
+    for every image, 6-9 s each (``docs/benchmarks.md``). It closes when the process exits."""
+    import kaleido
+
+    with _RENDERER_LOCK:
+        kaleido.start_sync_server(silence_warnings=True)
+
+
 def save(fig: go.Figure, path: str | Path, *, scale: float = 2.0) -> Path:
     """Write ``fig`` as PNG (``*.png``, via kaleido) or standalone HTML (``*.html``).
 
@@ -157,6 +170,7 @@ def save(fig: go.Figure, path: str | Path, *, scale: float = 2.0) -> Path:
     path = Path(path)
     if path.suffix == ".png":
         path.parent.mkdir(parents=True, exist_ok=True)
+        _png_renderer()
         fig.write_image(path, scale=scale)
     elif path.suffix == ".html":
         path.parent.mkdir(parents=True, exist_ok=True)
