@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import threading
+import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -155,8 +156,9 @@ def _png_renderer() -> None:
     for every image, 6-9 s each (``docs/benchmarks.md``). It closes when the process exits."""
     import kaleido
 
-    with _RENDERER_LOCK:
-        kaleido.start_sync_server(silence_warnings=True)
+    options = {"plotlyjs": pio.defaults.plotlyjs, "mathjax": pio.defaults.mathjax, "headers": pio.defaults.headers}
+    with _RENDERER_LOCK:  # opened with the options plotly gives each image: the renderer keeps them for all
+        kaleido.start_sync_server(silence_warnings=True, **{k: v for k, v in options.items() if v})
 
 
 def save(fig: go.Figure, path: str | Path, *, scale: float = 2.0) -> Path:
@@ -171,7 +173,9 @@ def save(fig: go.Figure, path: str | Path, *, scale: float = 2.0) -> Path:
     if path.suffix == ".png":
         path.parent.mkdir(parents=True, exist_ok=True)
         _png_renderer()
-        fig.write_image(path, scale=scale)
+        with warnings.catch_warnings():  # plotly passes its options per image; the renderer was opened with them
+            warnings.filterwarnings("ignore", "The kopts argument is ignored", UserWarning)
+            fig.write_image(path, scale=scale)
     elif path.suffix == ".html":
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.write_html(path, include_plotlyjs=True)
