@@ -6,8 +6,10 @@ stays inside the viewport, the leading-space marker and its fix, an option's lin
 box, the stale/busy classes while
 computing, the timed edit (the views in sight, then those out of sight in the background; logged, the
 ≤ 1 s target lives in ``benchmarks/bench_workbench_browser.py``),
-the layout at 1280 / 1440 / 1920 px with and without the file browser and in the dark theme, and a
-clean checkout afterwards.
+the first screen at 1440 x 900 with and without the file browser (the premise and the first two views in sight), a
+warning that moves no view, Why's premise label on one line, the server box's whole placeholder, "where the time
+went" with the browser's drawing, the layout at 1280 / 1440 / 1920 px with and without the file browser and in the
+dark theme, and a clean checkout afterwards.
 """
 
 from __future__ import annotations
@@ -139,13 +141,18 @@ def test_why_view_renders_and_follows_its_picker(session):
     page.wait_for_selector(".sl-view-why.sl-view-ready", timeout=60_000)
 
 
-def test_leading_space_marker_and_one_click_fix(session):
+#: Where the views start, measured from the workbench's top (a message that pushes them down changes it).
+VIEWS_TOP = ("document.querySelector('.sl-workbench .sl-views').getBoundingClientRect().top"
+             " - document.querySelector('.sl-workbench').getBoundingClientRect().top")
+
+
+def test_leading_space_marker_and_one_click_fix_and_the_warning_moves_no_view(session):
     page = session["page"]
     row = page.locator(".sl-option-row").nth(1)
     assert row.locator(".sl-space-yes").count() == 1  # " sink": the marker shows its space
     widths = ("[...document.querySelectorAll('.sl-option-row')].map(r => [r.querySelector('.sl-option').offsetWidth, "
               "r.offsetHeight])")
-    before = page.evaluate(widths)
+    before, views_top = page.evaluate(widths), page.evaluate(VIEWS_TOP)
     watch_redraw(page, "tokens")
     row.locator(".sl-option input").fill("sink")
     row.locator(".sl-space-no").first.wait_for(timeout=10_000)
@@ -158,12 +165,14 @@ def test_leading_space_marker_and_one_click_fix(session):
     assert "sink · premise" in labels and "␣sink · premise" not in labels  # the views in sight read the new option
     page.wait_for_selector(".sl-message .sl-warning", timeout=30_000)  # the notice, in words
     assert "Option 2" in page.inner_text(".sl-message")
+    assert page.evaluate(VIEWS_TOP) == views_top  # it has a place of its own: the views stay where one reads them
     fix.click()
     page.wait_for_function("document.querySelectorAll('.sl-option-row')[1].querySelector('input').value === ' sink'",
                            timeout=10_000)
     row.locator(".sl-space-yes").wait_for(timeout=10_000)
     fix.wait_for(state="hidden", timeout=10_000)
     page.wait_for_function("!document.querySelector('.sl-message .sl-warning')", timeout=30_000)
+    assert page.evaluate(VIEWS_TOP) == views_top
 
 
 def test_views_are_marked_stale_while_computing_and_an_edit_redraws_them(session):
@@ -277,14 +286,82 @@ def test_add_option_puts_the_cursor_in_the_new_box(session):
     page.wait_for_function("!document.querySelector('.sl-workbench .sl-stale:not(.sl-deferred)')", timeout=60_000)
 
 
+def show_file_browser(page, shown: bool) -> None:
+    """Open or close JupyterLab's left sidebar (the file browser)."""
+    if page.evaluate("!window.jupyterapp.shell.leftCollapsed") != shown:
+        page.evaluate("window.jupyterapp.commands.execute('application:toggle-left-area')")
+
+
+@pytest.mark.parametrize("file_browser", [False, True])
+def test_at_1440_by_900_the_premise_and_the_first_views_are_in_sight(session, file_browser):
+    # JupyterLab opened with its file browser showed the controls only, down to the first view's title
+    page = session["page"]
+    page.set_viewport_size({"width": 1440, "height": 900})
+    show_file_browser(page, file_browser)
+    settle(page)
+    page.evaluate("document.querySelector('.sl-workbench').scrollIntoView({block: 'start'})")
+    settle(page)
+    seen = page.evaluate("""() => {
+      const box = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+      const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-WindowedPanel-outer, '
+                                            + '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook');
+      return {panel: box(panel), premise: box(document.querySelector('.sl-premise textarea')),
+              views: [...document.querySelectorAll('.sl-workbench .sl-view')].slice(0, 2).map(box)};
+    }""")
+    page.screenshot(path=str(session["tmp"] / f"first-screen{'-fb' if file_browser else ''}.png"))
+    bottom = min(seen["panel"][3], 900)
+    premise, (first, second) = seen["premise"], seen["views"]
+    assert seen["panel"][1] <= premise[1] and premise[3] <= bottom, seen
+    # the first view's title, its table's head and first rows (the old layout showed its title alone, 30 px)
+    in_sight = min(first[3], bottom) - first[1]
+    assert in_sight >= min(250, first[3] - first[1]), seen
+    assert second[1] == first[1] and second[0] > first[2], seen  # the second view beside it, as much in sight
+    show_file_browser(page, False)
+
+
+def test_the_why_label_is_one_line_and_the_server_box_shows_its_whole_placeholder(session):
+    page = session["page"]
+    page.locator(".sl-view-why").scroll_into_view_if_needed()
+    settle(page)
+    label = page.locator(".sl-view-why .sl-heatmap-attribution .sl-heatmap-label").first
+    assert label.inner_text().startswith("premise: ★")
+    lines = label.evaluate("""(e) => { const r = document.createRange(); r.selectNodeContents(e);
+      return new Set([...r.getClientRects()].filter((b) => b.width > 0).map((b) => Math.round(b.top))).size; }""")
+    assert lines == 1, label.inner_text()  # "premise: ★ ␣bathtub vs ␣pool" broke over three lines
+    fits = page.evaluate("""() => {
+      const box = document.querySelector('.sl-workbench .sl-server input');
+      const style = getComputedStyle(box);
+      const ctx = document.createElement('canvas').getContext('2d');
+      ctx.font = `${style.fontSize} ${style.fontFamily}`;
+      const room = box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+      return {text: box.placeholder, width: ctx.measureText(box.placeholder).width, room};
+    }""")
+    assert fits["text"] and fits["width"] <= fits["room"], fits
+
+
+def test_the_status_line_says_where_the_time_went_with_the_browsers_drawing(session):
+    page = session["page"]
+    page.evaluate("document.querySelector('.sl-workbench').scrollIntoView({block: 'start'})")
+    summary = page.locator(".sl-workbench .sl-timing summary")
+    summary.wait_for(timeout=30_000)
+    assert summary.inner_text().startswith("where the time went")
+    summary.click()
+    parts = page.locator(".sl-workbench .sl-timing-parts")
+    parts.wait_for(state="visible", timeout=10_000)
+    page.wait_for_function("document.querySelector('.sl-workbench .sl-timing-parts').innerText"
+                           ".includes('figures drawn in the browser')", timeout=30_000)
+    text = parts.inner_text()
+    assert "views computed in the kernel" in text and "Scorers" in text, text
+    summary.click()
+
+
 @pytest.mark.parametrize("width,file_browser,dark,columns", [
     (1440, False, False, 2), (1280, False, False, None), (1280, True, False, 1), (1920, True, False, 2),
     (1440, False, True, 2)])
 def test_layout_without_horizontal_scrolling(session, width, file_browser, dark, columns):
     page = session["page"]
     page.set_viewport_size({"width": width, "height": 900})
-    if page.evaluate("!window.jupyterapp.shell.leftCollapsed") != file_browser:
-        page.evaluate("window.jupyterapp.commands.execute('application:toggle-left-area')")
+    show_file_browser(page, file_browser)
     theme = "JupyterLab Dark" if dark else "JupyterLab Light"
     page.evaluate(f"window.jupyterapp.commands.execute('apputils:change-theme', {{theme: '{theme}'}})")
     page.wait_for_function(f"document.body.dataset.jpThemeLight === '{str(not dark).lower()}'", timeout=30_000)

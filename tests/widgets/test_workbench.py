@@ -195,6 +195,26 @@ def test_an_option_overwritten_drops_its_paraphrases_and_gets_them_back_when_typ
     assert wb.inputs().paraphrases == ((" tub",), (" swimming pool",))
 
 
+def test_before_the_first_update_one_line_stands_for_the_views(tiny_lm, tiny_mlm, tmp_path):
+    # the workbench under an explorer showed six "not computed yet" panels until a row was clicked
+    from surfacelab.widgets import Explorer
+
+    bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=True, debounce=3600.0)
+    assert bench.grid.layout.display == "none" and bench.empty_line.layout.display != "none"
+    assert "Score" in bench.empty_line.value and bench.empty_line in bench.children
+    ex = Explorer(tiny_lm, workbench=bench, task="copa", n=4, folder=tmp_path / "session")
+    assert "Click a row of the explorer" in bench.empty_line.value and bench.grid.layout.display == "none"
+    bench.rows[1].text.value = ""  # a problem before any update: the views show what they wait for
+    bench.update()
+    assert bench.grid.layout.display != "none" and bench.empty_line.layout.display == "none"
+    assert all(v.state == ViewState.BLOCKED for v in bench.views.values())
+    bench.rows[1].text.value = " sink"
+    bench.update()
+    assert all(v.state == ViewState.READY for v in bench.views.values())
+    ex.close()
+    bench.close()
+
+
 def test_export_dir_none_uses_the_default_folder(tiny_lm, tiny_mlm):
     bench = Workbench(lm=tiny_lm, mlm=tiny_mlm, live=False, export_dir=None)
     default = kit_files.DEFAULT_EXPORT_DIR

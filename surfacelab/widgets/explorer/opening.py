@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 #: Seconds after the open row was unselected before it opens again (when no other row was selected meanwhile).
 REOPEN_S = 0.3
+#: What a workbench given to an explorer says in place of its views until the first item opens.
+ROW_HINT = "Click a row of the explorer above to open its item here (or press <b>Score</b> for the item shown)."
 #: Milliseconds a click that opens an item waits for a workbench given to the explorer to be on the page.
 GIVEN_WAIT_MS = 3_000
 #: ... and for the one the explorer makes on the first click (a model load under a busy CPU).
@@ -51,6 +53,7 @@ class Opener:
         self.reveal.observe(self._bench_missing, "missing")
         if workbench is not None:
             workbench.add_class(self.reveal.target)
+            workbench.hint(ROW_HINT)
         host.table.widget.observe(self._row_clicked, "selected_rows")
 
     @property

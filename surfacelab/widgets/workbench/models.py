@@ -98,10 +98,11 @@ class ModelSlots:
                                     description="causal LM")
         # continuous_update=False: a URL is tried when typed out (Enter or leaving the box), not per keystroke
         self.server_box = w.Text(value=server_url(self.lm), description="server", continuous_update=False,
-                                 placeholder="empty: in-process · or http://host:8000/v1",
-                                 tooltip="score the causal LM on a vLLM server; the API key comes from "
-                                         "Workbench(api_key=...) or $SURFACELAB_API_KEY (for $SURFACELAB_SERVER) "
-                                         "and is never shown or saved")
+                                 placeholder="in-process, or a vLLM URL",
+                                 tooltip="empty: the causal LM runs in this kernel; a vLLM server's URL (e.g. "
+                                         "http://127.0.0.1:8000/v1): it scores the causal LM there; the API key "
+                                         "comes from Workbench(api_key=...) or $SURFACELAB_API_KEY (for "
+                                         "$SURFACELAB_SERVER) and is never shown or saved")
         if policy.app:  # what the app set, shown; the box is never read (see ``wanted``)
             self.server_box.value, self.server_box.disabled = server_url(self.lm) or NO_SERVER, True
             self.server_box.tooltip = "the app's server, set by whoever runs the app (make app SERVER=...)"

@@ -67,9 +67,13 @@ HERE = Path(__file__).parent
 DEFAULT_EXAMPLE = {"premise": "The man took a bath in the", "domain_premise": " the",
                    "options": [" bathtub", " sink", " pool", " xylophone"],
                    "paraphrases": ["tub, bath tub", "basin, washbasin", "swimming pool", ""], "gold": 0}
-RULE = ("Each option is read exactly as typed, straight after the premise: start it with a space (<code>␣</code>) "
-        "to begin a new word. Paraphrases (comma-separated) take their option's leading space. ★ marks the gold "
-        "answer.")
+#: The views' columns: two where each gets 480 px (a 1440 px screen with the file browser open), else one; never
+#: three (a view is read at half the width at most).
+COLUMNS = "repeat(auto-fit, minmax(min(100%, max(480px, calc(50% - 5px))), 1fr))"
+#: What the workbench shows in place of its views until the first is computed (``hint`` says it another way).
+EMPTY_LINE = "Nothing computed yet: press <b>Score</b> to compute every view of the item above."
+RULE = ("Options are read as typed, straight after the premise: start one with a space (<code>␣</code>) for a new "
+        "word; paraphrases (comma-separated) take its leading space. ★ marks the gold.")
 
 
 def _check_arguments(debounce: Any, top_k: Any, export_dir: Any, server: Any, policy: AppPolicy) -> None:
@@ -134,11 +138,15 @@ class Workbench(w.VBox):
             lm=self.lm, mlm=self.mlm, live=False, top_k=self.top_k, policy=self.policy))
         self.views: dict[str, View] = {name: cls(self) for name, cls in VIEWS.items()}
         grid = w.GridBox([v.box for v in self.views.values()],
-                         layout=w.Layout(grid_template_columns="repeat(auto-fit, minmax(min(100%, 520px), 1fr))",
+                         layout=w.Layout(grid_template_columns=COLUMNS,
                                          grid_gap="10px", width="100%"))
         grid.add_class("sl-views")
-        super().__init__([stylesheet(HERE / "workbench.css"), w.HTML("<h3>surfacelab workbench</h3>"),
-                          self.examples.origin_row, self._layout(), grid])
+        # until a view is computed, one line in place of six empty views (``report`` shows the views)
+        self.empty_line = w.HTML(f"<div class='sl-empty-text'>{EMPTY_LINE}</div>")
+        self.empty_line.add_class("sl-empty")
+        grid.layout.display = "none"
+        self.grid = grid
+        super().__init__([stylesheet(HERE / "workbench.css"), self._layout(), self.empty_line, grid])
         self.add_class("sl-workbench")
         with self.holding():
             self.set_options(DEFAULT_EXAMPLE["options"], DEFAULT_EXAMPLE["paraphrases"], gold=DEFAULT_EXAMPLE["gold"])
@@ -179,11 +187,16 @@ class Workbench(w.VBox):
         self.score_button.on_click(lambda _: self.score())
 
     def _layout(self) -> w.VBox:
-        """The controls top to bottom: the pickers, the inputs, the actions, the messages, the files."""
+        """The controls top to bottom: the title with the models, the examples, the inputs, the actions with the
+        status, the messages, the files. The messages have a place of their own that keeps its height, so a message
+        that comes and goes while one types never moves the views below."""
         models, examples, exporter, lessons = self.models, self.examples, self.exporter, self.lessons
+        title = box([w.HTML("<h3>surfacelab workbench</h3>"), models.lm_picker, models.server_box, models.mlm_picker],
+                    "sl-pickers")
+        title.add_class("sl-models")
         controls = box([
-            box([models.lm_picker, models.server_box, models.mlm_picker, examples.source_picker,
-                 examples.item_picker], "sl-pickers"),
+            title,
+            box([examples.source_picker, examples.item_picker], "sl-pickers"), examples.origin_row,
             self.premise_box, self.domain_box, w.HTML(f"<div class='sl-rule'>{RULE}</div>"), self.option_list.box,
             box([self.option_list.add_button, self.score_button, self.status_line.box], "sl-actions"),
             box([self.message, self.option_list.fix_button, models.trust_button], "sl-messages"),
@@ -324,6 +337,7 @@ class Workbench(w.VBox):
         if not self.messages.waiting_for_new():
             for v in self.views.values():
                 v.set_state(ViewState.BLOCKED)
+            self._show_views()  # each view says what it waits for
         self.status_line.working(False)
         return True
 
@@ -340,8 +354,20 @@ class Workbench(w.VBox):
         return bool(self.messages.blocking(view))
 
     def report(self, fraction: float | None, note: str | None) -> None:
-        """An update's progress: the bar (``fraction``) and the status line (``note``)."""
+        """An update's progress: the bar (``fraction``) and the status line (``note``); the first shows the views."""
+        if fraction is not None:
+            self._show_views()
         self.status_line.report(fraction, note)
+
+    def _show_views(self) -> None:
+        """The views in place of the line that stands for them before the first update."""
+        if self.grid.layout.display == "none":
+            self.empty_line.layout.display, self.grid.layout.display = "none", None
+
+    def hint(self, html_line: str) -> None:
+        """What the line in place of the views says until one is computed (HTML; e.g. an explorer's "click a
+        row")."""
+        self.empty_line.value = f"<div class='sl-empty-text'>{html_line}</div>"
 
     def report_done(self, rest: bool) -> None:
         """The status line after an update: its time, the models loaded, and whether views are still being
