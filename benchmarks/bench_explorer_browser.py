@@ -389,6 +389,8 @@ def measure_size(page, n: int, clicks: list[int]) -> dict:
     header = box.locator(".sl-item-table thead th.sl-c-premise")
     out["sort_s"] = table_action(page, header.click)
     out["page_s"] = table_action(page, box.locator(".sl-t-pager button[title='next page']").click)
+    print(f"  {n:,} rows: " + ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}"
+                                        for k, v in out.items() if k != "n"), flush=True)
     # the run's order again, and its first rows' workbench scores computed (the explorer's prefetch, as after a
     # filter: a person reads the rows before a click), so that each size clicks the same kind of row
     labkit.kernel(page, "ex.table.sort_by(None)\nex.opener.prefetch_rows()\ntime.sleep(0.5)\n"
