@@ -1,13 +1,11 @@
 """Runs of a whole dataset's size for the explorer's tests and ``benchmarks/bench_explorer_browser.py``, without a
 model over 14,042 items: the real lm-eval 0.4.13 MMLU run in ``tests/logs/lm_eval_mmlu/zero_shot`` (57 subjects, 2
-documents each, smollm2-135m) read subject by subject, each item keeping its task; and a run made of a real run's rows
+documents each, smollm2-135m), each item keeping its task; and a run made of a real run's rows
 copied until it holds ``n`` items (ids made unique: real rows, more of them)."""
 
 from __future__ import annotations
 
 import dataclasses
-import re
-import warnings
 from pathlib import Path
 
 from surfacelab import explore
@@ -20,14 +18,8 @@ FULL_MMLU = 14_042
 
 
 def mmlu_log_run(folder: Path = MMLU_LOG) -> EvalResult:
-    """The lm-eval MMLU run of ``folder`` as one run: each subject's samples log read (``from_log(task=...)``), its
-    items' ``task`` column the subject's task (``mmlu_<subject>``), subjects in name order."""
-    names = sorted({re.match(r"samples_(.+)_\d{4}-\d\d-\d\dT", p.name).group(1)
-                    for p in folder.rglob("samples_*.jsonl")})
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # each subject's "passed over the other files" warning
-        runs = [from_log(folder, task=name, n_boot=0) for name in names]
-    return explore.combine([dataclasses.replace(r, items=r.items.assign(task=r.task)) for r in runs], n_boot=0)
+    """The lm-eval MMLU run of ``folder`` as one run (``from_log``: each item keeps its task, ``mmlu_<subject>``)."""
+    return from_log(folder, n_boot=0)
 
 
 def replicated(run: EvalResult, n: int) -> EvalResult:
