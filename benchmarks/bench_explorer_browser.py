@@ -23,12 +23,23 @@ measures in the page (``performance.now`` and ``MutationObserver``):
 
 Writes ``benchmarks/results_explorer.md`` (``--out``); ``--readme-shot`` also writes ``docs/explorer.png``.
 
+The explorer at a whole dataset's size (``--part scale``, in a lab and notebook of its own): runs of 200, 5,000 and
+14,042 items (``--sizes``; the real lm-eval MMLU run in ``tests/logs/lm_eval_mmlu`` read subject by subject, its rows
+copied until the run holds that many: ``tests/large_runs.py``), each shown in an explorer with a workbench below it
+(smollm2-135m: the model that wrote the log). Per size: the explorer's cell run → its first rows in the table; a
+filter picked (a scorer's column set to "wrong", a task picked, filters cleared) → the rows on the screen; a word
+typed into the search → the rows found; row clicks → the workbench's views in sight drawn (``labkit.timed_open``);
+the bytes of the table's synced state (what a redraw may send) and the kernel's resident memory. Writes
+``benchmarks/results_explorer_scale.md`` (``--scale-out``).
+
     flock /tmp/surfacelab-cpu.lock .venv/bin/python benchmarks/bench_explorer_browser.py --readme-shot
+    flock /tmp/surfacelab-cpu.lock .venv/bin/python benchmarks/bench_explorer_browser.py --part scale
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import platform
 import statistics
 import sys
@@ -83,9 +94,11 @@ RUN_JS = """() => {
   obs.observe(box, {subtree: true, childList: true, characterData: true});
 }"""
 
-#: Records the last change of a table's rows and the frame after it (what the screen shows), from a click or a key.
+#: Records the last change of the ``k``-th explorer's table and the frame after it (what the screen shows), from the
+#: last click, key or pick inside the explorer (a key: before the input event the table redraws on).
 TABLE_JS = """(k) => {
-  const table = document.querySelectorAll('.sl-explorer')[k].querySelector('.sl-item-table');
+  const box = document.querySelectorAll('.sl-explorer')[k];
+  const table = box.querySelector('.sl-item-table');
   if (window.__slTable) window.__slTable.obs.disconnect();
   const t = window.__slTable = {key: 0, last: 0, frame: 0, obs: null};
   t.obs = new MutationObserver(() => {
@@ -94,9 +107,8 @@ TABLE_JS = """(k) => {
     requestAnimationFrame(() => { t.frame = performance.now(); });
   });
   t.obs.observe(table, {subtree: true, childList: true, characterData: true, attributes: true});
-  const mark = (event) => { if (table.contains(event.target)) t.key = performance.now(); };
-  table.addEventListener('click', mark, true);
-  table.addEventListener('keydown', mark, true);  // before the input event the table redraws on
+  const mark = () => { if (window.__slTable === t) t.key = performance.now(); };
+  for (const kind of ['click', 'keydown', 'change']) box.addEventListener(kind, mark, true);
 }"""
 
 
@@ -208,30 +220,22 @@ def measure_big_table(page, rounds: int, copies: int) -> dict:
     box.locator(".sl-item-table").scroll_into_view_if_needed()
     rows = labkit.kernel_json(page, "len(big.children[0].item_frame())")
     page.evaluate(TABLE_JS, 1)
-
-    def settle() -> float:
-        page.wait_for_function("window.__slTable.frame > window.__slTable.last && window.__slTable.last > "
-                               "window.__slTable.key && performance.now() - window.__slTable.last > 300",
-                               timeout=30_000, polling=50)
-        t = page.evaluate("window.__slTable")
-        return (t["frame"] - t["key"]) / 1000.0
-
     sort, search = [], []
     header = box.locator(".sl-item-table thead th.sl-c-short").nth(2)  # the run's LM margin
     for i in range(rounds):
         header.click()
-        sort.append(settle())
-        field = box.locator(".dt-search input")
+        sort.append(settle_table(page))
+        field = box.locator(".sl-t-search")
         field.fill("")
         time.sleep(0.5)
         field.click()
         page.keyboard.type(["energy", "water", "plant"][i % 3], delay=80)
-        search.append(settle())
+        search.append(settle_table(page))
         field.fill("")  # every row again
         time.sleep(1.0)
         print(f"  {rows:,} rows: sort {sort[-1] * 1000:.0f} ms, search {search[-1] * 1000:.0f} ms", flush=True)
     return {"rows": rows, "sort_s": sort, "search_s": search,
-            "info": box.locator(".dt-info").inner_text()}
+            "info": box.locator(".sl-t-info").inner_text()}
 
 
 def screenshot(page, path: Path) -> None:
@@ -296,6 +300,185 @@ def report(out: dict, args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
+SCALE_SETUP = """import sys, time, json
+sys.path.insert(0, {tests!r})
+import ipywidgets as widgets
+import psutil
+import surfacelab as sl
+from large_runs import mmlu_log_run, replicated
+lm = sl.load_lm()
+wb = sl.Workbench(lm=lm)
+t0 = time.perf_counter()
+base = mmlu_log_run()
+read_s = time.perf_counter() - t0
+holder = widgets.VBox([])
+widgets.VBox([holder, wb])"""
+
+#: Runs the cell ``code`` in the kernel and times, in the page, until the table of the explorer it shows has rows.
+OPEN_JS = """async (code) => {
+  const t0 = performance.now();
+  const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  const rows = new Promise((resolve) => {
+    const seen = () => document.querySelector('.sl-explorer .sl-item-table tbody td.sl-c-premise');
+    const obs = new MutationObserver(() => { if (seen()) { obs.disconnect(); resolve(performance.now()); } });
+    obs.observe(document.body, {subtree: true, childList: true});
+  });
+  const future = kernel.requestExecute({code});
+  let error = null;
+  future.onIOPub = (msg) => { if (msg.header.msg_type === 'error') error = msg.content.evalue; };
+  const shown = await Promise.race([rows, new Promise((r) => setTimeout(() => r(null), 120000))]);
+  await future.done;
+  return {s: shown === null ? null : (shown - t0) / 1000, error};
+}"""
+
+
+def settle_table(page) -> float:
+    """Seconds from the action ``TABLE_JS`` marked to the frame after the table's last change."""
+    page.wait_for_function("window.__slTable.frame > window.__slTable.last && window.__slTable.last > "
+                           "window.__slTable.key && performance.now() - window.__slTable.last > 300",
+                           timeout=60_000, polling=50)
+    t = page.evaluate("window.__slTable")
+    return (t["frame"] - t["key"]) / 1000.0
+
+
+def table_action(page, act) -> float:
+    """``act()`` (a click, a pick, typing in the table or the filters of the first explorer), timed from its last
+    event in the explorer (typed words: the last key) to the frame after the table's last change."""
+    page.evaluate(TABLE_JS, 0)
+    act()
+    return settle_table(page)
+
+
+def state_bytes(page) -> int:
+    """The bytes of the explorer's table's synced state (what the browser holds, at most what a redraw sends)."""
+    return labkit.kernel_json(page, "len(json.dumps({k: v for k, v in ex.table.widget.get_state().items() "
+                                    "if not k.startswith('_')}))")
+
+
+def measure_size(page, n: int, clicks: list[int]) -> dict:
+    """One explorer of an ``n``-item run: open, filters, search, clicks on the rows ``clicks`` (of the first page;
+    rows not opened before, so that the workbench has a new item to draw), state bytes, kernel memory."""
+    labkit.kernel(page, "holder.children = []\nif 'ex' in globals(): ex.close()\n"
+                        f"run = replicated(base, {n})\nprint(len(run.items))")
+    opened = page.evaluate(OPEN_JS, "ex = sl.Explorer(runs={'lm-eval': run}, workbench=wb)\nholder.children = [ex]")
+    if opened["error"] or opened["s"] is None:
+        raise AssertionError(f"the {n}-item explorer did not open: {opened}")
+    box = page.locator(".sl-explorer").first
+    box.locator(".sl-item-table").scroll_into_view_if_needed()
+    time.sleep(1.0)
+    out: dict = {"n": n, "open_s": opened["s"], "first_bytes": state_bytes(page)}
+    wrong = box.locator(".sl-x-columns .widget-dropdown:has-text('lm-eval:lm') select")
+    out["wrong_s"] = table_action(page, lambda: wrong.select_option("wrong"))
+    out["wrong_rows"] = labkit.kernel_json(page, "len(ex.table.rows)")
+    clear = box.locator(".sl-x-filters button").filter(has_text="clear filters")
+    out["clear_s"] = table_action(page, clear.click)
+    task = box.locator(".sl-x-group select")
+    value = labkit.kernel_json(page, "ex.group_picker.options[7][0]")
+    out["task_s"] = table_action(page, lambda: task.select_option(label=value))
+    out["task_rows"] = labkit.kernel_json(page, "len(ex.table.rows)")
+    out["clear2_s"] = table_action(page, clear.click)
+    field = box.locator(".sl-t-search")
+
+    def type_word() -> None:
+        field.click()
+        page.keyboard.type("energy", delay=80)
+    out["search_s"] = table_action(page, type_word)
+    out["search_rows"] = labkit.kernel_json(page, "len(ex.table.rows)")
+    field.fill("")
+    box.locator(".sl-t-info").filter(has_not_text="filtered").wait_for(timeout=30_000)
+    header = box.locator(".sl-item-table thead th.sl-c-premise")
+    out["sort_s"] = table_action(page, header.click)
+    out["page_s"] = table_action(page, box.locator(".sl-t-pager button[title='next page']").click)
+    print(f"  {n:,} rows: " + ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}"
+                                        for k, v in out.items() if k != "n"), flush=True)
+    # the run's order again, and its first rows' workbench scores computed (the explorer's prefetch, as after a
+    # filter: a person reads the rows before a click), so that each size clicks the same kind of row
+    labkit.kernel(page, "ex.table.sort_by(None)\nex.opener.prefetch_rows()\ntime.sleep(0.5)\n"
+                        "ex.opener.prefetch.runner.wait()")
+    time.sleep(1.0)
+    sight = []
+    for k in clicks:
+        page.wait_for_function("!document.querySelector('.sl-workbench .sl-busy, .sl-workbench .sl-stale')",
+                               timeout=120_000)
+        page.evaluate("document.querySelector('.sl-explorer .sl-item-table').scrollIntoView({block: 'center'})")
+        time.sleep(1.0)
+        r = labkit.timed_open(page, box.locator(".sl-item-table tbody tr").nth(k))
+        if r["sight_s"] is None:
+            raise AssertionError(f"row {k} of the {n}-item explorer: no view in sight changed ({r})")
+        sight.append(r["sight_s"])
+    out["sight_s"] = sight
+    out["state_bytes"] = state_bytes(page)
+    out["rss_mb"] = labkit.kernel_json(page, "psutil.Process().memory_info().rss / 2**20")
+    out["memory_line"] = box.locator(".sl-x-memory").inner_text()
+    print(f"  {n:,} rows: open {out['open_s']:.2f} s, filter {out['wrong_s']:.2f} s, task {out['task_s']:.2f} s, "
+          f"clear {out['clear_s']:.2f} s, search {out['search_s']:.2f} s, sort {out['sort_s']:.2f} s, "
+          f"page {out['page_s']:.2f} s, clicks {', '.join(f'{x:.2f}' for x in sight)} s, "
+          f"state {out['state_bytes']:,} B, kernel {out['rss_mb']:,.0f} MB", flush=True)
+    return out
+
+
+def measure_scale(sizes: list[int], clicks: int) -> dict:
+    """``measure_size`` for each of ``sizes``, in a lab of its own."""
+    from playwright.sync_api import sync_playwright
+
+    notebook = "explorer_scale_bench.ipynb"
+    with tempfile.TemporaryDirectory(prefix="surfacelab-bench-") as tmp, labkit.make_lab(Path(tmp)) as lab, \
+            sync_playwright() as p:
+        labkit.write_notebook(lab.lab_dir / notebook, [SCALE_SETUP.format(tests=str(ROOT / "tests"))])
+        browser, page, errors = labkit.launch(p, 1440, 900)
+        labkit.open_notebook(page, labkit.notebook_url(lab, notebook), [("the workbench", ".sl-workbench")],
+                             log=lab.log, what="the scale notebook")
+        page.wait_for_function("(() => { const k = window.jupyterapp.shell.currentWidget?.sessionContext?.session"
+                               "?.kernel; return k && k.status === 'idle'; })()", timeout=300_000)
+        read_s = labkit.kernel_json(page, "read_s")
+        # the workbench's first item in the kernel (its views' first computations, before any explorer): row 0,
+        # which no size clicks
+        labkit.kernel(page, f"ex = sl.Explorer(runs={{'lm-eval': replicated(base, {sizes[0]})}}, workbench=wb)\n"
+                            "holder.children = [ex]")
+        box = page.locator(".sl-explorer").first
+        box.locator(".sl-item-table tbody td.sl-c-premise").first.wait_for(timeout=120_000)
+        first = labkit.timed_open(page, box.locator(".sl-item-table tbody tr").nth(0), timeout_ms=600_000)
+        print(f"  the workbench's first item: views in sight {first['sight_s']} s, quiet {first['quiet_s']:.1f} s",
+              flush=True)
+        if len(sizes) * clicks > 9:
+            raise ValueError(f"--scale-clicks: {clicks} clicks for each of {len(sizes)} sizes leave the first page")
+        sizes_out = [measure_size(page, n, list(range(1 + j * clicks, 1 + (j + 1) * clicks)))
+                     for j, n in enumerate(sizes)]
+        browser.close()
+    return {"read_s": read_s, "first_item": first, "sizes": sizes_out, "errors": errors}
+
+
+def scale_report(out: dict) -> str:
+    def ms(x: float) -> str:
+        return f"{x * 1000:.0f} ms"
+    lines = ["# The explorer at a whole dataset's size, in Chromium", "",
+             f"`benchmarks/bench_explorer_browser.py --part scale` ({time.strftime('%Y-%m-%d')}, "
+             f"{platform.machine()}, {out['cpus']} CPU cores). JupyterLab through `make lab`, headless Debian "
+             "chromium at 1440×900. Each run is the real lm-eval 0.4.13 MMLU run of `tests/logs/lm_eval_mmlu` "
+             "(57 subjects, smollm2-135m) with its rows copied until it holds that many items (ids made unique); "
+             "its explorer has a workbench below it (smollm2-135m on the CPU). Times are from the person's action to "
+             "the frame after the table's last change; a click, to the workbench's views in sight drawn. "
+             f"Reading the log's 57 subjects: {out['read_s']:.2f} s in the kernel (before any explorer). The "
+             "workbench's first item in the kernel (its views' first computations: not the table's) took "
+             f"{out['first_item']['quiet_s']:.1f} s before these rows were clicked.", "",
+             "| rows | cell run → first rows | filter: LM wrong | task picked | clear filters | search typed | "
+             "premise header clicked → sorted | next page | row click → views in sight (median; each) | table state "
+             "| kernel memory |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in out["sizes"]:
+        lines.append(
+            f"| {r['n']:,} | {r['open_s']:.2f} s | {ms(r['wrong_s'])} ({r['wrong_rows']:,} rows) | "
+            f"{ms(r['task_s'])} ({r['task_rows']:,}) | {ms(r['clear_s'])} | {ms(r['search_s'])} "
+            f"({r['search_rows']:,}) | {ms(r['sort_s'])} | {ms(r['page_s'])} | {median(r['sight_s']):.2f} s "
+            f"({', '.join(f'{x:.2f}' for x in r['sight_s'])}) | {r['state_bytes'] / 1000:.1f} kB | "
+            f"{r['rss_mb']:,.0f} MB |")
+    lines += ["", "Targets (issue #41): first rows ≤ 3 s, a filter ≤ 0.5 s, a row click → views in sight ≤ 0.6 s, "
+              "at every size. The table state is the synced traits of the table (one page of rows): a redraw sends at "
+              "most that, whatever the run's size. The search is typed one key every 80 ms: its time is from the "
+              "last key (the box waits 200 ms for more keys before it asks the kernel).", ""]
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--task", default="arc-challenge")
@@ -306,9 +489,26 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5, help="sorts and searches of the 1,000-row table")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results_explorer.md"))
     ap.add_argument("--readme-shot", action="store_true", help="write docs/explorer.png (1440x900)")
+    ap.add_argument("--part", choices=["all", "run", "scale"], default="all",
+                    help="run: the 200-item run, its ablation, clicks and table; scale: runs of --sizes items")
+    ap.add_argument("--sizes", default="200,5000,14042", help="items of the runs of the scale part")
+    ap.add_argument("--scale-clicks", type=int, default=3, help="row clicks per size")
+    ap.add_argument("--scale-out", default=str(ROOT / "benchmarks" / "results_explorer_scale.md"))
     args = ap.parse_args()
     import os
 
+    if args.part in ("all", "scale"):
+        print("the explorer at scale…", flush=True)
+        scale = measure_scale([int(n) for n in args.sizes.split(",")], args.scale_clicks)
+        scale["cpus"] = os.cpu_count()
+        text = scale_report(scale)
+        if scale["errors"]:
+            text += "\nErrors in the page: " + "; ".join(scale["errors"][:5]) + "\n"
+        Path(args.scale_out).write_text(text, encoding="utf-8")
+        Path(args.scale_out).with_suffix(".json").write_text(json.dumps(scale, indent=1), encoding="utf-8")
+        print(text)
+    if args.part == "scale":
+        return
     from playwright.sync_api import sync_playwright
 
     out: dict = {"cpus": os.cpu_count()}

@@ -144,12 +144,16 @@ def _scores_frame(task: Task, plan: Plan, scores: Scores, j: int, scorers: list[
 
 def _items_frame(task: Task, scores: pd.DataFrame, scorers: list[str],
                  mass: dict[int, dict[str, float]] | None = None) -> pd.DataFrame:
-    """One row per item (``runs.items_frame``) and the verdict columns (``mass``: item ->
-    ``why.first_token_numbers`` of the items whose split mass was measured)."""
+    """One row per item (``runs.items_frame``), the item's ``subject`` where the task's records name one (MMLU's: the
+    explorer's task filter), and the verdict columns (``mass``: item -> ``why.first_token_numbers`` of the items whose
+    split mass was measured)."""
     its = task.items
     items = items_frame(task.name, [it.id for it in its], [it.gold for it in its], [it.gold_option for it in its],
                         [len(it.options) for it in its], [it.premise for it in its],
                         [it.domain_premise for it in its], scores, scorers)
+    subjects = [it.meta.get("subject", "") for it in its]
+    if any(subjects):
+        items["subject"] = subjects
     items = items.join(verdict_columns(task, scores, mass if mass is not None else {}))
     lost = (items["why"] != "right").to_numpy()
     right = {s: items[f"correct_{s}"].to_numpy() for s in scorers if s != "lm"}

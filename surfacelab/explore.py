@@ -29,6 +29,7 @@ from .engine import Cancelled, reporting
 from .evaluate import evaluate
 from .runs import EvalResult, accuracy_table, item_keys, mcnemar, paired_table, task_label
 from .logs import LOG_SOURCE, log_notes
+from .rows import matching, shown_premises
 from .run_files import MAX_ROWS
 from .tasks import Task, Template
 from .tasks.core import check_pattern
@@ -49,6 +50,8 @@ MAX_CHUNK = 100
 PREMISE_CHARS = 80
 #: Decimals of the LM margin (nats) the item table shows (``items["gap_lm"]`` keeps every digit).
 MARGIN_DECIMALS = 3
+#: Columns of a run's items that name each item's task within the run, in the order looked for (``group_column``).
+GROUP_COLUMNS = ("task", "subject")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -224,24 +227,45 @@ def _correct(runs: Mapping[str, EvalResult], col: str) -> np.ndarray:
     return runs[name].items[f"correct_{scorer}"].to_numpy(dtype=bool)
 
 
+def group_column(items: pd.DataFrame) -> str | None:
+    """The column of a run's items that names each item's task within the run, where it holds more than one: ``task``
+    (a log folder's run of several tasks: MMLU's 57 subjects) or ``subject`` (a local MMLU run); None otherwise."""
+    for col in GROUP_COLUMNS:
+        if col in items and items[col].nunique() > 1:
+            return col
+    return None
+
+
+def _picks(run: EvalResult) -> dict[str, np.ndarray]:
+    """Per scorer of ``run``, each item's picked option with ✓ or ✗ ("" for an item without scores)."""
+    options = run.scores.set_index(["item", "option_index"])["option"].astype(str)
+    out = {}
+    for s in run.scorers:
+        keys = pd.MultiIndex.from_arrays([run.items["item"].to_numpy(), run.items[f"pred_{s}"].to_numpy()])
+        picked = options.reindex(keys).fillna("").to_numpy(dtype=object)
+        marks = np.where(run.items[f"correct_{s}"].to_numpy(dtype=bool), "✓ ", "✗ ").astype(object)
+        out[s] = np.where(picked == "", "", marks + picked)
+    return out
+
+
 def item_table(runs: Mapping[str, EvalResult]) -> pd.DataFrame:
-    """One row per item: ``item``, ``id``, ``premise`` (shortened), ``gold``, then per ``<run>:<scorer>`` the
-    picked option with ✓ or ✗, and per run its LM ``margin`` (gold minus the option it is compared with, in nats to
-    ``MARGIN_DECIMALS``) and verdict label (``why``), then ``truncated`` (context tokens cut in any run). Raw values,
-    not markup: whoever shows the table escapes it."""
+    """One row per item: ``item``, ``id``, the item's task where the run holds several (``group_column``: ``task`` or
+    ``subject``), ``premise`` (as a table row shows it: ``rows.shown_premises``, ``PREMISE_CHARS``), ``gold``, then per
+    ``<run>:<scorer>`` the picked option with ✓ or ✗, and per run its LM ``margin`` (gold minus the option it is
+    compared with, in nats to ``MARGIN_DECIMALS``) and verdict label (``why``), then ``truncated`` (context tokens cut
+    in any run). Built column by column (no Python per row). Raw values, not markup: whoever shows the table escapes
+    it."""
     names = _check_runs(runs)
     first = runs[names[0]].items
-    short = [p if len(p) <= PREMISE_CHARS else p[:PREMISE_CHARS - 1] + "…" for p in first["premise"].astype(str)]
-    table = pd.DataFrame({"item": first["item"].to_numpy(), "id": first["id"].astype(str).to_numpy(),
-                          "premise": short, "gold": first["gold_option"].astype(str).to_numpy()})
-    scores = {name: run.scores for name, run in runs.items()}
+    group = group_column(first)
+    table = pd.DataFrame({"item": first["item"].to_numpy(), "id": first["id"].astype(str).to_numpy()})
+    if group is not None:
+        table[group] = first[group].astype(str).to_numpy()
+    table["premise"] = shown_premises(first["premise"], first[group] if group else None, PREMISE_CHARS).to_numpy()
+    table["gold"] = first["gold_option"].astype(str).to_numpy()
     for name, run in runs.items():
-        options = scores[name].set_index(["item", "option_index"])["option"]
-        for s in run.scorers:
-            pairs = zip(run.items["item"], run.items[f"pred_{s}"])
-            picks = [options.get((i, p), "") if p >= 0 else "" for i, p in pairs]
-            marks = np.where(run.items[f"correct_{s}"].to_numpy(dtype=bool), "✓", "✗")
-            table[f"{name}:{s}"] = [f"{m} {o}" for m, o in zip(marks, picks)]
+        for s, picks in _picks(run).items():
+            table[f"{name}:{s}"] = picks
         if "gap_lm" in run.items:
             table[f"{name}:margin"] = run.items["gap_lm"].to_numpy(dtype=float).round(MARGIN_DECIMALS)
         if "why" in run.items:
@@ -250,9 +274,24 @@ def item_table(runs: Mapping[str, EvalResult]) -> pd.DataFrame:
     return table
 
 
+def search_text(runs: Mapping[str, EvalResult]) -> pd.Series:
+    """What the words filter searches, per item of the first run, in lower case: its id, task (``group_column``), whole
+    premise and options."""
+    first = runs[_check_runs(runs)[0]]
+    items, scores = first.items, first.scores.sort_values(["item", "option_index"], kind="stable")
+    by_item = scores["item"].to_numpy()
+    starts = np.flatnonzero(np.r_[True, by_item[1:] != by_item[:-1]]) if len(by_item) else np.zeros(0, dtype=int)
+    joined = pd.Series(np.add.reduceat(scores["option"].astype(str).to_numpy(dtype=object) + " ", starts)
+                       if len(starts) else [], index=by_item[starts], dtype=object)
+    group = group_column(items)
+    parts = [items["id"].astype(str), *([items[group].astype(str)] if group else []), items["premise"].astype(str),
+             joined.reindex(items["item"]).fillna("").astype(str).set_axis(items.index)]
+    return pd.Series(np.add.reduce([p.to_numpy(dtype=object) + " " for p in parts]), dtype=object).str.lower()
+
+
 def select(runs: Mapping[str, EvalResult], *, right: Sequence[str] = (), wrong: Sequence[str] = (),
            disagree: Sequence[str] | None = None, flipped: tuple[str, str] | None = None, label: str | None = None,
-           text: str = "") -> np.ndarray:
+           group: str | None = None, text: str = "") -> np.ndarray:
     """The positions of the items that pass every filter given.
 
     Args:
@@ -261,7 +300,8 @@ def select(runs: Mapping[str, EvalResult], *, right: Sequence[str] = (), wrong: 
         disagree: columns among which at least one is right and one wrong.
         flipped: two columns whose correctness differs on the item (a flip between runs or scorers).
         label: the verdict label of the first run (``why``).
-        text: case-insensitive words all found in the premise, an option or the id.
+        group: the item's task (the value of the first run's ``group_column``: a task or subject).
+        text: case-insensitive words all found in the id, task, premise or an option (``search_text``).
     """
     names = _check_runs(runs)
     first = runs[names[0]]
@@ -280,12 +320,13 @@ def select(runs: Mapping[str, EvalResult], *, right: Sequence[str] = (), wrong: 
         if "why" not in first.items:
             raise ValueError(f"label: run {names[0]!r} has no verdict labels")
         keep &= (first.items["why"] == label).to_numpy()
-    words = [w.lower() for w in str(text).split()]
-    if words:
-        options = first.scores.groupby("item", sort=True)["option"].apply(" ".join)
-        hay = (first.items["id"].astype(str) + " " + first.items["premise"].astype(str) + " "
-               + options.reindex(first.items["item"]).fillna("").to_numpy()).str.lower()
-        keep &= np.array([all(w in h for w in words) for h in hay])
+    if group is not None:
+        column = group_column(first.items)
+        if column is None:
+            raise ValueError(f"group: run {names[0]!r} holds one task (no task or subject column to filter on)")
+        keep &= (first.items[column].astype(str) == str(group)).to_numpy()
+    if str(text).split():
+        keep &= matching(search_text(runs), text)
     return np.flatnonzero(keep)
 
 

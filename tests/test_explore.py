@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from large_runs import mmlu_log_run
 from surfacelab import engine, explore, tasks
 from surfacelab.evaluate import evaluate
 from surfacelab.runs import mcnemar
@@ -115,6 +116,44 @@ def test_the_item_table_reads_the_runs_own_columns(runs):
             assert [c[2:] for c in table[f"{name}:{s}"]] == [options[(i, p)] for i, p in
                                                             zip(run.items["item"], run.items[f"pred_{s}"])]
         assert table[f"{name}:why"].tolist() == run.items["why"].tolist()
+
+
+def test_a_run_of_many_tasks_shows_each_items_task_and_question():
+    """The real lm-eval MMLU run (57 subjects): the table's task column and filter, and each premise shown without the
+    leading lines every premise of its subject shares (MMLU's subject line; the history subjects' "This question refers
+    to the following information."), so that a row shows its question; the picks row by row."""
+    run = mmlu_log_run()
+    table = explore.item_table({"m": run})
+    assert table.columns[:5].tolist() == ["item", "id", "task", "premise", "gold"]
+    assert table["task"].tolist() == run.items["task"].tolist() and run.items["task"].nunique() == 57
+    for task, group in run.items.groupby("task"):
+        lines = [p.split("\n") for p in group["premise"]]
+        shared = 0
+        while all(len(x) > shared + 1 and x[shared] == lines[0][shared] for x in lines):
+            shared += 1
+        assert shared >= 2 and lines[0][0].startswith("The following are multiple choice questions"), task
+        for k, x in zip(group.index, lines):
+            question = "\n".join(x[shared:]).lstrip()
+            assert table["premise"][k] == (question if len(question) <= explore.PREMISE_CHARS
+                                           else question[:explore.PREMISE_CHARS - 1] + "…"), task
+    options = {(s.item, s.option_index): s.option for s in run.scores.itertuples()}
+    for cell, item in zip(table["m:lm"], run.items.itertuples()):
+        assert cell == ("✓ " if item.correct_lm else "✗ ") + options[(item.item, item.pred_lm)]
+    name = sorted(run.items["task"].unique())[3]
+    picked = explore.select({"m": run}, group=name)
+    assert picked.tolist() == np.flatnonzero(run.items["task"] == name).tolist() and len(picked) == 2
+    both = explore.select({"m": run}, group=name, wrong=["m:lm"])
+    assert both.tolist() == np.flatnonzero((run.items["task"] == name) & ~run.items["correct_lm"]).tolist()
+    # the words search reads the task and the whole premise (past the 80 characters shown)
+    assert explore.select({"m": run}, text=name.upper()).tolist() == picked.tolist()
+    last = run.items["premise"].iloc[5].split()[-6]
+    assert 5 in explore.select({"m": run}, text=last)
+
+
+def test_the_task_filter_of_a_run_of_one_task_is_refused(runs):
+    assert explore.group_column(runs["code"].items) is None and "task" not in explore.item_table(runs)
+    with pytest.raises(ValueError, match="group: run 'code' holds one task"):
+        explore.select(runs, group="copa")
 
 
 def test_filters_and_the_rescue_matrix_count_the_same_items(runs):

@@ -1,4 +1,4 @@
-"""Real browser: ``make lab`` (as a user runs it) + headless Debian chromium on a notebook with three explorers.
+"""Real browser: ``make lab`` (as a user runs it) + headless Debian chromium on a notebook with four explorers.
 
 One server and one page for the module, the tests in file order on that page: the notebook (written into the lab's
 folder at test time) loads the packaged default model (smollm2-135m) and shows ``sl.Explorer(lm, task=
@@ -7,8 +7,8 @@ rows come; the who-rescues-whom cell "DC-PMI right, LM wrong" filters the table;
 workbench into view and loads the item as the run scored it; a domain premise typed into the ablation panel runs
 the same items again beside the first, with the comparison and a button per flipped item; a row of the lm-eval log
 opens in the workbench, whose LM log-prob is lm-eval's logged log-likelihood; a click in an explorer whose
-workbench was given but never displayed says so. Every expected value is read from the run's frames in the kernel,
-never from the widgets under test.
+workbench was given but never displayed says so; a premise of markup shows as its characters. Every expected value
+is read from the run's frames in the kernel, never from the widgets under test.
 """
 
 from __future__ import annotations
@@ -26,13 +26,31 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(900)]
 N = 30
 LOGS = REPO / "tests" / "lm_eval_logs" / "out"
 NOTEBOOK = "explorer_browser_test.ipynb"
+#: A premise that would run code if a cell were written as markup.
+MARKUP = '<b>bold</b> <img src=x onerror="window.__slMarkup = 1">'
 CELLS = [f"import surfacelab as sl\nlm = sl.load_lm()\nex = sl.Explorer(lm, task='arc-challenge', n={N})\nex",
          f"viewer = sl.Explorer(lm, log={str(LOGS)!r})\nviewer",
          # as a newcomer may write it: a workbench made and given, but never displayed
-         f"hidden = sl.Workbench(lm=lm)\norphan = sl.Explorer(log={str(LOGS)!r}, workbench=hidden)\norphan"]
+         f"hidden = sl.Workbench(lm=lm)\norphan = sl.Explorer(log={str(LOGS)!r}, workbench=hidden)\norphan",
+         # a premise of markup: the table shows its characters
+         f"import dataclasses\nr = orphan.runs['lm-eval']\nMARKUP = {MARKUP!r}\n"
+         "marked = sl.Explorer(runs={'marked': dataclasses.replace(r, items=r.items.assign(premise=MARKUP))})\nmarked"]
 #: The bound the browser test asserts on a shared CI machine, from a click to the views in sight drawn; the target
 #: (about 0.4 s) is the benchmark's (``benchmarks/bench_explorer_browser.py``).
 OPEN_BOUND_S = 8.0
+#: Records the rows of the first explorer's table marked open (``tr.selected``) from the next click on, in order.
+MARKED_JS = """() => {
+  const body = document.querySelector('.sl-explorer .sl-item-table tbody');
+  const marked = window.__slMarked = [];
+  let clicked = false;
+  window.addEventListener('click', () => { clicked = true; }, {capture: true, once: true});
+  new MutationObserver(() => {
+    if (!clicked) return;
+    const row = body.querySelector('tr.selected');
+    const k = row ? row.dataset.k : null;
+    if (k !== null && marked[marked.length - 1] !== k) marked.push(k);
+  }).observe(body, {subtree: true, childList: true, attributes: true, attributeFilter: ['class']});
+}"""
 #: The domain premise typed into the ablation panel (the template's own is " the answer is:").
 DOMAIN = " Answer:"
 
@@ -44,7 +62,7 @@ def session(tmp_path_factory):
     with lab_page(tmp) as (lab, page, errors):
         write_notebook(lab.lab_dir / NOTEBOOK, CELLS)
         open_notebook(page, notebook_url(lab, NOTEBOOK), [
-            ("the three explorers", "js:document.querySelectorAll('.sl-explorer').length === 3"),
+            ("the four explorers", "js:document.querySelectorAll('.sl-explorer').length === 4"),
             ("the log's rows", ".sl-explorer >> nth=1 >> .sl-item-table tbody tr td.sl-c-premise")],
             log=lab.log, what="the explorer notebook")
         yield {"lab": lab, "page": page, "errors": errors, "git_before": before, "tmp": tmp}
@@ -90,12 +108,18 @@ def test_run_fills_the_table(session):
     k = max(range(N), key=lambda i: len(premises[i]))
     words = {w.strip(".,?!:;()\"'") for w in premises[k][cut:].split()} - set(premises[k][:cut].split())
     word = min((w for w in words if len(w) > 3), key=lambda w: sum(w.lower() in p.lower() for p in premises))
-    assert "whole premise" not in box.locator(".sl-item-table thead").inner_text()  # searched, not shown
-    box.locator(".dt-search input").fill(word)
-    box.locator(".dt-info").filter(has_text="filtered").wait_for(timeout=10_000)
+    search = box.locator(".sl-item-table .sl-t-search")
+    search.fill(word)
+    box.locator(".sl-t-info").filter(has_text="filtered").wait_for(timeout=10_000)
     assert items["id"][k] in shown_ids(box), (word, premises[k])
-    box.locator(".dt-search input").fill("")
-    box.locator(".dt-info").filter(has_not_text="filtered").wait_for(timeout=10_000)
+    search.fill("")
+    box.locator(".sl-t-info").filter(has_not_text="filtered").wait_for(timeout=10_000)
+    # the pager: the next page holds the next ten rows, the first page the first ten again
+    box.locator(".sl-t-pager button[title='next page']").click()
+    box.locator(".sl-t-info").filter(has_text=f"rows 11–20 of {N}").wait_for(timeout=10_000)
+    assert shown_ids(box) == items["id"][10:20]
+    box.locator(".sl-t-pager button[title='first page']").click()
+    box.locator(".sl-t-info").filter(has_text=f"rows 1–10 of {N}").wait_for(timeout=10_000)
 
 
 def test_the_rescue_cell_filters_and_a_row_click_shows_the_item_in_the_workbench(session):
@@ -143,6 +167,7 @@ def test_the_rescue_cell_filters_and_a_row_click_shows_the_item_in_the_workbench
     page.evaluate("document.querySelector('.sl-explorer .sl-item-table').scrollIntoView({block: 'center'})")
     time.sleep(0.5)
     assert not in_view(page, bench)
+    page.evaluate(MARKED_JS)
     timed = timed_open(page, box.locator(".sl-item-table tbody tr").nth(1))
     print(f"\nbrowser: row click to the workbench in view {timed['reveal_s']:.2f} s, to the views in sight "
           f"({', '.join(timed['in_sight'])}) drawn {timed['sight_s']:.2f} s (shared machine)")
@@ -152,6 +177,8 @@ def test_the_rescue_cell_filters_and_a_row_click_shows_the_item_in_the_workbench
     assert "scores" in timed["in_sight"] and timed["sight_s"] is not None and timed["sight_s"] <= OPEN_BOUND_S
     # the table marks the open row; previous in the workbench steps back through the filtered rows
     assert box.locator(".sl-item-table tbody tr.selected td:nth-child(2)").inner_text() == frames[1]["id"]
+    time.sleep(1.0)  # the selection stays on the clicked row: it never went back to the row open before
+    assert page.evaluate("window.__slMarked") == ["1"]
     page.locator(f"{bench} .sl-origin button:has-text('previous')").click()
     page.wait_for_function("([s, v]) => document.querySelector(s).value === v",
                            arg=[f"{bench} .sl-premise textarea", frames[0]["context"]], timeout=60_000)
@@ -236,6 +263,17 @@ def test_a_workbench_not_on_the_page_is_named_in_a_message(session):
     box.locator(".sl-error").filter(has_text="not on the page").wait_for(timeout=30_000)
     assert kernel_json(page, "hidden.premise_box.value") == kernel_json(
         page, "orphan.runs['lm-eval'].scores.query('item == 0')['context'].iloc[0]")  # loaded all the same
+
+
+def test_a_premise_of_markup_shows_as_its_characters(session):
+    page = session["page"]
+    box = explorer(page, 3)
+    box.locator(".sl-x-count").scroll_into_view_if_needed()
+    cell = box.locator(".sl-item-table tbody tr td.sl-c-premise").first
+    cell.wait_for(timeout=30_000)
+    assert cell.text_content() == MARKUP and cell.get_attribute("title") == MARKUP
+    assert box.locator(".sl-item-table img, .sl-item-table b").count() == 0
+    assert page.evaluate("window.__slMarkup") is None
 
 
 def test_no_errors_and_a_clean_checkout(session):

@@ -4,7 +4,6 @@ prefetch of the first rows' workbench scores (``prefetch.Prefetch``)."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -20,8 +19,6 @@ if TYPE_CHECKING:
     from ..app import AppPolicy
     from .widget import Explorer
 
-#: Seconds after the open row was unselected before it opens again (when no other row was selected meanwhile).
-REOPEN_S = 0.3
 #: What a workbench given to an explorer says in place of its views until the first item opens.
 ROW_HINT = "Click a row of the explorer above to open its item here (or press <b>Score</b> for the item shown)."
 #: Milliseconds a click that opens an item waits for a workbench given to the explorer to be on the page.
@@ -45,7 +42,6 @@ class Opener:
     def __init__(self, host: Explorer, workbench: Any, policy: AppPolicy) -> None:
         self.host, self.policy, self._workbench = host, policy, workbench
         self.prefetch = Prefetch()  # the workbench's scores of the first rows, ahead of a click
-        self._reopen: threading.Timer | None = None  # the open row, unselected, opens again unless a row follows
         # a click that opens an item scrolls the workbench into view in the browser (made on the first click: the
         # browser waits for it; given: it should be on the page already, else the person is told to display it)
         self.reveal = Reveal(wait_ms=MADE_WAIT_MS if workbench is None else GIVEN_WAIT_MS)
@@ -54,7 +50,7 @@ class Opener:
         if workbench is not None:
             workbench.add_class(self.reveal.target)
             workbench.hint(ROW_HINT)
-        host.table.widget.observe(self._row_clicked, "selected_rows")
+        host.table.on_click(self.open_row)  # a click on the open row opens it again (an edit made to it undone)
 
     @property
     def made(self) -> bool:
@@ -82,31 +78,6 @@ class Opener:
                                        "on the page: display it (its variable on the last line of a cell) to see the "
                                        "item</span>")
             self.reveal.missing = False  # the next click checks again
-
-    def _row_clicked(self, change: dict) -> None:
-        host = self.host
-        if host.table.setting:
-            return
-        with host.lock:
-            if self._reopen is not None:
-                self._reopen.cancel()
-                self._reopen = None
-            if not change["new"] and change["old"]:
-                # the table unselects the open row before it selects a clicked one, in two messages: the second is
-                # sent once this one is answered, so the answer is quick and the open row opens again only when
-                # no other row follows (a click on the open row unselects it: it opens it again)
-                self._reopen = threading.Timer(REOPEN_S, self._reopened, args=(change["old"][0],))
-                self._reopen.daemon = True
-                self._reopen.start()
-                return
-        if change["new"]:
-            self.open_row(change["new"][0])
-
-    def _reopened(self, k: int) -> None:
-        with self.host.lock:
-            self._reopen = None
-        self.host.table.select(k)
-        self.open_row(k)
 
     def open_row(self, k: int) -> None:
         """Open the ``k``-th row of the table (as filtered) in the workbench."""
@@ -175,7 +146,5 @@ class Opener:
             self.prefetch_rows(int(k[0]) + 1, delay=AFTER_OPEN_S)  # the rows "next" opens
 
     def close(self) -> None:
-        """Stop the prefetch and a pending reopen (the explorer is closing)."""
+        """Stop the prefetch (the explorer is closing)."""
         self.prefetch.close()
-        if self._reopen is not None:
-            self._reopen.cancel()

@@ -8,7 +8,7 @@
 // (the explorer makes its own on the first click) is scrolled to when it appears; one that never appears (given
 // to the explorer but not displayed) is reported through `missing`.
 
-const OPENERS = ".sl-item-table tbody tr, .sl-opens-item";
+const OPENERS = ".sl-item-table tbody tr[data-k], .sl-opens-item";
 
 function scrollerOf(el) {
   for (let node = el.parentElement; node; node = node.parentElement) {
@@ -63,7 +63,7 @@ function render({ model, el }) {
   function onClick(event) {
     if (event.slReplayed || !(event.target instanceof Element)) return;
     const opener = event.target.closest(OPENERS);
-    if (!opener || !root.contains(opener) || opener.querySelector("td.dt-empty")) return; // "No data" row
+    if (!opener || !root.contains(opener)) return;
     const found = bench();
     if (!found) {
       whenItAppears();

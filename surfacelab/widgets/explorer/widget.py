@@ -1,7 +1,7 @@
 """The Explorer: a dataset run beside the Workbench. Run a task (or open runs, or an lm-eval samples log), see the
 accuracy per scorer and run, who rescues whom and the verdict labels (each a filter), the items in a sortable,
-paged table (itables), and open any row in the workbench; edit the template and run the same items again beside
-the baseline (McNemar, flips).
+searchable table paged in the kernel (``table.ItemTable``), and open any row in the workbench; edit the template and
+run the same items again beside the baseline (McNemar, flips).
 
 Nothing here computes a score: runs are ``explore.evaluate_in_chunks`` (in the background, on a ``Runner``: the
 kernel stays free, Cancel stops the forward passes and keeps the chunks done) or ``logs.from_log``; the table,
@@ -28,6 +28,7 @@ import ipywidgets as w
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+import psutil
 
 from ... import explore, tasks
 from ..._checks import check_int
@@ -55,6 +56,12 @@ REDRAW_MAX_S = 24.0
 #: on the subshell that last wrote to it, so a field's new value, sent before the click, can be handled after it, on
 #: another thread.
 FIELDS_S = 0.2
+
+
+def kernel_memory() -> str:
+    """A line on the memory this kernel holds (resident), beside the runs' lines: a whole dataset's run is large."""
+    rss = psutil.Process().memory_info().rss
+    return f"<span class='sl-hint sl-x-memory'>kernel memory: {rss / 2**20:,.0f} MB resident</span>"
 
 
 def _head(run: EvalResult, k: int) -> EvalResult:
@@ -109,7 +116,7 @@ class Explorer(w.VBox):
         self.runner = Runner("explorer", on_error=self._failed)
         self.running = False  # a run is scoring (the rows it shows are not the ones to prefetch yet)
         self._build(task, split, n, template if isinstance(template, str) else "code", domain_premise)
-        self.table = ItemTable()
+        self.table = ItemTable(self)
         self.summary = Summary(self)
         self.ablation = AblationPanel(self)
         self.files = ExplorerFiles(self, self.policy, folder)
@@ -155,19 +162,19 @@ class Explorer(w.VBox):
         self.disagree_box = w.Checkbox(value=False, description="scorers disagree", indent=False)
         self.flipped_picker = w.Dropdown(options=[("—", None)], value=None, description="flipped", style=wide)
         self.label_picker = w.Dropdown(options=[ANY], value=ANY, description="label", style=wide)
-        # the words filter of ``filter(text=...)`` (premise, options, id in full); not in the layout: the table's
-        # own search box, in the browser, is the one a person types into
-        self.search_box = w.Text(value="", description="search", continuous_update=False)
+        # the item's task, where a run holds several (``explore.group_column``: a log folder's tasks, MMLU's subjects)
+        self.group_picker = w.Dropdown(options=[(ANY, None)], value=None, description="task", style=wide)
+        self.group_picker.layout.display = "none"
         self.clear_button = w.Button(description="clear filters", icon="times")
         self.filter_box = w.HBox([])
         classed([(self.task_box, "sl-x-task"), (self.split_box, "sl-x-split"), (self.n_box, "sl-x-n"),
                  (self.family_picker, "sl-x-family"), (self.domain_box, "sl-x-domain"), (self.name_box, "sl-x-name"),
                  (self.run_button, "sl-x-run-button"), (self.cancel_button, "sl-x-cancel"),
                  (self.progress, "sl-x-progress"), (self.progress_line, "sl-x-progress-line"),
-                 (self.message, "sl-x-message"), (self.filter_box, "sl-x-columns")])
+                 (self.message, "sl-x-message"), (self.filter_box, "sl-x-columns"), (self.group_picker, "sl-x-group")])
         self.run_button.on_click(lambda _: self.after_fields(self.run))
         self.cancel_button.on_click(lambda _: self.cancel())
-        for widget in (self.disagree_box, self.flipped_picker, self.label_picker, self.search_box):
+        for widget in (self.disagree_box, self.flipped_picker, self.label_picker, self.group_picker):
             widget.observe(lambda _: self._filter_changed(), "value")
         self.clear_button.on_click(lambda _: self.filter())
 
@@ -178,7 +185,7 @@ class Explorer(w.VBox):
         self.results = box([
             self.summary.box,
             box([w.HTML("<b>filter</b>"), self.filter_box, self.disagree_box, self.flipped_picker, self.label_picker,
-                 self.clear_button], "sl-x-filters"),
+                 self.group_picker, self.clear_button], "sl-x-filters"),
             box([self.table.count, w.HTML("<span class='sl-hint'>click a row to open the item in the workbench below "
                                     "(previous / next there step through these rows)</span>")], "sl-x-table-head"),
             self.table.widget, *self.ablation.widgets(), *self.files.widgets()], "sl-x-results", vertical=True)
@@ -330,7 +337,7 @@ class Explorer(w.VBox):
             if not runs:
                 return
             self.run_lines.value = "<br>".join(f"<b>{html.escape(n)}</b>: {html.escape(explore.run_line(r))}"
-                                               for n, r in self.runs.items())
+                                               for n, r in self.runs.items()) + f"<br>{kernel_memory()}"
             self.results.layout.display = None
             cols = explore.columns(runs)
             self.summary.refresh(runs, cols)
@@ -358,21 +365,35 @@ class Explorer(w.VBox):
                 self.flipped_picker.value = keep if keep in pairs else None
             finally:
                 self._hold = False
-        first = next(iter(runs.values()))
-        labels = sorted(first.items["why"].astype(str).unique()) if "why" in first.items else []
-        if list(self.label_picker.options) != [ANY, *labels]:
-            self._hold = True
-            try:
-                keep = self.label_picker.value
-                self.label_picker.options = [ANY, *labels]
-                self.label_picker.value = keep if keep in labels else ANY
-            finally:
-                self._hold = False
+        items = next(iter(runs.values())).items
+        labels = sorted(items["why"].astype(str).unique()) if "why" in items else []
+        self._offer(self.label_picker, [ANY, *labels], ANY)
+        group = explore.group_column(items)
+        counts = items[group].astype(str).value_counts().sort_index() if group else pd.Series(dtype=int)
+        self._offer(self.group_picker, [(ANY, None), *((f"{v} ({n})", v) for v, n in counts.items())], None)
+        self.group_picker.description = group or "task"
+        self.group_picker.layout.display = None if group else "none"
+
+    def _offer(self, picker: w.Dropdown, options: list, empty: Any) -> None:
+        """Give ``picker`` these ``options`` where they changed, keeping its value where it is still one of them (else
+        ``empty``); no filter change follows."""
+        if list(picker.options) == options:
+            return
+        self._hold = True
+        try:
+            keep = picker.value
+            picker.options = options
+            values = [o[1] if isinstance(o, tuple) else o for o in options]
+            picker.value = keep if keep in values else empty
+        finally:
+            self._hold = False
 
     def filter(self, *, right: Sequence[str] = (), wrong: Sequence[str] = (), disagree: bool = False,
-               flipped: tuple[str, str] | None = None, label: str | None = None, text: str = "") -> np.ndarray:
-        """Set every filter (the others cleared) and show the rows that pass (``explore.select``); their
-        positions (also ``table.rows``)."""
+               flipped: tuple[str, str] | None = None, label: str | None = None, group: str | None = None,
+               text: str = "") -> np.ndarray:
+        """Set every filter (the others cleared) and show the rows that pass (``explore.select``; ``group``: the
+        item's task or subject, ``text``: the table's search words); their positions, in the table's order (also
+        ``table.rows``)."""
         self._hold = True
         try:
             for col, d in self._filters.items():
@@ -385,7 +406,11 @@ class Explorer(w.VBox):
                 self.flipped_picker.options = [*self.flipped_picker.options, (" ≠ ".join(flipped), tuple(flipped))]
             self.flipped_picker.value = tuple(flipped) if flipped is not None else None
             self.label_picker.value = label if label is not None else ANY
-            self.search_box.value = text
+            groups = [v for _, v in self.group_picker.options]
+            if group is not None and group not in groups:
+                raise ValueError(f"group: unknown {group!r}; known: {groups[1:]}")
+            self.group_picker.value = group
+            self.table.words = str(text)
         finally:
             self._hold = False
         self._apply(self.shown())
@@ -403,17 +428,19 @@ class Explorer(w.VBox):
                 "disagree": [c for c in self._filters if c.startswith(next(iter(self.runs), "") + ":")]
                 if self.disagree_box.value else None,
                 "flipped": self.flipped_picker.value, "label": None if label == ANY else label,
-                "text": self.search_box.value}
+                "group": self.group_picker.value, "text": self.table.words}
 
     def _apply(self, runs: Mapping[str, EvalResult]) -> None:
         if not runs:
             return
+        filters = self.selection()
+        filters.pop("text")  # the table searches its own rows (``ItemTable.search``)
         try:
-            rows = explore.select(runs, **self.selection())
+            rows = explore.select(runs, **filters)
         except ValueError as err:
             self.show_error(err)
             return
-        self.table.show(runs, rows, self.search_box.value.strip())
+        self.table.show(runs, rows)
         self.opener.prefetch_rows()
 
     # --- the explorer's verbs (each done by one of its parts) ----------------------------------
