@@ -11,6 +11,7 @@ import shutil
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import surfacelab as sl
@@ -215,3 +216,40 @@ def test_a_chat_logs_bare_letters_under_a_domain_premise_are_said_to_be_glued(re
         warnings.simplefilter("error")  # a domain premise that ends in whitespace: nothing to say
         ok = from_lm_eval(chat, task="mmlu_management", lm=real_lm, domain_premise=" the answer is:\n", n_boot=0)
     assert ok.meta["domain_glued"] is None and ok.meta["logprob_check"]["agrees"]
+
+
+@pytest.mark.parametrize("weighting", ["size", "plain"])
+def test_a_groups_mean_and_stderr_are_lm_evals_own(weighting):
+    from lm_eval.api.metrics import aggregate_subtask_metrics, pooled_sample_stderr, unweighted_mean_stderr
+
+    from surfacelab.task_groups import group_mean
+
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        k = int(rng.integers(2, 12))
+        values, stderrs = rng.uniform(0, 1, k).tolist(), rng.uniform(0.001, 0.2, k).tolist()
+        sizes = rng.integers(2, 300, k).tolist()
+        mean, stderr = group_mean(values, stderrs, sizes, weighting)
+        assert mean == pytest.approx(aggregate_subtask_metrics(values, sizes, weighting == "size"), abs=1e-12)
+        theirs = pooled_sample_stderr(stderrs, sizes) if weighting == "size" else unweighted_mean_stderr(stderrs)
+        assert stderr == pytest.approx(theirs, abs=1e-12)
+    assert np.isnan(group_mean([0.5, 1.0], [float("nan"), 0.1], [1, 5], weighting)[1])  # lm-eval's "N/A"
+
+
+def test_a_group_lm_eval_averaged_plainly_is_told_from_its_record(tmp_path):
+    shutil.copytree(ZERO, tmp_path / "zero")
+    anatomy = next((tmp_path / "zero").rglob("samples_mmlu_anatomy_*.jsonl"))
+    anatomy.write_text(anatomy.read_text(encoding="utf-8").split("\n", 1)[1], encoding="utf-8")  # its doc 1 only
+    results_file = next((tmp_path / "zero").rglob("results_*.json"))
+    doc = json.loads(results_file.read_text(encoding="utf-8"))
+    stem = _leaves("mmlu_stem")
+    doc["groups"]["mmlu_stem"]["acc,none"] = float(np.mean([doc["results"][t]["acc,none"] for t in stem]))
+    results_file.write_text(json.dumps(doc), encoding="utf-8")  # as lm-eval writes a group of weight_by_size: false
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the edited log's hashes no longer match
+        res = from_lm_eval(tmp_path / "zero", n_boot=0)
+    assert res.meta["task_groups"]["mmlu_stem"]["weighting"] == "plain"
+    assert res.meta["task_groups"]["mmlu_other"]["weighting"] == "size"
+    row = sl.by_task(res).set_index(["task", "scorer"]).loc[("mmlu_stem", "lm")]
+    per_task = res.items[res.items["task"].isin(stem)].groupby("task")["correct_lm"].mean()
+    assert row["mean"] == pytest.approx(per_task.mean()) and row["mean"] != pytest.approx(row["accuracy"])

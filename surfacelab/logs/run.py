@@ -151,7 +151,8 @@ def from_log(
 
 def from_lm_eval(path: str | Path, **kwargs: Any) -> EvalResult:
     """``from_log(path, reader="lm-eval", ...)``: what ``lm_eval --log_samples`` (lm-evaluation-harness 0.4.x) wrote
-    for one ``multiple_choice`` task (its ``samples_<task>_<date>.jsonl``, or the folder holding it)."""
+    for the ``multiple_choice`` tasks of a run (a ``samples_<task>_<date>.jsonl``, or the folder of the run: all its
+    tasks, or the task or group ``task=`` names)."""
     return from_log(path, reader="lm-eval", **kwargs)
 
 

@@ -287,6 +287,22 @@ def test_a_whole_mmlu_log_folder_opens_each_row_with_its_own_subject_and_file(ti
     ex.close()
 
 
+@pytest.mark.filterwarnings("ignore:.*the premises are lighteval's doc.query")
+def test_a_lighteval_details_folder_opens_with_its_note_and_each_rows_file(tiny_lm, bench):
+    folder = LOGS.parents[1] / "logs" / "lighteval" / "chat_default"
+    ex = Explorer(tiny_lm, workbench=bench, log=folder)
+    res = ex.runs["lighteval"]
+    assert ex.last_error is None and len(ex.item_frame()) == len(res.items) == 10
+    assert "the premises are lighteval&#x27;s doc.query" in ex.run_lines.value  # escaped, as every text of a file
+    k = len(res.items) - 1
+    ex.open_item(k)
+    bench.wait()
+    file = next(folder.rglob(f"details_{res.items['task'].iloc[k]}_*.parquet")).name
+    assert f"the lighteval log of {res.items['task'].iloc[k]} ({file}) · doc_id {res.items['id'].iloc[k]}" in \
+        bench.examples.origin.value
+    ex.close()
+
+
 @pytest.mark.filterwarnings("ignore:.*passed over", "ignore:.*differs from the log", "ignore:Truncated to fit")
 def test_a_log_rescored_under_a_domain_premise_shows_the_check_in_its_run_line(tiny_lm, bench):
     ex = Explorer(tiny_lm, workbench=bench, log=LOGS)
