@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 import pandas as pd
 
-from . import tasks, text
+from . import chat, tasks, text
 from ._checks import check_int
 from .engine.requests import CONDITIONS, Entry, Plan, Scores
 from .runs import EvalResult, accuracy_table, items_frame, mcnemar, paired_table, scorer_columns
@@ -135,22 +135,33 @@ def _fit_to_window(lm: LM, task: Task, conditions: list[str], too_long: str) -> 
 def _scores_frame(task: Task, plan: Plan, scores: Scores, j: int, scorers: list[str]) -> pd.DataFrame:
     """The long (item, option) frame of task ``j`` of the plan, read from its results by key; only the
     columns of the selected scorers (the raw columns stay)."""
-    delim = task.template.target_delimiter  # the harness's joining space is not part of the answer's length
+    # the harness's joining space is not part of the answer's length (a chat template's options are without it)
+    delim = "" if _chatted(task) else task.template.target_delimiter
     table = plan_table(plan, scores, j, delimiter=delim)
     table.insert(1, "id", [task.items[i].id for i in table["item"]])
     table.insert(3, "is_gold", [task.items[i].gold == k for i, k in zip(table["item"], table["option_index"])])
     return scorer_columns(table, scorers)
 
 
+def _chatted(task: Task) -> bool:
+    """Whether the task's items were rendered through a chat template (``chat.render_item``)."""
+    return bool(task.items) and "chat_user" in task.items[0].meta
+
+
 def _items_frame(task: Task, scores: pd.DataFrame, scorers: list[str],
                  mass: dict[int, dict[str, float]] | None = None) -> pd.DataFrame:
     """One row per item (``runs.items_frame``), the item's ``subject`` where the task's records name one (MMLU's: the
     explorer's task filter), and the verdict columns (``mass``: item -> ``why.first_token_numbers`` of the items whose
-    split mass was measured)."""
+    split mass was measured). Under a chat template ``premise`` and ``domain_premise`` are as the template family
+    rendered them and ``domain_context`` is the rendered domain premise (the premise's is each option's ``context`` in
+    the scores)."""
     its = task.items
+    typed = [it.meta.get("chat_user", {"premise": it.premise, "domain_premise": it.domain_premise}) for it in its]
     items = items_frame(task.name, [it.id for it in its], [it.gold for it in its], [it.gold_option for it in its],
-                        [len(it.options) for it in its], [it.premise for it in its],
-                        [it.domain_premise for it in its], scores, scorers)
+                        [len(it.options) for it in its], [t["premise"] for t in typed],
+                        [t["domain_premise"] for t in typed], scores, scorers)
+    if _chatted(task):
+        items.insert(items.columns.get_loc("domain_premise") + 1, "domain_context", [it.domain_premise for it in its])
     subjects = [it.meta.get("subject", "") for it in its]
     if any(subjects):
         items["subject"] = subjects
@@ -177,12 +188,17 @@ def _counters(stats: Any) -> dict[str, int]:
 
 
 def _evaluate_many(lm: LM, task_list: list[Task], scorers: list[str], *, batch_size: int | str, progress: bool,
-                   n_boot: int, seed: int, too_long: str, labels: bool = False) -> list[EvalResult]:
+                   n_boot: int, seed: int, too_long: str, labels: bool = False,
+                   chat_template: Any = None) -> list[EvalResult]:
     """Evaluate several tasks with ONE engine call (and, with ``labels``, one next-token call for split mass)."""
     check_int("n_boot", n_boot, 0)
     check_int("seed", seed, 0)
     if too_long not in ("error", "skip"):
         raise ValueError(f"too_long: expected 'error' or 'skip', got {too_long!r}")
+    template = chat.resolve(lm, chat_template)
+    if template is not None:
+        task_list = [dataclasses.replace(t, items=[chat.render_item(lm, template, it, t.template) for it in t.items])
+                     for t in task_list]
     conditions = _conditions(scorers)
     fitted = [_fit_to_window(lm, t, conditions, too_long) for t in task_list]
     task_list = [t for t, _ in fitted]
@@ -204,6 +220,8 @@ def _evaluate_many(lm: LM, task_list: list[Task], scorers: list[str], *, batch_s
                 "why_cost": cost, "engine": counters, **result_meta(lm, scorers=scorers)}
         if isinstance(task.template, LMEvalTemplate):
             meta.update(lm_eval_task=task.template.lm_eval_task, lm_eval_yaml=task.template.yaml)
+        if template is not None:
+            meta["chat_template"] = template.meta()
         out.append(EvalResult(
             task=task.name, split=task.split, model=lm.name, template=task.template.name, scorers=scorers,
             scores=scores, items=items, accuracy=accuracy, paired=paired_table(items, scorers), meta=meta,
@@ -229,6 +247,7 @@ def evaluate(
     n_boot: int = 1000,
     seed: int = 0,
     too_long: str = "error",
+    chat_template: Any = None,
 ) -> EvalResult:
     """Score every item of a task with every scorer; accuracy with CIs, paired tests and why labels.
 
@@ -250,6 +269,13 @@ def evaluate(
             ``"skip"`` leaves such items out and lists their ids in ``meta["skipped_too_long"]``.
             (A context that is too long is cut from the left instead, with a warning, and the cut is
             reported in the ``truncated`` columns.)
+        chat_template: score an instruct model as lm-evaluation-harness's ``--apply_chat_template`` does
+            (``surfacelab.chat``): True for the tokenizer's own template, a template's text, or a
+            ``chat.ChatTemplate`` (with lm-eval's ``--system_instruction`` / ``--fewshot_as_multiturn``). Every
+            premise and domain premise is rendered alike (the template's preamble in the system turn, few-shot
+            examples as turns, the generation prompt last) and the options are scored without the target
+            delimiter. ``scores["context"]`` is then the rendered premise, ``items["domain_context"]`` the rendered
+            domain premise, ``meta["chat_template"]`` the template. None: plain text.
 
     Returns:
         an :class:`EvalResult` (see the module docstring for ties, COPA-flipped and the why labels).
@@ -259,7 +285,7 @@ def evaluate(
     if template is not None:
         task = task.with_template(template)
     return _evaluate_many(lm, [task], scorers, batch_size=batch_size, progress=progress, n_boot=n_boot,
-                          seed=seed, too_long=too_long, labels=True)[0]
+                          seed=seed, too_long=too_long, labels=True, chat_template=chat_template)[0]
 
 
 def evaluate_fewshot(
@@ -275,6 +301,7 @@ def evaluate_fewshot(
     batch_size: int | str = "auto",
     progress: bool = True,
     too_long: str = "error",
+    chat_template: Any = None,
 ) -> pd.DataFrame:
     """Accuracy with ``n_shot`` labelled examples prepended, over several shot seeds (mean ± std).
 
@@ -283,7 +310,8 @@ def evaluate_fewshot(
             items either way.
         n_shot: examples per prompt (>= 1); one shared set per seed, drawn as in ``tasks.fewshot``.
         seeds: shot seeds; all of their requests go to the engine in one call.
-        too_long: as in :func:`evaluate`.
+        too_long, chat_template: as in :func:`evaluate` (under a chat template the examples are turns of their own,
+            unless ``ChatTemplate(fewshot_as_multiturn=False)``).
 
     Returns:
         One row per scorer: ``scorer``, ``n_shot``, ``n_items``, ``n_seeds``, ``mean``, ``std`` (sample
@@ -302,7 +330,7 @@ def evaluate_fewshot(
         base = _limited(_check_task(task), limit)
         runs = [tasks.fewshot(base, n_shot, seed=s) for s in seeds]
     results = _evaluate_many(lm, runs, scorers, batch_size=batch_size, progress=progress, n_boot=0, seed=0,
-                             too_long=too_long)
+                             too_long=too_long, chat_template=chat_template)
     acc = np.array([[r.accuracy.set_index("scorer").loc[s, "accuracy"] for r in results] for s in scorers])
     out = pd.DataFrame({
         "scorer": scorers,
@@ -335,6 +363,7 @@ def ablate(
     n_boot: int = 1000,
     seed: int = 0,
     too_long: str = "error",
+    chat_template: Any = None,
 ) -> pd.DataFrame:
     """Accuracy per (template, domain premise, scorer) with bootstrap CIs; one engine call for the whole grid.
 
@@ -347,7 +376,8 @@ def ablate(
             ``tasks.templates(task.name)`` or ``Template`` objects; default: the task's own.
         domain_premises: domain premises (format strings or callables) crossed with every template;
             default: each template's own.
-        scorers, limit, batch_size, progress, n_boot, seed, too_long: as in :func:`evaluate`.
+        scorers, limit, batch_size, progress, n_boot, seed, too_long, chat_template: as in :func:`evaluate` (one
+            chat template for every cell).
 
     Returns:
         One row per (template, domain premise, scorer): ``template`` (as given: family or template
@@ -365,7 +395,7 @@ def ablate(
     grid = [(tpl, dp) for tpl in (templates or [task.template]) for dp in (domain_premises or [None])]
     variants = [task.with_template(tpl, domain_premise=dp) for tpl, dp in grid]
     results = _evaluate_many(lm, variants, scorers, batch_size=batch_size, progress=progress, n_boot=n_boot,
-                             seed=seed, too_long=too_long)
+                             seed=seed, too_long=too_long, chat_template=chat_template)
     frames = []
     ref = results[0].items
     for (tpl, _), variant, res in zip(grid, variants, results):

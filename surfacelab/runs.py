@@ -100,18 +100,23 @@ class EvalResult:
     def result(self, i: int) -> MCResult:
         """Item ``i``'s scores as an ``MCResult``, without scoring it again: its option rows of ``.scores``
         completed with every registered scorer's column; the token frame is empty (``evaluate`` keeps only
-        each option's totals)."""
+        each option's totals). Its premise and domain premise are the contexts the options were scored after (under a
+        chat template, the rendered ones: ``scores["context"]``, ``items["domain_context"]``)."""
         if not is_int(i) or not 0 <= i < len(self.items):
             raise ValueError(f"i: expected an item position in [0, {len(self.items)}), got {i!r}")
         row = self.items.iloc[int(i)]
-        table = item_table(self.scores[self.scores["item"] == row["item"]])  # every scorer, from the run's rows
-        domain = None if table[LOGPROB_COLUMNS["domain"]].isna().all() else row["domain_premise"]
+        rows = self.scores[self.scores["item"] == row["item"]]
+        table = item_table(rows)  # every scorer, from the run's rows
+        contexts = rows["context"].astype(str).unique()
+        premise = contexts[0] if len(contexts) == 1 else str(row["premise"])  # a flipped item: one per option
+        domain = row.get("domain_context") if isinstance(row.get("domain_context"), str) else row["domain_premise"]
+        domain = None if table[LOGPROB_COLUMNS["domain"]].isna().all() else domain
         tokens = pd.DataFrame({"option": pd.Series(dtype=str), "condition": pd.Series(dtype=str),
                                "token": pd.Series(dtype=str), "logprob": pd.Series(dtype=float)})
-        return MCResult(str(row["premise"]), [str(o) for o in table["option"]], domain, self.model, table, tokens,
-                        int(row["gold"]), meta={"template": self.template, **{k: self.meta.get(k) for k in
-                                                                             ("fingerprint", "backend", "seed")},
-                                                "scorers": self.scorers})
+        kept = {k: self.meta.get(k) for k in ("fingerprint", "backend", "seed")}
+        kept.update({"chat_template": self.meta["chat_template"]} if "chat_template" in self.meta else {})
+        return MCResult(premise, [str(o) for o in table["option"]], domain, self.model, table, tokens,
+                        int(row["gold"]), meta={"template": self.template, **kept, "scorers": self.scorers})
 
     def __repr__(self) -> str:
         named = next((c for c in ("lm_eval_metric", "log_metric") if c in self.accuracy), None)  # the peer's metric

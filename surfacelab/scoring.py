@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 import pandas as pd
 
+from . import chat
 from ._checks import is_int
 from ._format import gap
 from ._results import JSONResult, model_meta
@@ -207,7 +208,9 @@ def _explain(result: MCResult) -> str:
         lines.append(f"Length: {pmi_top!r} has {int(b['n_tokens'])} tokens against {int(a['n_tokens'])}, and every "
                      f"extra token costs log-probability ({per_text}).")
     if prior_gap > 0:
-        lines.append(f"Prior: without the premise (domain premise {result.domain_premise!r}) the model already "
+        typed = result.meta.get("chat_user", {}).get("domain_premise", result.domain_premise)  # as given
+        where = f"domain premise {typed!r}" + (" as a chat turn" if "chat_user" in result.meta else "")
+        lines.append(f"Prior: without the premise ({where}) the model already "
                      f"prefers {lm_top!r} by {gap(prior_gap)} nats, so most of its LM lead is a-priori frequency, "
                      f"not evidence from the premise.")
     else:
@@ -327,6 +330,7 @@ def score_items(
     progress: bool = True,
     cache: bool = True,
     top_k: int = 0,
+    chat_template: Any = None,
 ) -> list[MCResult]:
     """Score many items with ONE engine call (batching, deduplication and caching across items).
 
@@ -337,18 +341,28 @@ def score_items(
         top_k: also find the k most likely tokens at every scored position, in the same forward
             pass (``engine.logprobs(top_k=...)``); ``alternatives.token_view`` with the same k then
             needs no forward of its own.
+        chat_template: render the premise and the domain premise alike through a chat template, as
+            lm-evaluation-harness's ``--apply_chat_template`` does (``surfacelab.chat``): True for the
+            tokenizer's own, a template's text, or a ``chat.ChatTemplate`` (a system instruction too);
+            None: plain text. The options are scored as given, right after the rendered context.
 
     Returns:
-        One ``MCResult`` per item.
+        One ``MCResult`` per item. Under a chat template its ``premise`` / ``domain_premise`` are the
+        rendered contexts (what the model read), ``meta["chat_template"]`` records the template and
+        ``meta["chat_user"]`` the premise and domain premise as given.
     """
-    parsed = [_parse_item(i, it) for i, it in enumerate(items)]
+    template = chat.resolve(lm, chat_template)
+    given = [_parse_item(i, it) for i, it in enumerate(items)]
+    parsed = [(ctx, o, dom, g) for (p, o, d, g) in given for ctx, dom in [chat.contexts(lm, template, p, d)]]
     plan = Plan([[Entry((p,) * len(o), tuple(o), d) for p, o, d, _ in parsed]])
     scores = plan.run(lm, batch_size=batch_size, progress=progress, cache=cache, top_k=top_k)
     rows = dict(tuple(plan.frame(scores).groupby("item", sort=False)))
     out = []
-    for i, (premise, options, domain, gold) in enumerate(parsed):
+    for i, ((premise, options, domain, gold), (typed, _, typed_domain, _)) in enumerate(zip(parsed, given)):
+        more = {} if template is None else {"chat_template": template.meta(),
+                                            "chat_user": {"premise": typed, "domain_premise": typed_domain}}
         out.append(MCResult(premise, options, domain, lm.name, item_table(rows[i]), _tokens(plan, scores, i), gold,
-                            meta=result_meta(lm, engine=scores.stats)))
+                            meta=result_meta(lm, engine=scores.stats, **more)))
     warn_truncation(pd.concat([r.table.assign(item=i) for i, r in enumerate(out)]), lm.max_length,
                     "the 'truncated' and 'domain_truncated' columns of MCResult.table")
     return out
@@ -399,6 +413,7 @@ def score(
     batch_size: int | str = "auto",
     cache: bool = True,
     top_k: int = 0,
+    chat_template: Any = None,
 ) -> MCResult:
     """Score every option under the premise, the domain premise (if given) and an empty context.
 
@@ -409,6 +424,10 @@ def score(
         domain_premise: the domain premise for Unc and DC-PMI (e.g. " the answer is:").
         gold: index of the correct option, if known (marked in views).
         top_k: as in ``score_items``.
+        chat_template: True (the tokenizer's own), a template's text or a ``chat.ChatTemplate``: the premise and
+            the domain premise are rendered alike as chat turns (``score_items``); the result's ``premise`` and
+            ``domain_premise`` are the rendered contexts. A tokenizer without a chat template asked for True is a
+            ``ValueError`` naming ``chat_template``.
 
     Example:
         >>> r = score(lm, "The man took a bath in the", [" bathtub", " xylophone"], domain_premise=" the")
@@ -418,9 +437,10 @@ def score(
         ['lm', 'avg', 'per_char', 'per_byte', 'unc', 'dcpmi', 'pmi_null']
     """
     result = score_items(lm, [(premise, options, domain_premise)], batch_size=batch_size, progress=False,
-                         cache=cache, top_k=top_k)[0]
-    joined = [f"options[{i}] {o!r} reads '…{premise.split()[-1]}{o}'" for i, o in enumerate(result.options)
-              if glued(premise, o)]
+                         cache=cache, top_k=top_k, chat_template=chat_template)[0]
+    read = result.premise  # the context the options follow (rendered, under a chat template)
+    joined = [f"options[{i}] {o!r} reads '…{read.split()[-1]}{o}'" for i, o in enumerate(result.options)
+              if glued(read, o)]
     if joined:
         warnings.warn(f"{'; '.join(joined)}: glued to the premise's last word (no space on either side). Start an "
                       "option with a space to score it as a new word; an option is read exactly as typed.",

@@ -12,7 +12,9 @@ The rules, in order:
    continuation, its span starts at 0, and the encoding is flagged ``merged``. Its log-prob is
    P(token | context tokens before it): the context is scored one token shorter, never shifted.
 5. **Empty context.** The continuation is conditioned on BOS, or EOS where the model has no BOS.
-   Models whose tokenizer adds BOS to every sequence get it on every request.
+   Models whose tokenizer adds BOS to every sequence get it on every request, once: a context that
+   starts with the BOS token itself (a chat template that writes it) gets no second one, as in
+   lm-evaluation-harness.
 6. **Window.** If the sequence is longer than the model's window, context tokens are dropped from
    the left (BOS is kept) and ``truncated`` says how many; a continuation that cannot fit at all
    raises ``ValueError``.
@@ -187,11 +189,13 @@ def encode(lm: LM, context: str, continuation: str) -> Encoding:
     merged = offsets[first][0] < boundary
     spans = tuple((max(0, s - boundary), e - boundary) for s, e in offsets[first:])
     head: list[int] = []
-    if lm.add_bos:
+    context_ids = list(ids[:first])
+    if lm.add_bos and context_ids[:1] == [tok.bos_token_id]:  # the context writes BOS itself (a chat template's)
+        head, context_ids = context_ids[:1], context_ids[1:]
+    elif lm.add_bos:
         head = [tok.bos_token_id]
     elif first == 0:
         head = [lm.prefix_id]
-    context_ids = list(ids[:first])
     scored = list(ids[first:])
     room = lm.max_length - len(scored) - len(head)
     if room < (0 if head else 1):
@@ -211,9 +215,11 @@ def encode_prompt(lm: LM, context: str) -> tuple[int, ...]:
     A prompt longer than the model's window keeps its last tokens, with a warning that says so.
     """
     check_text(context, "context")
-    ids = lm.tokenizer(context, add_special_tokens=False)["input_ids"]
-    head = [lm.tokenizer.bos_token_id] if lm.add_bos else ([] if ids else [lm.prefix_id])
-    ids = head + list(ids)
+    ids = list(lm.tokenizer(context, add_special_tokens=False)["input_ids"])
+    bos = lm.tokenizer.bos_token_id
+    head = ([] if ids[:1] == [bos] else [bos]) if lm.add_bos else ([] if ids else [lm.prefix_id])
+    ids = head + ids
+    head = ids[:1] if lm.add_bos else head  # the BOS is kept, whoever wrote it
     if len(ids) > lm.max_length:
         cut = len(ids) - lm.max_length
         warnings.warn(f"context: {len(ids)} tokens exceed the model's window of {lm.max_length}; "
