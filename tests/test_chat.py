@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import warnings
 from pathlib import Path
 
@@ -176,6 +177,45 @@ def test_few_shot_examples_are_turns_of_their_own_or_written_out(chat_lm):
     assert single.premise == _user(tok, it.meta["fewshot_prefix"] + tpl.render_body(it.meta["fields"]))
 
 
+# --- logs ---------------------------------------------------------------------------------------------------
+
+def test_a_logs_template_is_rendered_only_when_it_is_the_models_own(tiny_lm, chat_lm):
+    logged = _results(ZERO)["chat_template"]
+    for lm in (tiny_lm, chat_lm):
+        with pytest.raises(ValueError, match=r"^chat_template: the log was rendered through a chat template \(sha256 "
+                                             r"872be49dbb63\) that is not the tokenizer's own"):
+            sl.from_lm_eval(ZERO, lm=lm, domain_premise="Answer:", progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # another model than the log's, cut to its window: not the log's numbers
+        res = sl.from_lm_eval(ZERO, lm=chat_lm, domain_premise="Answer:", chat_template=logged, progress=False)
+    assert set(res.items["domain_context"]) == {_user(chat_lm.tokenizer, "Answer:", template=logged)}
+    assert res.meta["chat_template"]["sha"] == _results(ZERO)["chat_template_sha"]
+
+
+def test_chat_template_on_a_log_is_refused_where_it_means_nothing(tiny_lm, tmp_path):
+    with pytest.raises(ValueError, match=r"^chat_template: it renders the domain premise of a log"):
+        sl.from_lm_eval(ZERO, lm=tiny_lm, chat_template=True)
+    plain = tmp_path / "plain"
+    shutil.copytree(ZERO, plain)
+    results = next(plain.glob("results_*.json"))
+    doc = json.loads(results.read_text())
+    doc["chat_template"] = None
+    results.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=r"^chat_template: the log's prompts are plain text"):
+        sl.from_lm_eval(plain, lm=tiny_lm, domain_premise="Answer:", chat_template=True)
+
+
+def test_a_log_whose_contexts_do_not_match_its_system_turn_is_refused(chat_lm, tmp_path):
+    edited = tmp_path / "edited"
+    shutil.copytree(ZERO, edited)
+    results = next(edited.glob("results_*.json"))
+    doc = json.loads(results.read_text())
+    doc["system_instruction"] = "Something the run never said."
+    results.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=r"^chat_template: the logged context of doc_id 0 does not start and end as"):
+        sl.from_lm_eval(edited, lm=chat_lm, domain_premise="Answer:", chat_template=doc["chat_template"])
+
+
 # --- the packaged instruct model (SmolLM2-135M-Instruct) ------------------------------------------------------
 
 @pytest.mark.slow
@@ -219,3 +259,35 @@ def test_system_instruction_description_and_multiturn_shots_render_as_lm_eval_re
         rendered = chat.render_item(real_lm, spec, shots, template)
         assert rendered.premise == rec["arguments"]["gen_args_0"]["arg_0"]
         assert rendered.options == [rec["arguments"][f"gen_args_{k}"]["arg_1"] for k in range(4)]
+
+
+@pytest.mark.slow
+def test_a_chat_log_rescored_under_a_domain_premise_uses_the_logs_template(real_lm):
+    res = sl.from_lm_eval(ZERO, lm=real_lm, domain_premise="Answer:", progress=False)
+    log = _records(ZERO, "arc_local")
+    logged = np.array([float(rec["filtered_resps"][k][0]) for rec in log for k in range(len(rec["filtered_resps"]))])
+    np.testing.assert_allclose(res.scores["surfacelab_logprob"], logged, rtol=1e-5, atol=1e-5)  # LM, as logged
+    assert res.scores["logprob"].tolist() == logged.tolist()
+    dom = _user(real_lm.tokenizer, "Answer:", template=_results(ZERO)["chat_template"])
+    assert set(res.items["domain_context"]) == {dom}
+    options = res.scores["option"].tolist()
+    prior = np.array([s.total for s in sl.logprobs(real_lm, [(dom, o) for o in options], cache=False)])
+    # fp32 batching noise of ~250-token contexts: up to ~3e-5 nats (a plain domain premise is nats away)
+    np.testing.assert_allclose(res.scores["dcpmi"], logged - prior, rtol=1e-5, atol=1e-4)
+    few = sl.from_lm_eval(FEW, task="mmlu_management", lm=real_lm, domain_premise="Answer:", progress=False)
+    description = _results(FEW)["configs"]["mmlu_management"]["description"]
+    assert set(few.items["domain_context"]) == {_user(real_lm.tokenizer, "Answer:", INSTRUCTION + "\n\n" + description)}
+    assert few.meta["logprob_check"]["agrees"]
+
+
+def test_a_plain_domain_premise_glued_to_a_chat_logs_options_is_said(tiny_lm):
+    with pytest.warns(UserWarning, match=r"options have no leading space: under the domain premise they are glued to "
+                                         r"its last word \('…Answer:"):
+        res = sl.from_lm_eval(ZERO, lm=tiny_lm, domain_premise="Answer:", chat_template=False, progress=False)
+    assert "domain_context" not in res.items
+    assert any("glued to its last word" in n for n in sl.logs.log_notes(res.meta))
+    with warnings.catch_warnings(record=True) as caught:  # the tiny model is not the log's: those warnings stay
+        warnings.simplefilter("always")
+        spaced = sl.from_lm_eval(ZERO, lm=tiny_lm, domain_premise="Answer: ", chat_template=False, progress=False)
+    assert caught and not any("glued" in str(w.message) for w in caught)
+    assert not any("glued" in n for n in sl.logs.log_notes(spaced.meta))

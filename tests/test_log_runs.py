@@ -207,14 +207,17 @@ def test_the_cli_names_the_task_flag_and_lists_tasks_briefly(capsys):
 def test_a_chat_logs_bare_letters_under_a_domain_premise_are_said_to_be_glued(real_lm):
     chat = Path(__file__).resolve().parent / "logs" / "lm_eval_chat" / "fewshot_system"
     with pytest.warns(UserWarning) as caught:
-        res = from_lm_eval(chat, task="mmlu_management", lm=real_lm, domain_premise=" the answer is:", n_boot=0)
+        # chat_template=False: the plain domain premise (by default it is rendered through the log's own template)
+        res = from_lm_eval(chat, task="mmlu_management", lm=real_lm, domain_premise=" the answer is:", n_boot=0,
+                           chat_template=False)
     options = res.scores["option"].unique().tolist()
     assert options == ["A", "B", "C", "D"]  # as lm-eval logged them under its chat template: no leading space
     said = " ".join(str(w.message) for w in caught)
     assert "4 options have no leading space: under the domain premise they are glued to its last word ('…is:A')" in said
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a domain premise that ends in whitespace: nothing to say
-        ok = from_lm_eval(chat, task="mmlu_management", lm=real_lm, domain_premise=" the answer is:\n", n_boot=0)
+        ok = from_lm_eval(chat, task="mmlu_management", lm=real_lm, domain_premise=" the answer is:\n", n_boot=0,
+                          chat_template=False)
     assert ok.meta["domain_glued"] is None and ok.meta["logprob_check"]["agrees"]
 
 

@@ -35,9 +35,11 @@ from ..scorers import SCORERS, check_scorers
 from ..engine.requests import CONDITIONS, CUT_COLUMNS, LOGPROB_COLUMNS
 from ..scoring import option_table, result_meta, score_items
 from ..text import glued
+from .. import chat
+from ..chat import ChatTemplate
 from .notes import warn
 from .readers import reader_for
-from .records import LogRun, LogTask
+from .records import TYPE_NAMES, LogRun, LogTask, kind_of, short
 
 if TYPE_CHECKING:
     from ..models import LM
@@ -61,6 +63,7 @@ def from_log(
     progress: bool = True,
     n_boot: int = 1000,
     seed: int = 0,
+    chat_template: Any = None,
 ) -> EvalResult:
     """An ``EvalResult`` from the per-document logs another framework wrote for one or more multiple-choice tasks.
 
@@ -79,6 +82,13 @@ def from_log(
         scorers: scorer names (list or comma-separated); default: every scorer the log (and ``lm``) can give.
         filter_name: lm-eval's filter to read when the log holds several (multiple_choice tasks have one, "none").
         batch_size, progress: as in :func:`surfacelab.evaluate` (used with ``lm``).
+        chat_template: how the domain premise is rendered. None (default): as the log's own prompts were -- a log of
+            ``--apply_chat_template`` has its domain premise rendered through the log's chat template, system
+            instruction and each task's description (``surfacelab.chat``), so that DC-PMI compares chat turns with
+            chat turns; a plain log's stays plain. A template read from a file is rendered only when it is the model's
+            own: for another, pass its text here (True: the model's own); False: plain text whatever the log's
+            prompts were. ``items["domain_context"]`` holds the rendered domain premise and ``meta["chat_template"]``
+            the template.
         n_boot, seed: bootstrap resamples and seed of the accuracy CIs, as in :func:`surfacelab.evaluate`.
 
     Returns:
@@ -99,11 +109,16 @@ def from_log(
         ValueError: naming ``path`` (missing, an empty folder, several runs in it, not a regular file, too large,
             not a log, a layout or version the reader does not know, a field of the wrong type, a logged
             log-likelihood that is not finite or above 0, a generation task, several gold answers; the file, line,
-            document and field), ``reader`` (unknown), ``task`` / ``filter_name`` (ambiguous or unknown),
-            ``domain_premise`` (without ``lm``) or ``scorers`` (one the log cannot give).
+            document and field; a logged context that does not start and end as its chat template renders), ``reader``
+            (unknown), ``task`` / ``filter_name`` (ambiguous or unknown), ``domain_premise`` (without ``lm``),
+            ``scorers`` (one the log cannot give) or ``chat_template`` (without a domain premise, on a plain log, or
+            a log's template that is not the model's own).
     """
     if domain_premise is not None and lm is None:
         raise ValueError("domain_premise: scoring the domain condition needs a model: pass lm= as well")
+    if chat_template is not None and domain_premise is None:
+        raise ValueError("chat_template: it renders the domain premise of a log (the logged prompts are scored as "
+                         "they are): pass domain_premise= and lm= as well")
     if domain_premise is not None and (not isinstance(domain_premise, str) or not domain_premise.strip()):
         raise ValueError(f"domain_premise: expected a non-blank string, got {domain_premise!r}")
     if not isinstance(path, (str, Path)):
@@ -116,12 +131,19 @@ def from_log(
         _decode_contexts(lm, log.tasks)
     raw = _raw_rows(log.tasks)
     checks: dict[str, Any] = {}
+    template = None if domain_premise is None else log_chat(lm, log, chat_template)
+    rendered = {t.task: rendered_domain(lm, template, log, t, domain_premise) for t in log.tasks} if template else {}
+    domains = [rendered.get(t.task, domain_premise) for t in log.tasks for _ in t.docs]  # per item
     if lm is not None:
-        checks = _rescore(lm, raw, domain_premise, batch_size=batch_size, progress=progress)
+        checks = _rescore(lm, raw, domains, batch_size=batch_size, progress=progress)
+        checks["domain_premise"] = domain_premise
     table = _ordered(option_table(raw, by="item"))
     scorers, left_out = _usable_scorers(table, scorers)
     scores = scorer_columns(table, scorers)
     items = _items_frame(log.tasks, scores, scorers, domain_premise or "")
+    if template is not None:
+        items.insert(items.columns.get_loc("domain_premise") + 1, "domain_context", domains)
+        checks["chat_template"] = template.meta()
     name, covering = _name(log)
     recomputed = {s: m for t in log.tasks for m, s in t.metric_scorers.items()}
     accuracy = accuracy_table(items, scorers, n_boot, seed)
@@ -139,7 +161,8 @@ def from_log(
         "log_reported": {x.task if isinstance(x, LogTask) else x.name: {"aggregates": x.aggregates,
                                                                          "stderrs": x.stderrs}
                          for x in [*log.tasks, *log.groups]},
-        "log_settings": log.settings, "log_chat": log.chat, "domain_glued": _glued(raw, domain_premise),
+        "log_settings": log.settings, "log_chat": log.chat,
+        "domain_glued": _glued(raw, None if template else domain_premise),
         "n_boot": n_boot, "seed": seed, **checks,
         **(result_meta(lm, scorers=scorers) if lm is not None else {"scorers": scorers}),
     }
@@ -154,6 +177,67 @@ def from_lm_eval(path: str | Path, **kwargs: Any) -> EvalResult:
     for the ``multiple_choice`` tasks of a run (a ``samples_<task>_<date>.jsonl``, or the folder of the run: all its
     tasks, or the task or group ``task=`` names)."""
     return from_log(path, reader="lm-eval", **kwargs)
+
+
+# ----------------------------------------------------------------------------- chat templates
+def _results_where(log: LogRun) -> str:
+    """Where a log's run settings come from, for a message."""
+    return f"path: {log.files[0]!r} (the run's results file)" if log.files else f"path: {log.tasks[0].files[0]!r}"
+
+
+def log_chat(lm: LM, log: LogRun, value: Any) -> ChatTemplate | None:
+    """The chat template a log's domain premise is rendered with (None: plain text, as the log's prompts).
+
+    ``value`` None: the log's own (its run's ``chat_template``, ``system_instruction``, ``fewshot_as_multiturn``),
+    rendered only when it is ``lm``'s own template: a template read from a file is not run otherwise. True or a
+    template's text: that template, with the log's system instruction; a ``ChatTemplate``: as given; False: plain
+    text whatever the log's prompts were.
+    """
+    if value is False:
+        return None
+    record, where = log.chat, _results_where(log)
+    logged, system, multiturn = (record.get(k) for k in ("template", "system_prompt", "fewshot_as_multiturn"))
+    for key, got, kind in (("chat_template", logged, str), ("system_instruction", system, str),
+                           ("fewshot_as_multiturn", multiturn, bool)):
+        if got is not None and not isinstance(got, kind):
+            raise ValueError(f"{where}: {key} is {kind_of(got)}, not {TYPE_NAMES[kind]}")
+    if value is None and not logged:
+        return None
+    if value is not None and record.get("applied") is False:
+        raise ValueError("chat_template: the log's prompts are plain text (its results file records no chat "
+                         "template), so its domain premise is plain text too: leave chat_template out")
+    if value is None:
+        own = chat.own_template(lm)
+        if logged != own:
+            mine = f"sha256 {ChatTemplate(own).sha[:12]}" if own else "none"
+            raise ValueError(f"chat_template: the log was rendered through a chat template (sha256 "
+                             f"{ChatTemplate(logged).sha[:12]}) that is not the tokenizer's own of {lm.name!r} "
+                             f"({mine}); a template read from a file is rendered only when it is the model's: pass "
+                             "its text (the results file's chat_template) as chat_template= to render with it")
+        value = logged
+    if not isinstance(value, ChatTemplate):
+        value = ChatTemplate(None if value is True else value, system, True if multiturn is None else multiturn)
+    return chat.resolve(lm, value)
+
+
+def rendered_domain(lm: LM, template: ChatTemplate, log: LogRun, task: LogTask, domain_premise: str) -> str:
+    """The domain premise rendered as the log's requests were (``chat.render``: the system instruction and the
+    task's description in the system turn, its ``gen_prefix``), after checking that every logged context starts and
+    ends as the template renders a request of the task."""
+    config = task.settings.get("config") or {}  # the task's configuration in the results file
+    parts = {"description": config.get("description") or "", "gen_prefix": config.get("gen_prefix"),
+             "join": config.get("fewshot_delimiter", chat.SYSTEM_JOIN)}
+    for key, got in parts.items():
+        if got is not None and not isinstance(got, str):
+            raise ValueError(f"{_results_where(log)}: configs.{task.task}.{key} is {kind_of(got)}, not a string")
+    start, end = chat.frame(lm, template, **parts)
+    for d in task.docs:
+        if not (d.contexts[0].startswith(start) and d.contexts[0].endswith(end)):
+            raise ValueError(f"chat_template: the logged context of doc_id {short(d.doc_id)} does not start and end as "
+                             f"the chat template renders a request of {task.task!r} (system instruction "
+                             f"{template.system_instruction!r}, the task's description): the domain premise cannot "
+                             "be rendered as the premise was")
+    return chat.render(lm, template, domain_premise, **parts)
 
 
 # ----------------------------------------------------------------------------- frames
@@ -220,14 +304,15 @@ def _raw_rows(tasks: list[LogTask]) -> pd.DataFrame:
                              null: d.null_lls[k] if d.null_lls is not None else np.nan,
                              "surfacelab_logprob": np.nan, **{c: 0 for c in CUT_COLUMNS.values()}})
     return pd.DataFrame(rows)
-def _rescore(lm: LM, raw: pd.DataFrame, domain_premise: str | None, *, batch_size: int | str,
+def _rescore(lm: LM, raw: pd.DataFrame, domains: Sequence[str | None], *, batch_size: int | str,
              progress: bool) -> dict[str, Any]:
     """Score the logged strings with ``lm`` (one engine call), fill the model's columns of ``raw`` in place (the
     logged log-likelihood stays the premise's; surfacelab's is ``surfacelab_logprob``; the log's unconditional ones
-    stay where it has them) and return the log-prob check: the largest |surfacelab - logged| and whether it is
-    within ``LOGPROB_TOL``."""
+    stay where it has them; ``domains``: each item's domain premise, as the model reads it) and return the log-prob
+    check: the largest |surfacelab - logged| and whether it is within ``LOGPROB_TOL``."""
     groups = raw.groupby("item", sort=False)
-    triples = [(str(g["context"].iloc[0]), list(dict.fromkeys(g["option"])), domain_premise) for _, g in groups]
+    triples = [(str(g["context"].iloc[0]), list(dict.fromkeys(g["option"])), domain)
+               for (_, g), domain in zip(groups, domains)]
     results = score_items(lm, triples, batch_size=batch_size, progress=progress)
     has_null = raw[LOGPROB_COLUMNS["null"]].notna().all()
     filled = {"surfacelab_logprob": LOGPROB_COLUMNS["premise"], "n_tokens": "n_tokens",
@@ -241,7 +326,7 @@ def _rescore(lm: LM, raw: pd.DataFrame, domain_premise: str | None, *, batch_siz
             raw.loc[g.index, column] = t[source].to_numpy()
     diff = float((raw["surfacelab_logprob"] - raw[LOGPROB_COLUMNS["premise"]]).abs().max())
     return {"logprob_check": {"max_abs_diff": diff, "tolerance": LOGPROB_TOL, "agrees": diff <= LOGPROB_TOL},
-            "domain_premise": domain_premise, "null_from": "log" if has_null else "surfacelab"}
+            "null_from": "log" if has_null else "surfacelab"}
 
 
 def _ordered(table: pd.DataFrame) -> pd.DataFrame:
