@@ -19,7 +19,7 @@ import pytest
 from lm_eval.api.utils import maybe_delimit
 
 import surfacelab as sl
-from surfacelab import chat, text
+from surfacelab import chat, cli, text
 from surfacelab.chat import ChatTemplate
 from surfacelab.tasks.render import render_item
 from tiny_models import tiny_causal
@@ -214,6 +214,84 @@ def test_a_log_whose_contexts_do_not_match_its_system_turn_is_refused(chat_lm, t
     results.write_text(json.dumps(doc))
     with pytest.raises(ValueError, match=r"^chat_template: the logged context of doc_id 0 does not start and end as"):
         sl.from_lm_eval(edited, lm=chat_lm, domain_premise="Answer:", chat_template=doc["chat_template"])
+
+
+# --- command line -------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def chat_dir(tmp_path_factory) -> str:
+    """The tiny causal LM with its chat template, saved as a model folder that ``--model`` loads."""
+    model, tok = tiny_causal()
+    tok.chat_template = TINY
+    folder = tmp_path_factory.mktemp("tiny-chat")
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return str(folder)
+
+
+def _cli(capsys, argv: list[str]) -> tuple[int, str, str]:
+    capsys.readouterr()  # what came before (a model folder's saving)
+    rc = cli.main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_cli_score_with_chat_template_scores_the_tokenizers_rendering(chat_dir, chat_lm, capsys):
+    argv = ["score", "--premise", PREMISE, "--option", OPTIONS[0], "--option", OPTIONS[1], "--domain", DOMAIN,
+            "--model", chat_dir, "--chat-template"]
+    rc, out, err = _cli(capsys, argv + ["--format", "json"])
+    assert rc == 0, err
+    doc = json.loads(out)
+    tok = chat_lm.tokenizer
+    assert (doc["premise"], doc["domain_premise"]) == (_user(tok, PREMISE), _user(tok, DOMAIN))
+    got = sl.logprobs(chat_lm, [(_user(tok, c), o) for c in (PREMISE, DOMAIN) for o in OPTIONS], cache=False)
+    np.testing.assert_allclose([r["dcpmi"] for r in doc["options"]],
+                               [got[k].total - got[k + 2].total for k in range(2)], atol=1e-5)
+    rc, out, err = _cli(capsys, argv)
+    assert rc == 0 and "as chat turns (template sha256 " + hashlib.sha256(TINY.encode()).hexdigest()[:12] in out
+
+
+def test_cli_eval_renders_a_template_file_with_a_system_instruction(chat_dir, chat_lm, capsys, tmp_path):
+    other = tmp_path / "other.jinja"
+    other.write_text(TINY.replace("<{{ m['role'] }}>", "[{{ m['role'] }}] "), encoding="utf-8")
+    task = sl.tasks.load("copa", "val", limit=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rc, _, err = _cli(capsys, ["eval", "--task", "copa", "--split", "val", "--limit", "2", "--model", chat_dir,
+                                   "--scorers", "lm,dcpmi", "--no-progress", "--out", str(tmp_path / "items.csv"),
+                                   "--save-dir", str(tmp_path / "run"), "--chat-template", str(other),
+                                   "--system-instruction", "Be brief."])
+    assert rc == 0, err
+    res = sl.EvalResult.load(tmp_path / "run")
+    tok = chat_lm.tokenizer
+    for k, it in enumerate(task.items):
+        expected = [_user(tok, p, "Be brief.", other.read_text()) for p in it.premise_per_option] \
+            if it.premise_per_option else [_user(tok, it.premise, "Be brief.", other.read_text())] * len(it.options)
+        assert res.scores.loc[res.scores["item"] == k, "context"].tolist() == expected
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--model", "{tiny}", "--chat-template"], "surfacelab score: error: --chat-template: the tokenizer of "),
+    (["--model", "{chat}", "--system-instruction", "Be brief."],
+     "surfacelab score: error: --system-instruction: only with --chat-template"),
+    (["--model", "{chat}", "--chat-template", "{missing}"], "surfacelab score: error: --chat-template: '"),
+    (["--model", "{chat}", "--chat-template", "{words}"], "surfacelab score: error: --chat-template: 'just words' is "
+                                                           "neither a Jinja chat template"),
+    (["--model", "{chat}", "--chat-template", "--system-instruction", "\udcff"],
+     "surfacelab score: error: --system-instruction: "),
+])
+def test_cli_chat_flags_refuse_bad_values_in_one_line(argv, message, chat_dir, capsys, tmp_path):
+    tiny = tmp_path / "tiny"
+    model, tok = tiny_causal()
+    model.save_pretrained(tiny)
+    tok.save_pretrained(tiny)
+    (tmp_path / "words.jinja").write_text("just words", encoding="utf-8")
+    names = {"tiny": str(tiny), "chat": chat_dir, "missing": str(tmp_path / "no.jinja"),
+             "words": str(tmp_path / "words.jinja")}
+    argv = [a.format(**names) if a.startswith("{") else a for a in argv]
+    rc, out, err = _cli(capsys, ["score", "--premise", PREMISE, "--option", " a", "--option", " b", *argv])
+    assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(message), err
 
 
 # --- the packaged instruct model (SmolLM2-135M-Instruct) ------------------------------------------------------

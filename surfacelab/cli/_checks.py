@@ -194,3 +194,39 @@ def batch_size(value: str) -> int | str:
     if rows < 1:
         raise ValueError(f"--batch-size: expected a positive integer or 'auto', got {value!r}")
     return rows
+
+
+#: the chat template's argument names -> the flags that set them
+CHAT_FLAGS = {"chat_template": "--chat-template", "chat_template.system_instruction": "--system-instruction"}
+#: the largest template file --chat-template reads (real templates are a few KB; the largest known ~40 KB)
+CHAT_TEMPLATE_CAP = 1 << 20
+
+
+def add_chat_arguments(p: argparse.ArgumentParser) -> None:
+    """``--chat-template [FILE]`` and ``--system-instruction TEXT`` (lm-eval's ``--apply_chat_template`` and
+    ``--system_instruction``)."""
+    p.add_argument("--chat-template", nargs="?", const=True, default=None, metavar="FILE",
+                   help="render the premise and the domain premise alike through a chat template, as lm-eval's "
+                        "--apply_chat_template does: the model's own, or the Jinja template in FILE")
+    p.add_argument("--system-instruction", default=None, metavar="TEXT",
+                   help="with --chat-template: the system turn's text (lm-eval's --system_instruction)")
+
+
+def chat_template(args: argparse.Namespace) -> object:
+    """``--chat-template`` / ``--system-instruction`` as the library's ``chat_template=``: None (plain text), True (the
+    model's own), a template file's text, or a ``ChatTemplate`` when a system instruction is given."""
+    from ..chat import ChatTemplate
+    from ..files import read_bytes
+
+    value, system = args.chat_template, args.system_instruction
+    if value is None:
+        if system is not None:
+            raise ValueError("--system-instruction: only with --chat-template (it is the chat's system turn)")
+        return None
+    if value is not True:
+        data = read_bytes(value, cap=CHAT_TEMPLATE_CAP, where=f"--chat-template: {value!r}")
+        try:
+            value = data.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise ValueError(f"--chat-template: {value!r} is not UTF-8 text (byte {err.start})") from None
+    return value if system is None else ChatTemplate(None if value is True else value, system)

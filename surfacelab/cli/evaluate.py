@@ -72,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
     _checks.machine(args.device)
     out = _checks.output_file(args.out, "--out", ".csv")
     save_dir = _checks.output_dir(args.save_dir, "--save-dir")
+    chat_template = _checks.chat_template(args)
     with _checks.flags(LOAD_FLAGS):  # name the flag, not tasks.load's argument
         task = tasks.load(args.task, args.split, source=args.data_dir, limit=args.limit, sample=args.sample,
                           seed=args.seed,
@@ -82,9 +83,13 @@ def run(args: argparse.Namespace) -> int:
     lm = _checks.causal_lm(args)
     with warnings.catch_warnings():  # truncation is reported below, as a note
         warnings.filterwarnings("ignore", message="Truncated to fit")
-        res = evaluate(lm, task, scorers, batch_size=batch, progress=not args.no_progress, too_long=args.too_long)
+        with _checks.flags(_checks.CHAT_FLAGS):
+            res = evaluate(lm, task, scorers, batch_size=batch, progress=not args.no_progress, too_long=args.too_long,
+                           chat_template=chat_template)
     printer = _output.Printer(args.format, args.wide)
-    printer.header([f"{res.task}/{res.split}", res.model, f"template {res.template}", f"{len(res.items)} items"])
+    chat = res.meta.get("chat_template")
+    printer.header([f"{res.task}/{res.split}", res.model, f"template {res.template}", f"{len(res.items)} items"]
+                   + ([f"as chat turns (template sha256 {chat['sha'][:12]})"] if chat else []))
     views = _views(res)
     printer.show(views if args.wide or args.format == "json" else views[:2],
                  extra={"meta": {"task": res.task, "split": res.split, "model": res.model, "template": res.template,
@@ -107,6 +112,7 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
                    help="with --from-log: the framework that wrote the log (default: found from the path)")
     p.add_argument("--domain", default=None,
                    help="with --from-log: the domain premise for Unc / DC-PMI, e.g. ' the answer is:'")
+    _checks.add_chat_arguments(p)
     p.add_argument("--split", default=None, help="split (default: the task's default split)")
     p.add_argument("--model", default=None,
                    help="preset, hub id or folder (default: smollm2-135m; with --from-log: none unless given)")

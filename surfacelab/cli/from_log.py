@@ -9,7 +9,9 @@ Without ``--model`` the log is read as it is (``acc`` and ``acc_norm`` from the 
 the same strings are scored again (the log's model, so LM equals the logged values: the check is printed) and
 ``--domain`` adds Unc and DC-PMI. A folder of one run is read whole (every multiple-choice task, each document keeping
 its task); ``--task`` picks one task or group of it (``--task mmlu_stem``). A run with groups (lm-eval's ``mmlu``) also
-prints each group's accuracy beside the framework's own aggregate (``--wide``: every task as well).
+prints each group's accuracy beside the framework's own aggregate (``--wide``: every task as well). A log of lm-eval's
+``--apply_chat_template`` has ``--domain`` rendered through the log's own chat template when it is the model's
+(``--chat-template FILE`` names another; ``--system-instruction`` replaces the log's).
 """
 
 from __future__ import annotations
@@ -101,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
     batch = _checks.batch_size(args.batch_size)
     out = _checks.output_file(args.out, "--out", ".csv")
     save_dir = _checks.output_dir(args.save_dir, "--save-dir")
+    chat_template = _checks.chat_template(args)
     lm = None
     if args.model is not None:
         _checks.machine(args.device)
@@ -111,11 +114,12 @@ def run(args: argparse.Namespace) -> int:
         warnings.simplefilter("ignore", UserWarning)
         try:
             res = from_log(args.from_log, reader=args.reader, task=args.task, lm=lm, domain_premise=args.domain,
-                           scorers=scorers, batch_size=batch, progress=not args.no_progress)
+                           scorers=scorers, batch_size=batch, progress=not args.no_progress,
+                           chat_template=chat_template)
         except ValueError as err:  # name the flags, not from_log's arguments
             arg, sep, rest = str(err).partition(": ")
             flags = {"path": "--from-log", "reader": "--reader", "task": "--task", "domain_premise": "--domain",
-                     "scorers": "--scorers"}
+                     "scorers": "--scorers", **_checks.CHAT_FLAGS}
             rest = rest.replace("task=", "--task")
             raise ValueError(f"{flags[arg]}: {rest}" if sep and arg in flags else str(err)) from None
     if out is None:

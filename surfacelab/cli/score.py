@@ -3,6 +3,9 @@
 Example::
 
     surfacelab score --premise "The man took a bath in the" --option " bathtub" --option " xylophone" --domain " the"
+
+``--chat-template`` renders the premise and the domain premise alike as chat turns (an instruct model's own template,
+or a Jinja file's), as lm-evaluation-harness's ``--apply_chat_template`` does; ``eval`` takes it too.
 """
 
 from __future__ import annotations
@@ -69,20 +72,26 @@ def run(args: argparse.Namespace) -> int:
     _checks.machine(args.device)
     csv_path = _checks.output_file(args.csv, "--csv", ".csv")
     json_path = _checks.output_file(args.json, "--json", ".json")
+    chat_template = _checks.chat_template(args)
     from ..scoring import score
 
     lm = _checks.causal_lm(args)
     with warnings.catch_warnings(record=True) as caught:  # truncation is reported in the explanation's first sentence
         warnings.simplefilter("always")
-        result = score(lm, args.premise, args.option, domain_premise=args.domain)
+        with _checks.flags(_checks.CHAT_FLAGS):
+            result = score(lm, args.premise, args.option, domain_premise=args.domain, chat_template=chat_template)
     printer = _output.Printer(args.format, args.wide)
     for w in caught:  # other warnings (an option glued to the premise, the cache) as notes, options counted from 1
         if "Truncated to fit" not in str(w.message):
             printer.note("note: " + re.sub(r"options\[(\d+)\]", lambda m: f"--option {int(m[1]) + 1}", str(w.message)))
-    printer.header([f"model {result.model}", f"premise {_clip(result.premise)}"]
-                   + ([f"domain premise {_clip(result.domain_premise)}"] if result.domain_premise is not None else []))
+    chat, typed = result.meta.get("chat_template"), result.meta.get("chat_user", {})  # typed: before the template
+    premise, domain = typed.get("premise", result.premise), typed.get("domain_premise", result.domain_premise)
+    printer.header([f"model {result.model}", f"premise {_clip(premise)}"]
+                   + ([f"domain premise {_clip(domain)}"] if domain is not None else [])
+                   + ([f"as chat turns (template sha256 {chat['sha'][:12]})"] if chat else []))
     printer.show([view(result, scorers)], extra={"model": result.model, "premise": result.premise,
                                                   "domain_premise": result.domain_premise,
+                                                  **({"chat_template": chat, "chat_user": typed} if chat else {}),
                                                   "explanation": result.explain()})
     if args.format != "json":
         printer.note(result.explain())
@@ -99,6 +108,7 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--premise", required=True, help="the premise (context)")
     p.add_argument("--option", action="append", help="an option; repeat for each option (at least two)")
     p.add_argument("--domain", default=None, help="domain premise for Unc and DC-PMI")
+    _checks.add_chat_arguments(p)
     p.add_argument("--scorers", default=DEFAULT_SCORERS,
                    help=f"comma-separated scorers to show (default: {DEFAULT_SCORERS}; --wide shows all)")
     p.add_argument("--model", default=None, help="preset, hub id or folder (default: smollm2-135m)")
