@@ -89,6 +89,13 @@ def own_template(lm: LM) -> str | None:
         return None
 
 
+def check_choice(value: Any, name: str = "chat_template") -> None:
+    """A ``TypeError`` naming ``name`` unless ``value`` is what ``resolve`` takes (None, a bool, text, a
+    ``ChatTemplate``)."""
+    if not (value is None or isinstance(value, (bool, str, ChatTemplate))):
+        raise TypeError(f"{name}: expected True, a template's text or a ChatTemplate, got {type(value).__name__}")
+
+
 def resolve(lm: LM, value: Any, name: str = "chat_template") -> ChatTemplate | None:
     """The chat template ``value`` asks for, its text filled in and checked to render; None for None / False.
 
@@ -102,16 +109,15 @@ def resolve(lm: LM, value: Any, name: str = "chat_template") -> ChatTemplate | N
         ValueError: naming ``name``: the tokenizer has no chat template (for True), the text is no Jinja template,
             the template does not render a user turn; or a bad ``system_instruction`` / ``fewshot_as_multiturn``.
     """
+    check_choice(value, name)
     if value is None or value is False:
         return None
     if value is True:
         spec = ChatTemplate()
     elif isinstance(value, str):
         spec = ChatTemplate(template=value)
-    elif isinstance(value, ChatTemplate):
-        spec = value
     else:
-        raise TypeError(f"{name}: expected True, a template's text or a ChatTemplate, got {type(value).__name__}")
+        spec = value
     if spec.system_instruction is not None:
         check_text(spec.system_instruction, f"{name}.system_instruction")
     if not isinstance(spec.fewshot_as_multiturn, bool):

@@ -131,6 +131,8 @@ class ExampleSource:
                     if example[key] not in picker.options:
                         picker.options = [*picker.options, example[key]]
                     picker.value = example[key]
+            if "chat_template" in example:  # a saved state's: the model's own template, or plain text
+                host.chat_choice, host.chat_box.value = True, example["chat_template"]
             host.premise_box.value = example["premise"]
             host.domain_box.value = example.get("domain_premise") or ""
             for view in host.views.values():  # choices and messages about the previous example
@@ -146,7 +148,9 @@ class ExampleSource:
         paraphrases) in one update pass, and show where it came from (``source``, a line under the title) with
         previous / next buttons that call ``previous`` / ``next`` (disabled when None)."""
         self._steps = {-1: previous, 1: next}
-        self.load({"premise": premise, "domain_premise": domain_premise, "options": list(options), "gold": gold})
+        # chat_template False: the strings are those scored, rendered already under a chat template
+        self.load({"premise": premise, "domain_premise": domain_premise, "options": list(options), "gold": gold,
+                   "chat_template": False})
         # the origin line changes after the fields: it names the item they already hold
         self.origin.value = (f"<span class='sl-hint'>item from <b>{html.escape(source)}</b></span>"
                              if source else "")
@@ -167,14 +171,15 @@ class ExampleSource:
                 self.host.show_messages([Problem(f"{key}: {err}")])
 
     def state(self) -> dict:
-        """The workbench's state: premise, domain premise, options, paraphrases (as typed), gold, model names
-        and the causal LM's server URL (never its API key)."""
+        """The workbench's state: premise, domain premise, options, paraphrases (as typed), gold, model names,
+        the causal LM's server URL (never its API key) and whether the chat box is on (a template other than the
+        model's own, given in code, is not part of a state: the box is saved off)."""
         host, models = self.host, self.host.models
         return {"format": STATE_FORMAT, "version": 1, "premise": host.premise_box.value,
                 "domain_premise": host.domain_box.value or None, "options": [r.option for r in host.rows],
                 "paraphrases": [r.paraphrases.value for r in host.rows], "gold": host.gold,
                 "lm": models.lm_picker.value, "server": models.wanted("causal")[2] or None,
-                "mlm": models.mlm_picker.value}
+                "mlm": models.mlm_picker.value, "chat_template": host.chat_box.value and host.chat_choice is True}
 
     def save_state(self, path: str | Path) -> Path:
         """Write ``state()`` as JSON to ``path`` (a ``.json`` file); ``Workbench.from_state`` reads it back."""

@@ -34,7 +34,8 @@ class Host(Protocol):
         models, option_list, examples, exporter: the workbench's parts (a part may ask another: the examples load
             into the model pickers and the option rows, the exporter saves the examples' state, the lesson button
             writes beside the exporter's note; an option row moves and removes itself through ``option_list``).
-        premise_box, domain_box: the premise and domain premise fields; progress, status, message: the progress
+        premise_box, domain_box: the premise and domain premise fields; chat_box: the "chat template" box, which turns
+            ``chat_choice`` (what the workbench renders with) on and off; progress, status, message: the progress
             bar, the status line and the messages line (a model load reports in the first two).
         holding_edits: True while several fields change together (``holding``).
     """
@@ -54,6 +55,8 @@ class Host(Protocol):
     exporter: Exporter
     premise_box: w.Textarea
     domain_box: w.Text
+    chat_box: w.Checkbox
+    chat_choice: Any
     status_line: StatusLine
     status: w.HTML
     message: w.HTML
@@ -62,6 +65,10 @@ class Host(Protocol):
     def edited(self, delay: float | None = None) -> None:
         """An input changed (a box, a picker, a view's own choice): mark the views it outdates and update them
         (live: after the debounce, or ``delay`` seconds)."""
+
+    def read_premise(self) -> str:
+        """The premise as the causal LM reads it (rendered under the chat template; as typed if it does not
+        render)."""
 
     def holding(self) -> ContextManager[None]:
         """Within the block, edits make no update (one follows the last)."""

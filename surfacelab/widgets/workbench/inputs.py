@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Collection
+from typing import TYPE_CHECKING, Any, Callable, Collection
 
 import ipywidgets as w
 
+from ... import chat
 from ..._format import visible
 from ...text import bad_character, blank, duplicates, glued
 from ..app import Caps
@@ -19,13 +20,51 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Inputs:
-    """A snapshot of the editable state (paraphrases as the forms scored: each with its option's leading space)."""
+    """A snapshot of the editable state (paraphrases as the forms scored: each with its option's leading space;
+    ``chat_template``: as ``score``'s, None for plain text)."""
 
     premise: str
     domain_premise: str | None
     options: tuple[str, ...]
     paraphrases: tuple[tuple[str, ...], ...]
     gold: int | None
+    chat_template: Any = None
+
+
+#: characters of a rendered context's end shown in the chat line (the whole behind a click)
+CHAT_TAIL = 40
+
+
+def read_contexts(lm: Any, inp: Inputs) -> tuple[str, str | None]:
+    """The premise and the domain premise as ``lm`` reads them: rendered through ``inp.chat_template``
+    (``chat.contexts``), or as typed. A template that does not render is a ``ValueError`` naming ``chat_template``."""
+    return chat.contexts(lm, chat.resolve(lm, inp.chat_template), inp.premise, inp.domain_premise)
+
+
+def reads(lm: Any, inp: Inputs) -> tuple[str, str]:
+    """The premise as ``lm`` reads it (as typed when the chat template does not render) and the chat line's HTML."""
+    try:
+        premise = read_contexts(lm, inp)[0]
+    except (ValueError, TypeError):  # the template's error is the chat line's (and the views')
+        premise = inp.premise
+    return premise, chat_preview(lm, inp)
+
+
+def chat_preview(lm: Any, inp: Inputs) -> str:
+    """HTML: under a chat template, the strings the model reads (the rendered premise and domain premise, escaped,
+    the whole of each behind a click); "" without one; the template's error when it does not render."""
+    if inp.chat_template is None:
+        return ""
+    try:
+        premise, domain = read_contexts(lm, inp)
+    except (ValueError, TypeError) as err:
+        return f"<div class='sl-chat-line sl-chat-error'>{html.escape(str(err))}</div>"
+    sha = chat.resolve(lm, inp.chat_template).sha[:12]
+    parts = [("premise", premise)] + ([("domain premise", domain)] if domain is not None else [])
+    shown = " · ".join(f"{name} <code>…{html.escape(visible(text[-CHAT_TAIL:]))}</code>" for name, text in parts)
+    whole = "".join(f"<div>{name}:</div><pre>{html.escape(text)}</pre>" for name, text in parts)
+    return (f"<div class='sl-chat-line'><details><summary>reads as chat turns (template sha256 {sha}): {shown}"
+            f"</summary>{whole}</details></div>")
 
 
 @dataclass(frozen=True)
@@ -121,7 +160,7 @@ def problems(inp: Inputs, new: Collection[int] = (), caps: Caps = Caps()) -> lis
                                f"({_quote(inp.options[bare[b]])} "
                                f"and {_quote(o)}): as lettered lines they read the same.", scope="letters"))
         bare.setdefault(b, i)
-    if inp.premise.strip():
+    if inp.premise.strip() and inp.chat_template is None:  # a chat turn ends with the template's generation prompt
         for i, o in enumerate(inp.options):
             if glued(inp.premise, o):
                 tail = inp.premise.rstrip()[-12:]

@@ -131,7 +131,7 @@ class OptionList:
 
     def refresh(self) -> None:
         """Each row's number and leading-space marker, the "add ␣" button and the cap on "add option"."""
-        premise = self.host.premise_box.value
+        premise = self.host.read_premise()
         for i, r in enumerate(self.rows):
             r.refresh(i + 1, premise)
         n = sum(glued(premise, r.option) for r in self.rows)

@@ -37,7 +37,8 @@ def check_example(doc: dict, where: str) -> dict:
     ``ValueError`` starting with ``where`` for the first bad one. Paraphrases default to none per option.
 
     Returns:
-        A dict with premise, domain_premise, options, paraphrases, gold, lm, server and mlm (only these keys).
+        A dict with premise, domain_premise, options, paraphrases, gold, lm, server and mlm (only these keys), and
+        chat_template (True: the causal LM's own chat template; False: plain text) when the example has it.
     """
     if not isinstance(doc, dict):
         raise ValueError(f"{where}: expected an object (a dict), got {type(doc).__name__}")
@@ -61,6 +62,9 @@ def check_example(doc: dict, where: str) -> dict:
             raise ValueError(f"{where}: {key} must be a model name")
     if doc.get("server") is not None and not isinstance(doc["server"], str):
         raise ValueError(f"{where}: server must be a URL string or null")
-    return {"premise": doc["premise"], "domain_premise": doc.get("domain_premise"), "options": opts,
+    if "chat_template" in doc and not isinstance(doc["chat_template"], bool):
+        raise ValueError(f"{where}: chat_template must be true (the model's own chat template) or false")
+    chat = {"chat_template": doc["chat_template"]} if "chat_template" in doc else {}
+    return {**chat, "premise": doc["premise"], "domain_premise": doc.get("domain_premise"), "options": opts,
             "paraphrases": list(para), "gold": gold, "lm": doc.get("lm"), "server": doc.get("server") or None,
             "mlm": doc.get("mlm")}

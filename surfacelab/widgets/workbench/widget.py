@@ -47,11 +47,12 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..._checks import check_int, is_number
+from ...chat import check_choice
 from ..app import AppPolicy
 from ..kit.layout import box, close_tree, stylesheet
 from .examples import ExampleSource
 from .exporting import Exporter
-from .inputs import Inputs, OptionRow, Problem
+from .inputs import Inputs, OptionRow, Problem, reads
 from .lessons import LessonButton
 from .messages import Messages
 from .options import OptionList
@@ -110,6 +111,8 @@ class Workbench(w.VBox):
             example) is contacted without it until the person presses "send my API key to this server".
         key_for_server: whether ``api_key`` may go to ``server`` (``from_state`` passes False for a server that
             only the file names).
+        chat_template: the premise and the domain premise as chat turns, as in ``score`` (None: plain text); the "chat
+            template" box turns it on and off, the line under the domain premise shows the strings the model reads.
         policy: what a visitor of ``make app`` may do (``app.AppPolicy``); None: ``AppPolicy.from_env()``. In the
             app the server box is read-only (the causal LM stays where it was loaded: nothing typed or read from a
             file is contacted), files go to the visitor's own folder, and the inputs are capped in size.
@@ -117,7 +120,11 @@ class Workbench(w.VBox):
 
     def __init__(self, lm: Any = None, mlm: Any = None, *, live: bool = True, debounce: float = 0.05,
                  top_k: int = 5, export_dir: str | Path | None = None, server: str | None = None,
-                 api_key: str | None = None, key_for_server: bool = True, policy: AppPolicy | None = None) -> None:
+                 api_key: str | None = None, key_for_server: bool = True, policy: AppPolicy | None = None,
+                 chat_template: Any = None) -> None:
+        check_choice(chat_template)
+        self._plain = chat_template is None or chat_template is False
+        self.chat_choice = True if self._plain else chat_template  # what the box turns on
         self.policy = AppPolicy.from_env() if policy is None else policy
         if not isinstance(self.policy, AppPolicy):
             raise TypeError(f"policy: expected an AppPolicy or None, got {type(policy).__name__}")
@@ -176,14 +183,19 @@ class Workbench(w.VBox):
                                       layout=w.Layout(height="52px"))
         self.domain_box = w.Text(value=DEFAULT_EXAMPLE["domain_premise"], description="domain premise",
                                  placeholder="empty: no Unc / DC-PMI")
+        self.chat_box = w.Checkbox(value=not self._plain, indent=False,
+                                   description="chat template", tooltip="premise and domain premise as chat turns")
+        self.chat_line = w.HTML("")
         self.score_button = w.Button(description="Score", icon="play", button_style="primary")
         self.status_line = StatusLine()
         self.progress, self.status = self.status_line.progress, self.status_line.status
         for widget, cls in [(self.premise_box, "sl-premise"), (self.domain_box, "sl-domain-premise"),
+                            (self.chat_box, "sl-chat"), (self.chat_line, "sl-chat-reads"),
                             (self.score_button, "sl-score")]:
             widget.add_class(cls)
         self.premise_box.observe(lambda _: self.edited(), "value")
         self.domain_box.observe(lambda _: self.edited(), "value")
+        self.chat_box.observe(lambda _: self.edited(), "value")
         self.score_button.on_click(lambda _: self.score())
 
     def _layout(self) -> w.VBox:
@@ -197,7 +209,8 @@ class Workbench(w.VBox):
         controls = box([
             title,
             box([examples.source_picker, examples.item_picker], "sl-pickers"), examples.origin_row,
-            self.premise_box, self.domain_box, w.HTML(f"<div class='sl-rule'>{RULE}</div>"), self.option_list.box,
+            self.premise_box, box([self.domain_box, self.chat_box], "sl-domain-row"), self.chat_line,
+            w.HTML(f"<div class='sl-rule'>{RULE}</div>"), self.option_list.box,
             box([self.option_list.add_button, self.score_button, self.status_line.box], "sl-actions"),
             box([self.message, self.option_list.fix_button, models.trust_button], "sl-messages"),
             box([exporter.folder_box, exporter.save_button, lessons.picker, lessons.button, exporter.note],
@@ -258,7 +271,12 @@ class Workbench(w.VBox):
         """The current state as an ``Inputs`` snapshot."""
         dom = self.domain_box.value
         return Inputs(self.premise_box.value, dom if dom.strip() else None, tuple(self.options),
-                      tuple(r.forms() for r in self.rows), self.gold)
+                      tuple(r.forms() for r in self.rows), self.gold, self.chat_choice if self.chat_box.value else None)
+
+    def read_premise(self) -> str:
+        """The premise as the causal LM reads it, and the chat line that shows it (``inputs.reads``)."""
+        premise, self.chat_line.value = reads(self.lm, self.inputs())
+        return premise
 
     def problems_for(self, view: str) -> list[Problem]:
         """The notices of the last update that concern ``view``."""

@@ -11,6 +11,7 @@ import ipywidgets as w
 from .... import viz
 from ....paraphrase import mass
 from ...kit.plot import PlotView
+from ..inputs import read_contexts
 from .base import INFO_MARK, View
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ class ParaphraseView(View):
     # computed first: its requests (every option and paraphrase under the premise and the domain premise,
     # with the scorer view's top_k) include the scorer view's, so both views cost one forward pass
     name, title, order, main = "paraphrase", "3 · Paraphrase mass", 0, "concepts"
-    needs = ("premise", "domain_premise", "options", "paraphrases", "gold", "lm")
+    needs = ("premise", "domain_premise", "options", "paraphrases", "gold", "chat_template", "lm")
 
     def build(self) -> list[w.Widget]:
         self.plot = PlotView()
@@ -57,8 +58,9 @@ class ParaphraseView(View):
         concepts = concepts_of(inp.options, inp.paraphrases)
         answer = concepts.names[inp.gold] if inp.gold is not None else None
         # top_k as in the scorer view: the option forms' scores and alternatives come from that pass
-        return mass(self.workbench.lm, inp.premise, concepts.as_dict(), domain_premise=inp.domain_premise,
-                         answer=answer, top_k=self.workbench.top_k)
+        premise, domain = read_contexts(self.workbench.lm, inp)  # as chat turns under a chat template
+        return mass(self.workbench.lm, premise, concepts.as_dict(), domain_premise=domain, answer=answer,
+                    top_k=self.workbench.top_k)
 
     def show(self, inp: "Inputs", result: Any) -> None:
         self.frames = {"concepts": result.concepts, "forms": result.forms, "winners": result.winners,

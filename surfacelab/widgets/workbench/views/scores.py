@@ -35,6 +35,7 @@ class ScoresView(View):
     """LM, Avg, per-char, per-byte, Unc, DC-PMI, PMI-null per option, and ``MCResult.explain()``."""
 
     name, title, order, main = "scores", "1 · Scorers", 1, "table"
+    needs = ("premise", "domain_premise", "options", "gold", "chat_template", "lm")
 
     def build(self) -> list[w.Widget]:
         self.table = w.HTML("")
@@ -45,7 +46,7 @@ class ScoresView(View):
         # top_k: the token view's alternatives come from this same pass; score_items rather than score, whose
         # warning about an option glued to the premise the workbench shows as its own notice
         result = score_items(self.workbench.lm, [(inp.premise, list(inp.options), inp.domain_premise)], progress=False,
-                             top_k=self.workbench.top_k)[0]
+                             top_k=self.workbench.top_k, chat_template=inp.chat_template)[0]
         result.gold = inp.gold
         return result
 

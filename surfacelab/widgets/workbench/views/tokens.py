@@ -21,7 +21,7 @@ class TokensView(View):
     """Per-token log-probs under the premise and the domain premise, their difference, alternatives on hover."""
 
     name, title, order, main = "tokens", "2 · Tokens", 2, "tokens"
-    needs = ("premise", "domain_premise", "options", "lm")
+    needs = ("premise", "domain_premise", "options", "chat_template", "lm")
 
     def build(self) -> list[w.Widget]:
         self.heatmap = TokenHeatmap()

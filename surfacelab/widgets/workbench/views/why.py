@@ -43,7 +43,7 @@ class WhyView(View):
     # forward of the views in sight, and after the two quick ones (its two figures would delay their drawing in
     # the browser); the premise map follows every view in sight
     name, title, order, main, slow = "why", "6 · Why", 4, "terms", True
-    needs = ("premise", "domain_premise", "options", "gold", "lm")
+    needs = ("premise", "domain_premise", "options", "gold", "chat_template", "lm")
 
     def build(self) -> list[w.Widget]:
         self.verdict = w.HTML("")
@@ -87,7 +87,9 @@ class WhyView(View):
                 self._choosing = False
 
     def compute(self, inp: "Inputs") -> Any:
-        return self._account(inp, occlusion=len(premise_units(inp.premise)) <= MAX_OCCLUDED_WORDS)
+        # no occlusion of a chat turn: the words removed would be the template's as well as the premise's
+        return self._account(inp, occlusion=inp.chat_template is None
+                             and len(premise_units(inp.premise)) <= MAX_OCCLUDED_WORDS)
 
     def preview(self, inp: "Inputs") -> Any:
         # everything but the premise occlusion (one short prompt beyond the scorer view's numbers)
@@ -131,6 +133,9 @@ class WhyView(View):
         if occluded:
             notes.append(f"Occlusion: each of the {int((result.attribution['method'] == 'remove').sum())} premise "
                          f"words removed, and replaced by {result.meta['neutral']!r}.")
+        elif inp.chat_template is not None:
+            notes.append("No premise map under a chat template: removing words of the rendered chat turns would "
+                         "remove the template's words as well as the premise's.")
         elif (words := len(premise_units(inp.premise))) > MAX_OCCLUDED_WORDS:
             notes.append(f"No premise map: the premise has {words} words, and removing and replacing each under both "
                          f"options ({4 * words} scored requests) is left out above {MAX_OCCLUDED_WORDS} words here; "
