@@ -101,12 +101,13 @@ def evaluate_in_chunks(lm: LM, task: Task, scorers: str | Sequence[str] | None =
                        first_chunk: int = FIRST_CHUNK, max_chunk: int = MAX_CHUNK,
                        on_chunk: Callable[[EvalResult, Progress], None] | None = None,
                        on_progress: Callable[[Progress], None] | None = None, batch_size: int | str = "auto",
-                       n_boot: int = 1000, seed: int = 0, too_long: str = "skip") -> EvalResult:
+                       n_boot: int = 1000, seed: int = 0, too_long: str = "skip",
+                       chat_template: object = None) -> EvalResult:
     """``evaluate`` chunk by chunk, so that rows can be shown as they are scored and a cancel keeps what is done.
 
     Args:
-        lm, task, scorers, batch_size, n_boot, seed, too_long: as in :func:`surfacelab.evaluate` (an item whose
-            option cannot fit the window is skipped by default: one long item does not end a dataset run).
+        lm, task, scorers, batch_size, n_boot, seed, too_long, chat_template: as in :func:`surfacelab.evaluate` (an
+            item whose option cannot fit the window is skipped by default: one long item does not end a dataset run).
         chunk, first_chunk, max_chunk: the items of each ``evaluate`` call (``chunk_sizes``).
         on_chunk: called after every chunk with the run so far (all finished chunks combined) and the progress.
         on_progress: called within a chunk, after each batch of forward passes that changes the count, with the
@@ -125,7 +126,7 @@ def evaluate_in_chunks(lm: LM, task: Task, scorers: str | Sequence[str] | None =
         try:
             with reporting(_items_done(start, size, total, t0, on_progress) if on_progress is not None else None):
                 parts.append(evaluate(lm, sub, scorers, batch_size=batch_size, progress=False, n_boot=0, seed=seed,
-                                      too_long=too_long))
+                                      too_long=too_long, chat_template=chat_template))
         except Cancelled:
             if not parts:
                 raise

@@ -21,6 +21,14 @@ from .run_files import read_run, write_run
 from .scoring import MCResult, item_table
 
 
+def scored_domain(item: pd.Series) -> str | None:
+    """The domain premise an item's options were scored after (a row of ``EvalResult.items``): the rendered one under
+    a chat template (``domain_context``), else ``domain_premise``; None when there is none (blank)."""
+    context = item.get("domain_context")
+    domain = context if isinstance(context, str) else item.get("domain_premise")
+    return domain if isinstance(domain, str) and domain.strip() else None
+
+
 @dataclasses.dataclass
 class EvalResult:
     """Scores, predictions and statistics of one evaluation run.
@@ -109,8 +117,7 @@ class EvalResult:
         table = item_table(rows)  # every scorer, from the run's rows
         contexts = rows["context"].astype(str).unique()
         premise = contexts[0] if len(contexts) == 1 else str(row["premise"])  # a flipped item: one per option
-        domain = row.get("domain_context") if isinstance(row.get("domain_context"), str) else row["domain_premise"]
-        domain = None if table[LOGPROB_COLUMNS["domain"]].isna().all() else domain
+        domain = None if table[LOGPROB_COLUMNS["domain"]].isna().all() else scored_domain(row)
         tokens = pd.DataFrame({"option": pd.Series(dtype=str), "condition": pd.Series(dtype=str),
                                "token": pd.Series(dtype=str), "logprob": pd.Series(dtype=float)})
         kept = {k: self.meta.get(k) for k in ("fingerprint", "backend", "seed")}

@@ -127,3 +127,32 @@ def test_an_item_loaded_as_scored_turns_the_chat_box_off(chat_lm, tiny_mlm):
         assert not bench.chat_box.value and bench.inputs().premise == rendered  # not rendered a second time
     finally:
         bench.close()
+
+
+def test_an_explorer_run_under_a_chat_template_opens_its_rows_as_scored(chat_lm, tiny_mlm, tmp_path):
+    from surfacelab.widgets.explorer.widget import Explorer
+
+    bench = Workbench(lm=chat_lm, mlm=tiny_mlm, live=False)
+    ex = Explorer(chat_lm, workbench=bench, task="copa", split="val", n=3, chunk=5, folder=tmp_path,
+                  chat_template=True)
+    try:
+        run = ex.run()
+        assert run is not None and ex.wait(300) and run.error is None
+        res = ex.runs["code"]
+        task = sl.tasks.load("copa", "val", limit=3)
+        tok = chat_lm.tokenizer
+        assert res.meta["chat_template"]["template"] == TINY
+        k = next(i for i, it in enumerate(task.items) if it.premise_per_option is None)  # one premise per item
+        it = task.items[k]
+        assert set(res.scores.loc[res.scores["item"] == k, "context"]) == {_user(tok, it.premise)}
+        ex.opener.open_item(k)
+        bench.wait()
+        # the workbench holds the strings the run scored (its own chat box stays off: nothing is rendered twice)
+        assert bench.premise_box.value == _user(tok, it.premise) and not bench.chat_box.value
+        assert bench.domain_box.value == _user(tok, it.domain_premise)
+        bench.update()
+        np.testing.assert_allclose(bench.frames()["scores"]["dcpmi"],
+                                   res.scores.loc[res.scores["item"] == k, "dcpmi"], atol=1e-5)
+    finally:
+        ex.close()
+        bench.close()

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
-from ...runs import EvalResult
+from ...runs import EvalResult, scored_domain
 from ...logs import LOG_SOURCE
 from .prefetch import AFTER_OPEN_S, Prefetch
 from .prefetch import ROWS as PREFETCH_ROWS
@@ -92,9 +92,7 @@ class Opener:
         if len(contexts) != 1:
             raise ValueError(f"item {item['id']}: each option has its own premise; the workbench shows items "
                              "with one premise")
-        domain = item.get("domain_premise")
-        domain = domain if isinstance(domain, str) and domain.strip() else None
-        return contexts[0], rows["option"].astype(str).tolist(), domain
+        return contexts[0], rows["option"].astype(str).tolist(), scored_domain(item)
 
     def prefetch_rows(self, start: int = 0, delay: float = 0.0) -> None:
         """Compute the workbench's scores of the rows from ``start`` on in the background after ``delay`` seconds,

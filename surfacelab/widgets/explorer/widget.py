@@ -92,18 +92,21 @@ class Explorer(w.VBox):
             (hidden: exports come back through their download links).
         policy: what a visitor of ``make app`` may do (``app.AppPolicy``; None: ``AppPolicy.from_env()``): in the
             app, files in the visitor's own folder and at most ``caps.items`` items per run.
+        chat_template: the runs render premises and domain premises as chat turns (as ``evaluate``'s); a row opens in
+            the workbench with the rendered strings, exactly as scored.
     """
 
     def __init__(self, lm: Any = None, *, workbench: Any = None, task: str = "arc-challenge", split: str | None = None,
                  n: int = 200, template: Any = None, domain_premise: str | None = None,
                  scorers: Sequence[str] = ("lm", "per_char", "dcpmi"), runs: Any = None, log: str | Path | None = None,
-                 chunk: int = CHUNK, folder: str | Path | None = None, policy: AppPolicy | None = None) -> None:
+                 chunk: int = CHUNK, folder: str | Path | None = None, policy: AppPolicy | None = None,
+                 chat_template: Any = None) -> None:
         self.policy = AppPolicy.from_env() if policy is None else policy
         if not isinstance(self.policy, AppPolicy):
             raise TypeError(f"policy: expected an AppPolicy or None, got {type(policy).__name__}")
         if folder is not None and self.policy.app:
             raise ValueError("folder: in the app every visitor writes into a folder of their own; leave it out")
-        self.lm, self.scorers, self.chunk = lm, list(scorers), chunk
+        self.lm, self.scorers, self.chunk, self.chat_template = lm, list(scorers), chunk, chat_template
         self.runs: dict[str, EvalResult] = {}
         self.sources: dict[str, dict] = {}
         self.tasks: dict[str, tasks.Task] = {}  # run name -> the task it scored (for template edits)
@@ -281,7 +284,7 @@ class Explorer(w.VBox):
             self.running = True
             try:
                 result = explore.evaluate_in_chunks(lm, task, self.scorers, chunk=self.chunk, on_chunk=on_chunk,
-                                                     on_progress=self._report)
+                                                     on_progress=self._report, chat_template=self.chat_template)
             finally:
                 self.cancel_button.disabled, self.running = True, False
             self.put(name, result, source)
