@@ -211,16 +211,6 @@ def contexts(lm: LM, chat: ChatTemplate | None, premise: str, domain_premise: st
     return render(lm, chat, premise), None if domain_premise is None else render(lm, chat, domain_premise)
 
 
-def user_span(context: str, user: str) -> tuple[int, int] | None:
-    """Where the user's text (a premise as typed) sits in its rendered context (the last place; a template may trim
-    it), or None when it is not there as written."""
-    for text in (user, user.strip()):
-        at = context.rfind(text) if text else -1
-        if at >= 0:
-            return at, at + len(text)
-    return None
-
-
 def without_delimiter(option: str, delimiter: str) -> str:
     """An option as scored under a chat template: without the target delimiter it starts with."""
     return option[len(delimiter):] if delimiter and option.startswith(delimiter) else option
