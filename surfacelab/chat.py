@@ -127,7 +127,8 @@ def resolve(lm: LM, value: Any, name: str = "chat_template") -> ChatTemplate | N
         text = own_template(lm)
         if text is None:
             raise ValueError(f"{name}: the tokenizer of {lm.name!r} has no chat template (its chat_template is not "
-                             f"set): pass the template's text as {name}=..., or leave {name} out to score plain text")
+                             f"set): pass the template's text as {name}=... (on the command line: --chat-template "
+                             f"FILE), or leave {name} out to score plain text")
     elif spec.template in named:
         text = named[spec.template]
     else:

@@ -229,6 +229,11 @@ def chat_dir(tmp_path_factory) -> str:
     return str(folder)
 
 
+def flat(text: str) -> str:
+    """The output as one line: a header is wrapped to the terminal's width."""
+    return " ".join(text.split())
+
+
 def _cli(capsys, argv: list[str]) -> tuple[int, str, str]:
     capsys.readouterr()  # what came before (a model folder's saving)
     rc = cli.main(argv)
@@ -268,6 +273,21 @@ def test_cli_eval_renders_a_template_file_with_a_system_instruction(chat_dir, ch
         expected = [_user(tok, p, "Be brief.", other.read_text()) for p in it.premise_per_option] \
             if it.premise_per_option else [_user(tok, it.premise, "Be brief.", other.read_text())] * len(it.options)
         assert res.scores.loc[res.scores["item"] == k, "context"].tolist() == expected
+
+
+def test_cli_eval_from_a_chat_log_renders_the_domain_premise_with_the_template_named(chat_dir, chat_lm, capsys,
+                                                                                    tmp_path):
+    logged = tmp_path / "logged.jinja"
+    logged.write_text(_results(ZERO)["chat_template"], encoding="utf-8")
+    argv = ["eval", "--from-log", str(ZERO), "--model", chat_dir, "--domain", "Answer:", "--no-progress",
+            "--out", str(tmp_path / "items.csv"), "--save-dir", str(tmp_path / "run")]
+    rc, out, err = _cli(capsys, argv)  # the log's template is not the tiny model's own: refused, naming the flag
+    assert rc == 2 and err.strip().endswith("(on the command line: --chat-template FILE) to render with it"), err
+    rc, out, err = _cli(capsys, argv + ["--chat-template", str(logged)])
+    assert rc == 0, err
+    assert "domain premise as a chat turn (template sha256 " + _results(ZERO)["chat_template_sha"][:12] in flat(out)
+    res = sl.EvalResult.load(tmp_path / "run")
+    assert set(res.items["domain_context"]) == {_user(chat_lm.tokenizer, "Answer:", template=logged.read_text())}
 
 
 @pytest.mark.parametrize(("argv", "message"), [

@@ -128,9 +128,11 @@ def run(args: argparse.Namespace) -> int:
     printer = _output.Printer(args.format, args.wide)
     n_tasks = res.items["task"].nunique()
     files = [Path(f) for f in res.meta["files"]]
+    chat = res.meta.get("chat_template")
     printer.header([f"{res.task} ({res.template})", res.model or "model not named",
                     f"{len(res.items)} documents" + (f" of {n_tasks} tasks" if n_tasks > 1 else ""),
-                    files[0].name if n_tasks == 1 else f"{len(files)} files in {files[0].parent}"])
+                    files[0].name if n_tasks == 1 else f"{len(files)} files in {files[0].parent}"]
+                   + ([f"domain premise as a chat turn (template sha256 {chat['sha'][:12]})"] if chat else []))
     views = _views(res, args.wide)
     printer.show(views if args.wide or args.format == "json" else views[:-1],
                  extra={"meta": {"task": res.task, "split": res.split, "model": res.model, **res.meta}})

@@ -213,7 +213,8 @@ def log_chat(lm: LM, log: LogRun, value: Any) -> ChatTemplate | None:
             raise ValueError(f"chat_template: the log was rendered through a chat template (sha256 "
                              f"{ChatTemplate(logged).sha[:12]}) that is not the tokenizer's own of {lm.name!r} "
                              f"({mine}); a template read from a file is rendered only when it is the model's: pass "
-                             "its text (the results file's chat_template) as chat_template= to render with it")
+                             "its text (the results file's chat_template) as chat_template= (on the command line: "
+                             "--chat-template FILE) to render with it")
         value = logged
     if not isinstance(value, ChatTemplate):
         value = ChatTemplate(None if value is True else value, system, True if multiturn is None else multiturn)
