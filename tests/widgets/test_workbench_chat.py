@@ -94,6 +94,25 @@ def test_a_model_without_a_chat_template_is_said_on_the_line_and_in_the_view(tin
         bench.close()
 
 
+def test_the_chat_line_follows_a_model_picked_after_it(tiny_lm, tiny_mlm, tmp_path):
+    model, tok = tiny_causal()
+    tok.chat_template = TINY
+    folder = tmp_path / "tiny-chat"
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    bench = _bench(tiny_lm, tiny_mlm, chat_template=True)
+    try:
+        assert "has no chat template" in bench.chat_line.value
+        picker = bench.models.lm_picker
+        picker.options = [*picker.options, str(folder)]
+        picker.value = str(folder)
+        bench.update()  # loads the picked model
+        assert bench.lm.name == str(folder)
+        assert "reads as chat turns" in bench.chat_line.value and "&lt;assistant&gt;" in bench.rows[0].join.value
+    finally:
+        bench.close()
+
+
 def test_a_bad_chat_template_argument_is_refused_by_name(tiny_lm, tiny_mlm):
     with pytest.raises(TypeError, match=r"^chat_template: expected True, a template's text or a ChatTemplate, got int"):
         Workbench(lm=tiny_lm, mlm=tiny_mlm, live=False, chat_template=3)

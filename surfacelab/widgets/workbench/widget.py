@@ -123,8 +123,7 @@ class Workbench(w.VBox):
                  api_key: str | None = None, key_for_server: bool = True, policy: AppPolicy | None = None,
                  chat_template: Any = None) -> None:
         check_choice(chat_template)
-        self._plain = chat_template is None or chat_template is False
-        self.chat_choice = True if self._plain else chat_template  # what the box turns on
+        self.chat_choice = True if chat_template in (None, False) else chat_template  # what the box turns on
         self.policy = AppPolicy.from_env() if policy is None else policy
         if not isinstance(self.policy, AppPolicy):
             raise TypeError(f"policy: expected an AppPolicy or None, got {type(policy).__name__}")
@@ -133,7 +132,7 @@ class Workbench(w.VBox):
         self.updates = Updates(self)  # the update lanes: debounce, background runs, cancellation
         self.publishing = self.updates.publishing
         self._hold = 0
-        self._build_inputs()
+        self._build_inputs(chat=chat_template not in (None, False))
         self.option_list = OptionList(self)
         self.messages = Messages(self)
         self.message = self.messages.line  # the line a part or a lesson reads
@@ -176,15 +175,14 @@ class Workbench(w.VBox):
         """True while several fields change together (``holding``): their edits make one update after the last."""
         return self._hold > 0
 
-    def _build_inputs(self) -> None:
+    def _build_inputs(self, chat: bool) -> None:
         """The workbench's own widgets: premise, domain premise, the options and their buttons, progress, status and
         messages (its parts make theirs)."""
         self.premise_box = w.Textarea(value=DEFAULT_EXAMPLE["premise"], description="premise",
                                       layout=w.Layout(height="52px"))
         self.domain_box = w.Text(value=DEFAULT_EXAMPLE["domain_premise"], description="domain premise",
                                  placeholder="empty: no Unc / DC-PMI")
-        self.chat_box = w.Checkbox(value=not self._plain, indent=False,
-                                   description="chat template", tooltip="premise and domain premise as chat turns")
+        self.chat_box = w.Checkbox(value=chat, indent=False, description="chat template")
         self.chat_line = w.HTML("")
         self.score_button = w.Button(description="Score", icon="play", button_style="primary")
         self.status_line = StatusLine()
@@ -365,6 +363,8 @@ class Workbench(w.VBox):
         which the update time leaves out (the status line names the load)."""
         self.messages.add(self.models.load())
         timing.loads = self.models.take_loads()
+        if any(not load.before for load in timing.loads):  # the reads lines and the chat line: the new model's
+            self.option_list.refresh()
         return sum(load.seconds for load in timing.loads if not load.before)
 
     def blocks(self, view: str) -> bool:
