@@ -4,7 +4,8 @@ One server and one page for the module (opening the notebook loads the models on
 file order on that page: the printed URL opens the workbench, every view renders, the token tooltip
 stays inside the viewport, the leading-space marker and its fix, an option's line break kept through an edit of its
 box, the stale/busy classes while
-computing, the timed edit (the views in sight, then those out of sight in the background; logged, the
+computing, the chat template box (the rendered turns shown and scored), the timed edit (the views in sight, then
+those out of sight in the background; logged, the
 ≤ 1 s target lives in ``benchmarks/bench_workbench_browser.py``),
 the first screen at 1440 x 900 with and without the file browser (the premise and the first two views in sight), a
 warning that moves no view, Why's premise label on one line, the server box's whole placeholder, "where the time
@@ -18,7 +19,7 @@ import time
 
 import pytest
 
-from labkit import (VIEWS, WATCH_JS, git_status, kernel, lab_page, no_horizontal_scroll, open_workbench,
+from labkit import (VIEWS, WATCH_JS, git_status, kernel, kernel_json, lab_page, no_horizontal_scroll, open_workbench,
                     overlapping_text, page_state, timed_edit, wait_quiet, wait_redrawn, watch_redraw, wrapped_labels)
 
 # the module shares one server and page; the first test also opens them (about a minute here)
@@ -353,6 +354,31 @@ def test_the_status_line_says_where_the_time_went_with_the_browsers_drawing(sess
     text = parts.inner_text()
     assert "views computed in the kernel" in text and "Scorers" in text, text
     summary.click()
+
+
+def test_the_chat_box_shows_the_rendered_turns_and_the_views_score_them(session):
+    # smollm2-135m is SmolLM2-135M-Instruct: its tokenizer's chat template is ChatML with a default system turn
+    page = session["page"]
+    watch_redraw(page, "scores")
+    page.locator(".sl-chat input[type=checkbox]").click()
+    line = page.locator(".sl-chat-line summary")
+    line.wait_for(timeout=30_000)
+    assert "reads as chat turns" in line.inner_text() and "<|im_start|>assistant" in line.inner_text()
+    wait_redrawn(page, "scores")
+    shown = kernel_json(page, "[wb.views['scores'].result.premise, wb.views['scores'].result.domain_premise]")
+    expected = kernel_json(page, "[wb.lm.tokenizer.apply_chat_template([{'role': 'user', 'content': c}], "
+                                 "tokenize=False, add_generation_prompt=True) for c in (wb.premise_box.value, "
+                                 "wb.domain_box.value)]")
+    assert shown == expected
+    line.click()  # the whole of each string behind a click, escaped (the template's <|im_start|> is text)
+    assert page.locator(".sl-chat-line pre").first.inner_text().startswith("<|im_start|>system")
+    found = no_horizontal_scroll(page)  # a long turn wraps in its box
+    assert found["scrollbars"] == [] and found["overflow"] == [], found
+    watch_redraw(page, "scores")
+    page.locator(".sl-chat input[type=checkbox]").click()
+    page.wait_for_function("!document.querySelector('.sl-chat-line')", timeout=30_000)
+    wait_redrawn(page, "scores")
+    assert kernel_json(page, "wb.views['scores'].result.premise") == kernel_json(page, "wb.premise_box.value")
 
 
 @pytest.mark.parametrize("width,file_browser,dark,columns", [
