@@ -92,15 +92,13 @@ class Explorer(w.VBox):
             (hidden: exports come back through their download links).
         policy: what a visitor of ``make app`` may do (``app.AppPolicy``; None: ``AppPolicy.from_env()``): in the
             app, files in the visitor's own folder and at most ``caps.items`` items per run.
-        chat_template: the runs render premises and domain premises as chat turns (as ``evaluate``'s); a row opens in
-            the workbench with the rendered strings, exactly as scored.
+        chat_template: runs under a chat template, as ``evaluate``'s (a row opens with the strings it scored).
     """
 
     def __init__(self, lm: Any = None, *, workbench: Any = None, task: str = "arc-challenge", split: str | None = None,
-                 n: int = 200, template: Any = None, domain_premise: str | None = None,
+                 n: int = 200, template: Any = None, domain_premise: str | None = None, chat_template: Any = None,
                  scorers: Sequence[str] = ("lm", "per_char", "dcpmi"), runs: Any = None, log: str | Path | None = None,
-                 chunk: int = CHUNK, folder: str | Path | None = None, policy: AppPolicy | None = None,
-                 chat_template: Any = None) -> None:
+                 chunk: int = CHUNK, folder: str | Path | None = None, policy: AppPolicy | None = None) -> None:
         self.policy = AppPolicy.from_env() if policy is None else policy
         if not isinstance(self.policy, AppPolicy):
             raise TypeError(f"policy: expected an AppPolicy or None, got {type(policy).__name__}")
