@@ -27,7 +27,8 @@ answer, a timeout or a server that stays unreachable raises ``ServerError`` nami
 what went wrong: the status code and the server's own error message (one line, escaped, cut short), never the
 content of an answer that is not one (a URL that is not a vLLM server may answer with anything, secrets included).
 ``timeout`` bounds a whole call (connecting, sending, every read of the answer, the retries and their back-off:
-one deadline, see ``http_deadline``), so a server that trickles its answer is cut off.
+one deadline, see ``http_deadline``), so a server that trickles its answer is cut off; it is the time allowed per
+``transport.DEADLINE_TOKENS`` prompt tokens the call waits for (its own and those of the calls in flight with it).
 Every answer is checked before its batch reaches the engine (``vllm_checks``: log-probs finite and <= 0,
 ranks >= 1, top-k sorted); an impossible one raises ``ServerError`` naming the request, and nothing of its
 batch is cached.
@@ -110,7 +111,8 @@ class VLLMBackend:
     def _complete(self, prompts: list[Any], **fields: Any) -> list[dict]:
         """POST /completions for ``prompts``; the choices in prompt order (checked for count and shape)."""
         body = {"model": self.served_model, "prompt": prompts, "max_tokens": 1, "temperature": 0.0, **fields}
-        answer = self.http.request("POST", "/completions", body)
+        tokens = sum(len(p) for p in prompts if isinstance(p, list))
+        answer = self.http.request("POST", "/completions", body, tokens=tokens)
         choices = answer.get("choices") if isinstance(answer, dict) else None
         if not isinstance(choices, list) or len(choices) != len(prompts):
             got = len(choices) if isinstance(choices, list) else type(choices).__name__
@@ -150,10 +152,8 @@ class VLLMBackend:
                     raise self._refused(i, view(i), err) from None
             return out
 
-        batches = self.http.batches([len(ids) for ids, _ in items], batch_size or self.batch_prompts,
-                                    self.batch_tokens)
-        got = self.http.fan_out(batches, run, progress=progress, stats=stats, desc=desc, on_done=on_done,
-                                total=len(items))
+        got = self.http.fan_out([len(ids) for ids, _ in items], run, prompts=batch_size or self.batch_prompts,
+                                tokens=self.batch_tokens, progress=progress, stats=stats, desc=desc, on_done=on_done)
         stats.tokens_forwarded += sum(len(ids) for ids, _ in items)
         stats.tokens_padded += sum(len(ids) for ids, _ in items)
         stats.tokens_scored += sum(len(ids) - s for ids, s in items)
@@ -206,9 +206,9 @@ class VLLMBackend:
                                  np.array([v for _, v in ranked], np.float32)))
             return [NextTokenScores(selected[r], math.nan, tids, tlps) for r, (tids, tlps) in enumerate(tops)]
 
-        batches = self.http.batches([len(p) for p in prompts], batch_size or self.batch_prompts, self.batch_tokens)
-        got = self.http.fan_out(batches, run, progress=progress, stats=stats,
-                                desc=f"next token via {self.served_model}", on_done=on_done, total=len(prompts))
+        got = self.http.fan_out([len(p) for p in prompts], run, prompts=batch_size or self.batch_prompts,
+                                tokens=self.batch_tokens, progress=progress, stats=stats,
+                                desc=f"next token via {self.served_model}", on_done=on_done)
         stats.tokens_forwarded += sum(len(p) for p in prompts)
         stats.tokens_padded += sum(len(p) for p in prompts)
         stats.tokens_scored += len(prompts)
