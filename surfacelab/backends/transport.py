@@ -27,7 +27,8 @@ from .vllm_checks import described, error_message, refusal_hint
 CONCURRENCY = 4
 #: Answers worth another try: overloaded, restarting or behind a proxy whose upstream is down.
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
-#: Prompt tokens (of a call and of those in flight before it) that ``timeout`` covers; more scale its deadline.
+#: Prompt tokens a call waits for (its own and those of the calls in flight with it) that ``timeout`` covers; more
+#: scale its deadline.
 DEADLINE_TOKENS = 4096
 
 
@@ -35,8 +36,12 @@ class ServerError(ConnectionError):
     """The server is unreachable, refused a request, timed out or answered something malformed.
 
     A ``ConnectionError`` (an ``OSError``), so that code handling I/O failures (the CLI's one-line
-    errors) handles it too.
+    errors) handles it too. ``status``: the HTTP status of a refused request (None for anything else).
     """
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class Transport:
@@ -153,7 +158,8 @@ class Transport:
                                       + (" (a key was sent)" if self._key.value else " (none was sent)"))
                 if resp.status_code >= 400:
                     raise ServerError(f"{where} refused {method} {path} (HTTP {resp.status_code}): "
-                                      f"{error_message(resp)}{refusal_hint(error_message(resp))}")
+                                      f"{error_message(resp)}{refusal_hint(error_message(resp))}",
+                                      status=resp.status_code)
                 if text:
                     return resp.text
                 try:
