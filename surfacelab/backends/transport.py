@@ -13,6 +13,7 @@ while one that stops answering (or trickles its answer) is still cut off.
 from __future__ import annotations
 
 import heapq
+import re
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -42,6 +43,17 @@ class ServerError(ConnectionError):
     def __init__(self, message: str, *, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
+
+
+def about_access(said: str) -> bool:
+    """Whether a server's HTTP 403 (``said``: its message) is about the API key, as it is unless the server says
+    that the route is disabled: vLLM answers 403 "Scale-out endpoints are disabled. Restart vllm serve with
+    --enable-scale-out ..." for its token route on a server started without it.
+
+    >>> about_access("Forbidden"), about_access("Scale-out endpoints are disabled. Restart vllm serve with ...")
+    (True, False)
+    """
+    return re.search(r"(?i)\bdisabled\b|--enable-", said) is None
 
 
 class Transport:
@@ -152,10 +164,11 @@ class Transport:
                 if resp.status_code in RETRY_STATUS:
                     last = f"HTTP {resp.status_code}: {error_message(resp)}"
                     continue
-                if resp.status_code in (401, 403):
+                if resp.status_code == 401 or (resp.status_code == 403 and about_access(error_message(resp))):
                     raise ServerError(f"{where} refused the API key (HTTP {resp.status_code}): pass api_key= or set "
                                       f"${API_KEY_ENV} with ${SERVER_ENV}={self.url}"
-                                      + (" (a key was sent)" if self._key.value else " (none was sent)"))
+                                      + (" (a key was sent)" if self._key.value else " (none was sent)"),
+                                      status=resp.status_code)
                 if resp.status_code >= 400:
                     raise ServerError(f"{where} refused {method} {path} (HTTP {resp.status_code}): "
                                       f"{error_message(resp)}{refusal_hint(error_message(resp))}",
