@@ -16,7 +16,8 @@ such row is keyed by the prompt's own token at p (``read_rows``); the continuati
 the answer checks of ``vllm_checks``. Anything else is ``Untrusted``: the request is sent again with the cache off
 (every row computed), so a layout this module does not know is never read as scores. The CPU build also refuses some
 requests that read the cache (HTTP 400, "Out of range float values are not JSON compliant": an uninitialised row holds
-a NaN or an infinity); those are sent again with the cache off too. The cache is no longer read after
+a NaN or an infinity); those are tried again (``READ_TRIES`` in all; each computes only the prompt past its hit), then
+sent with the cache off. The cache is no longer read after
 ``UNTRUSTED_LIMIT`` answers that did not check out, or that many refusals if they are half the requests or more.
 
 A request goes once the request it shares the most whole blocks with has been answered (``cache_order``), so its
@@ -50,6 +51,8 @@ PROBE_TOKENS = 520
 PROBE_TOL = 0.05
 #: Tries of the probe's request that reads the cache.
 PROBE_TRIES = 3
+#: Tries of a request that reads the cache and is refused, before it is sent with the cache off.
+READ_TRIES = 3
 #: Requests in flight at once on the route (one prompt per call).
 IN_FLIGHT = 32
 #: Answers whose rows do not check out before the backend stops reading the cache.
@@ -303,32 +306,35 @@ class TokenRoute:
 
     def _one(self, i: int, item: tuple[tuple[int, ...], int], top_k: int, hit: int, read: bool,
              refused: Callable[[int, Exception], Exception]) -> tuple[TokenScores, str, int]:
-        """One request: read past the cache where ``read`` (``hit``: the cached tokens it is expected to find); sent
-        again with the cache off if that does not check out or is refused. Returns its scores, its path and the
-        prompt tokens the server computed for it."""
+        """One request: read past the cache where ``read`` (``hit``: the cached tokens it is expected to find; tried
+        again where refused); sent again with the cache off if that does not check out or stays refused. Returns its
+        scores, its path and the prompt tokens the server computed for it."""
         ids, start = item
         computed = 0
-        if read:
+        for tries in range(READ_TRIES if read else 0):
             with self._lock:
                 self.read += 1
             try:
                 answer = self._send(ids, top_k, read_cache=True)
-                computed = len(ids) - (cached_of(answer) or 0)
+                computed += len(ids) - (cached_of(answer) or 0)
                 scores, cached = read_rows(answer, ids, start, top_k)
                 self._saw_hit(cached)
                 return scores, "server-cache" if cached else "server", computed
             except Untrusted as err:
                 if not err.covered:
                     self._distrust(err)
+                break
             except ServerError as err:
                 # vLLM's CPU build refuses some of these (HTTP 400 "Out of range float values are not JSON
                 # compliant": an uninitialised row of a cached position holds a NaN or an infinity); the server
-                # computed the prompt past its hit all the same
+                # computed the prompt past its hit all the same, and another try holds other uninitialised rows
                 if err.status is None or err.status in (401, 403):
                     raise
-                computed = len(ids) - hit
+                computed += len(ids) - hit
                 with self._lock:
                     self.refusals += 1
+                if not self.trusted:
+                    break
         answer = self._send(ids, top_k, read_cache=False)
         try:
             scores, cached = read_rows(answer, ids, start, top_k)
