@@ -1,28 +1,31 @@
-"""Scoring through a vLLM server: surfacelab vs lm-evaluation-harness's ``local-completions``, and
-surfacelab's server backend vs its in-process backend.
+"""Scoring through a vLLM server: surfacelab's token route (prefix cache read), its ``/v1/completions`` route and
+lm-evaluation-harness's ``local-completions`` through the same server, on the same requests; the tokens the server
+computed, read from its own ``/metrics``.
 
-One run starts one vLLM server (the CPU build, fp32, the preset's safetensors copy) and scores the
-ARC-Challenge workload of ``bench_engine.py`` (every option under the question stem and under the
-domain premise " the answer is:") three ways, each in a fresh child process, timing one call over
-the whole workload after a warm-up on its first requests:
+One run starts a vLLM CPU server with the flags that open the token route (``--enable-scale-out
+--enable-prompt-tokens-details --block-size 32``, and ``VLLM_SERVER_DEV_MODE=1`` so that the benchmark can empty its
+prefix cache between tools) and scores two workloads, each tool in a fresh child process, timed over one call after a
+warm-up on its first requests, the prefix cache emptied after the warm-up:
 
-  * surfacelab, server backend: ``load_lm(preset, server=URL)`` then ``engine.logprobs`` (token-id
-    prompts, vLLM's ``prompt_logprobs``, batches of prompts per call, a few calls in flight);
-  * lm-eval 0.4.13 ``local-completions`` on the same server (token-id prompts, ``echo`` +
-    ``logprobs=1``), best of the (batch size x concurrency) configurations given;
-  * surfacelab, in-process backend (transformers, ``cache=False``), as in ``bench_engine.py``.
+  * ``mmlu5``: 5-shot MMLU in lm-eval's layout (the subject line, then five worked examples of the subject's dev
+    split, ``Question\\nA. ..\\nB. ..\\nC. ..\\nD. ..\\nAnswer: <gold text>``, then the question), every option scored
+    as text (`` <option>``) after ``Answer:`` and under the domain premise ``Answer:`` alone;
+  * ``arc``: ARC-Challenge 0-shot, every option under the question and under " the answer is:" (``bench_engine``).
 
-Reported: options/s, the ratios, and max |Δ| of per-request summed log-probs between every pair.
-vLLM's CPU build binds its compute to one core (it reserves the other), and surfacelab in-process
-runs one torch thread, so both compute on one core.
+Tools: surfacelab's server backend as it loads (the token route), the same with the token route turned off
+(``/v1/completions``, every prompt computed whole), lm-eval 0.4.13 ``local-completions`` (token-id prompts,
+``echo`` + ``logprobs``). Then a plain server (no flags) for ``arc`` with surfacelab (it falls back to
+``/v1/completions``), and surfacelab in-process (transformers, one torch thread) for the numbers. vLLM's CPU build
+binds its compute to one core.
+
+Reported per workload and tool: requests/s, wall seconds, prompt tokens sent and computed by the server (its
+``vllm:prompt_tokens_total`` minus ``vllm:prompt_tokens_cached_total`` over the timed call), the ratios to lm-eval,
+and max |Δ| of per-request summed log-probs against the in-process model.
 
 Run from the repository root (needs the ``bench`` extra and the vLLM environment, ``make vllm``):
 
     VLLM_PYTHON=.vllm-venv/bin/python SURFACELAB_CACHE=/tmp/slcache flock /tmp/surfacelab-cpu.lock \\
-        python benchmarks/bench_server.py --out benchmarks/results_server.md
-
-Options: ``--items`` (ARC questions), ``--model`` (a causal preset), ``--lm-eval`` and
-``--surfacelab`` (comma lists of ``BATCHxCONCURRENCY``: prompts per HTTP call x calls in flight).
+        .venv/bin/python benchmarks/bench_server.py --out benchmarks/results_server.md
 """
 
 from __future__ import annotations
@@ -34,42 +37,91 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_engine import WARMUP, _run_child, requests_for  # noqa: E402
+from bench_engine import DATA, WARMUP, _run_child, requests_for  # noqa: E402
+
+#: Server flags of the token route (``vllm_tokens.FLAGS``) and the cache block the CPU build can use.
+ROUTE_FLAGS = ["--enable-scale-out", "--enable-prompt-tokens-details", "--block-size", "32"]
+LETTERS = "ABCD"
+
+
+def mmlu5_requests(subjects: int, per_subject: int) -> list[tuple[str, str]]:
+    """5-shot MMLU requests (see the module docstring) of the first ``subjects`` subjects (alphabetically) whose
+    worked examples come to 1,000-3,000 characters, ``per_subject`` test questions each."""
+    def rows(split: str) -> dict[str, list[dict]]:
+        out: dict[str, list[dict]] = defaultdict(list)
+        for line in (DATA / "mmlu" / f"{split}.jsonl").read_text().split("\n"):
+            if line.strip():  # JSON Lines split on \n only: questions hold U+2028
+                r = json.loads(line)
+                out[r["subject"]].append(r)
+        return out
+
+    def shown(r: dict) -> str:
+        return r["question"].strip() + "".join(f"\n{x}. {r[x]}" for x in LETTERS) + "\nAnswer:"
+
+    dev, test = rows("dev"), rows("test")
+    reqs: list[tuple[str, str]] = []
+    taken = 0
+    for subject in sorted(dev):
+        shots = "".join(f"{shown(r)} {r[r['answer']]}\n\n" for r in dev[subject][:5])
+        if not 1000 <= len(shots) <= 3000 or taken == subjects:
+            continue
+        taken += 1
+        head = f"The following are multiple choice questions (with answers) about {subject.replace('_', ' ')}.\n\n"
+        for r in test[subject][:per_subject]:
+            options = [f" {r[x]}" for x in LETTERS]
+            reqs += [(head + shots + shown(r), o) for o in options] + [("Answer:", o) for o in options]
+    return reqs
 
 
 def _server_child(spec: dict) -> dict:
     """Time one tool scoring ``spec['requests']`` through the server at ``spec['url']``."""
+    import httpx
+
+    from surfacelab.backends.vllm_tokens import prompt_tokens
+
     reqs = [tuple(r) for r in spec["requests"]]
-    if spec["tool"] == "surfacelab-server":
+    root = spec["url"].removesuffix("/v1")
+    if spec["tool"].startswith("surfacelab"):
         from surfacelab import engine
         from surfacelab.models import load_lm
 
         lm = load_lm(spec["model"], server=spec["url"])
-        lm.backend.batch_prompts, lm.backend.concurrency = spec["batch_size"], spec["concurrency"]
+        path = "token route" if lm.backend.route is not None else "/v1/completions"
+        if spec["tool"] == "surfacelab-completions":
+            lm.backend.route, path = None, "/v1/completions"
 
         def run(rs):
-            return [s.total for s in engine.logprobs(lm, rs, progress=False, cache=False)]
+            got = engine.logprobs(lm, rs, progress=False, cache=False)
+            return [s.total for s in got], got.stats.paths
     else:
         from lm_eval.api.instance import Instance
         from lm_eval.models.openai_completions import LocalCompletionsAPI
 
+        path = "/v1/completions"
         api = LocalCompletionsAPI(base_url=spec["url"] + "/completions", model=spec["served"],
                                   tokenizer=spec["folder"], tokenizer_backend="huggingface", tokenized_requests=True,
                                   batch_size=spec["batch_size"], num_concurrent=spec["concurrency"], max_length=2047,
-                                  max_retries=3, timeout=600)
+                                  max_retries=3, timeout=3600)
 
         def run(rs):
             inst = [Instance("loglikelihood", {}, r, i) for i, r in enumerate(rs)]
-            return [lp for lp, _ in api.loglikelihood(inst, disable_tqdm=True)]
+            return [lp for lp, _ in api.loglikelihood(inst, disable_tqdm=True)], {}
     run(reqs[:WARMUP])
+    if spec["reset"]:
+        httpx.post(root + "/reset_prefix_cache", timeout=60).raise_for_status()
+    sent0, cached0 = prompt_tokens(httpx.get(root + "/metrics", timeout=60).text)
     t0 = time.perf_counter()
-    totals = run(reqs)
-    return {"seconds": time.perf_counter() - t0, "totals": [float(t) for t in totals]}
+    totals, paths = run(reqs)
+    seconds = time.perf_counter() - t0
+    sent1, cached1 = prompt_tokens(httpx.get(root + "/metrics", timeout=60).text)
+    return {"seconds": seconds, "totals": [float(t) for t in totals], "sent": sent1 - sent0,
+            "computed": (sent1 - sent0) - (cached1 - cached0), "path": path, "paths": paths}
 
 
 def _child_process(spec: dict) -> dict:
@@ -84,72 +136,78 @@ def _child_process(spec: dict) -> dict:
         return json.loads(dst.read_text())
 
 
-def bench(model: str, items: int, lm_eval_configs: list[tuple[int, int]], configs: list[tuple[int, int]],
-          python: str, log=print) -> tuple[list[dict], dict]:
-    """Start a server, run every tool once (lm-eval once per configuration); rows and run facts."""
+def bench(model: str, workloads: dict[str, list], lm_eval_config: tuple[int, int], python: str,
+          log=print) -> list[dict]:
+    """Start the servers, run every tool on every workload; one row per (workload, server, tool)."""
     from surfacelab.backends.vllm_server import LocalServer
     from surfacelab.models import PRESETS
     from surfacelab.paths import cache_dir
 
     folder = str(PRESETS[model].locate(cache_dir()))
-    reqs, source = requests_for("a", items)
     rows = []
-    with LocalServer(folder, python=python, served_model_name=model) as server:
-        log(f"server ready at {server.url} (log {server.log_path})")
-        base = {"url": server.url, "served": model, "model": model, "folder": folder, "requests": reqs}
-        specs = [{"tool": "surfacelab-server", "batch_size": b, "concurrency": c} for b, c in configs]
-        specs += [{"tool": "lm-eval-server", "batch_size": b, "concurrency": c} for b, c in lm_eval_configs]
-        for spec in specs:
-            t = time.time()
-            res = _child_process({**base, **spec})
-            log(f"{spec['tool']} bs={spec['batch_size']} x{spec['concurrency']}: {res['seconds']:.1f}s "
-                f"({time.time() - t:.0f}s with load)")
-            rows.append({**spec, **res})
-    t = time.time()
-    local = _run_child({"tool": "surfacelab", "batch_size": "auto", "folder": folder, "requests": reqs, "threads": 1})
-    log(f"surfacelab in-process: {local['seconds']:.1f}s ({time.time() - t:.0f}s with load)")
-    rows.append({"tool": "surfacelab-in-process", "batch_size": "auto", "concurrency": 1,
-                 "seconds": local["seconds"], "totals": local["totals"]})
+
+    def run(server, flags: str, name: str, tool: str, reset: bool) -> None:
+        spec = {"url": server.url, "served": model, "model": model, "folder": folder, "tool": tool,
+                "requests": workloads[name], "reset": reset, "batch_size": lm_eval_config[0],
+                "concurrency": lm_eval_config[1]}
+        t = time.time()
+        res = _child_process(spec)
+        log(f"{name} {flags} {tool} ({res['path']}): {res['seconds']:.1f}s, {res['computed']:,} of {res['sent']:,} "
+            f"prompt tokens computed ({time.time() - t:.0f}s with load)")
+        rows.append({"workload": name, "server": flags, "tool": tool, **res})
+
+    os.environ["VLLM_SERVER_DEV_MODE"] = "1"  # POST /reset_prefix_cache
+    with LocalServer(folder, python=python, served_model_name=model, args=ROUTE_FLAGS) as server:
+        log(f"server with the token route ready at {server.url} (log {server.log_path})")
+        for name in workloads:
+            for tool in ("surfacelab", "surfacelab-completions", "lm-eval"):
+                run(server, "route flags", name, tool, reset=True)
+    os.environ.pop("VLLM_SERVER_DEV_MODE")
+    if "arc" in workloads:
+        with LocalServer(folder, python=python, served_model_name=model) as server:
+            log(f"plain server ready at {server.url}")
+            run(server, "plain", "arc", "surfacelab", reset=False)
+    for name, reqs in workloads.items():
+        t = time.time()
+        local = _run_child({"tool": "surfacelab", "batch_size": "auto", "folder": folder, "requests": reqs,
+                            "threads": 1})
+        log(f"{name} surfacelab in-process: {local['seconds']:.1f}s ({time.time() - t:.0f}s with load)")
+        rows.append({"workload": name, "server": "-", "tool": "surfacelab-in-process", "path": "in-process",
+                     "seconds": local["seconds"], "totals": local["totals"], "sent": None, "computed": None})
     for r in rows:
-        r["options_per_s"] = len(reqs) / r["seconds"]
-    return rows, {"requests": len(reqs), "source": source, "model": model}
+        r["requests_per_s"] = len(workloads[r["workload"]]) / r["seconds"]
+    return rows
 
 
-def markdown(rows: list[dict], facts: dict, command: str, started: str, wall: float) -> str:
+def markdown(rows: list[dict], workloads: dict[str, list], command: str, started: str, wall: float) -> str:
     """The results as a markdown section of their own."""
-    sl = next(r for r in rows if r["tool"] == "surfacelab-server")  # the first configuration: the default
-    local = next(r for r in rows if r["tool"] == "surfacelab-in-process")
-    le = max((r for r in rows if r["tool"] == "lm-eval-server"), key=lambda r: r["options_per_s"])
-
-    def delta(a: dict, b: dict) -> float:
-        return max(abs(x - y) for x, y in zip(a["totals"], b["totals"]))
-
     lines = [
-        "# Server benchmark: surfacelab vs lm-evaluation-harness through one vLLM server", "",
-        f"Command (run {started}, {wall / 60:.1f} min in all, on a shared 2-core machine: other engineers' "
-        "tests ran at the same time, so treat the ratios as indicative):", "", "```", command, "```", "",
-        f"Workload: ARC-Challenge test, every option under the question and under \" the answer is:\" "
-        f"({facts['requests']} requests, {facts['model']}; requests from {facts['source']}). One vLLM 0.32.0 CPU "
-        "server (fp32, `--enforce-eager`, `--max-model-len 2048`; its compute is bound to one core) serves both "
-        "clients in turn; each client runs in a fresh process, is timed over one call after a "
-        f"{WARMUP}-request warm-up, with surfacelab's cache off. lm-eval: `local-completions` with token-id "
-        "prompts; the ratio below is against its best configuration. surfacelab's server backend: ratios "
-        "are of its first configuration (its defaults). In-process: surfacelab's transformers backend, one "
-        "torch thread.", "",
-        "| tool | batch x concurrency | options/s | surfacelab server ÷ tool |",
-        "|---|---|---:|---:|",
-    ]
-    for r in rows:
-        lines.append(f"| {r['tool']} | {r['batch_size']} x {r['concurrency']} | {r['options_per_s']:.1f} | "
-                     f"{sl['options_per_s'] / r['options_per_s']:.2f}x |")
-    lines += ["", "| numbers | max \\|Δ\\| of summed log-probs |", "|---|---:|",
-              f"| surfacelab server vs lm-eval server | {delta(sl, le):.1e} |",
-              f"| surfacelab server vs surfacelab in-process | {delta(sl, local):.1e} |",
-              f"| lm-eval server vs surfacelab in-process | {delta(le, local):.1e} |", "",
-              f"- surfacelab ÷ lm-eval through the same server: {sl['options_per_s'] / le['options_per_s']:.2f}x",
-              f"- surfacelab server ÷ surfacelab in-process: {sl['options_per_s'] / local['options_per_s']:.2f}x "
-              "(the in-process backend runs each shared question prefix once; vLLM does not read its prefix "
-              "cache for requests that ask for prompt log-probs, so the server forwards every prompt whole)", ""]
+        "# Server benchmark: surfacelab's token route vs /v1/completions vs lm-evaluation-harness, one vLLM server",
+        "", f"Command (run {started}, {wall / 60:.1f} min in all, under the shared CPU lock of a 2-core machine):", "",
+        "```", command, "```", "",
+        "One vLLM 0.32.0 CPU server (fp32, `--enforce-eager`, `--max-model-len 2048`, its compute bound to one core) "
+        "started with `--enable-scale-out --enable-prompt-tokens-details --block-size 32`; every tool runs in a fresh "
+        f"process, is timed over one call after a {WARMUP}-request warm-up, the server's prefix cache emptied after "
+        "the warm-up, surfacelab's own cache off. *computed*: prompt tokens the server computed in the timed call "
+        "(its `/metrics`: `vllm:prompt_tokens` less `vllm:prompt_tokens_cached`). *plain*: a server started without "
+        "the flags. max |Δ|: per-request summed log-probs against surfacelab in-process (transformers, one thread).",
+        ""]
+    for name, reqs in workloads.items():
+        sub = [r for r in rows if r["workload"] == name]
+        le = next(r for r in sub if r["tool"] == "lm-eval")
+        local = next(r for r in sub if r["tool"] == "surfacelab-in-process")
+        lines += [f"## {name} ({len(reqs)} requests)", "",
+                  "| tool | server | route | requests/s | wall s | prompt tokens sent | computed by the server "
+                  "| computed ÷ lm-eval's | speed ÷ lm-eval | max \\|Δ\\| vs in-process |",
+                  "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in sub:
+            delta = max(abs(a - b) for a, b in zip(r["totals"], local["totals"]))
+            tokens = (f"{r['sent']:,} | {r['computed']:,} | {r['computed'] / le['computed']:.2f}"
+                      if r["computed"] is not None else "- | - | -")
+            lines.append(f"| {r['tool']} | {r['server']} | {r['path']} | {r['requests_per_s']:.1f} | "
+                         f"{r['seconds']:.1f} | {tokens} | {r['requests_per_s'] / le['requests_per_s']:.2f}x | "
+                         f"{delta:.1e} |")
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -157,11 +215,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--child", nargs=2, metavar=("SPEC", "OUT"), help=argparse.SUPPRESS)
     ap.add_argument("--model", default="smollm2-135m")
-    ap.add_argument("--items", type=int, default=100, help="ARC-Challenge questions (x options x 2 requests)")
-    ap.add_argument("--lm-eval", default="32x1,8x4", help="lm-eval configurations BATCHxCONCURRENCY (best is quoted)")
-    ap.add_argument("--surfacelab", default="32x4,32x1",
-                    help="surfacelab configurations BATCHxCONCURRENCY (prompts per HTTP call x calls in flight); "
-                         "the first is quoted in the ratios")
+    ap.add_argument("--items", type=int, default=50, help="ARC-Challenge questions (x options x 2 requests)")
+    ap.add_argument("--mmlu-subjects", type=int, default=4, help="MMLU subjects of the 5-shot workload")
+    ap.add_argument("--mmlu-questions", type=int, default=5, help="test questions per MMLU subject")
+    ap.add_argument("--lm-eval", default="32x1", help="lm-eval's BATCHxCONCURRENCY (prompts per call x calls)")
     ap.add_argument("--out", default=None, help="write the markdown section here (and the rows as .json)")
     args = ap.parse_args()
     if args.child:
@@ -169,16 +226,17 @@ def main() -> None:
         Path(args.child[1]).write_text(json.dumps(_server_child(spec)))
         return
     python = os.environ.get("VLLM_PYTHON") or str(ROOT / ".vllm-venv" / "bin" / "python")
-    parse = lambda s: [tuple(int(x) for x in c.split("x")) for c in s.split(",") if c]  # noqa: E731
     started, t0 = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), time.time()
     command = ("VLLM_PYTHON=.vllm-venv/bin/python SURFACELAB_CACHE=/tmp/slcache flock /tmp/surfacelab-cpu.lock "
-               "python " + " ".join(["benchmarks/bench_server.py"] + sys.argv[1:]))
-    rows, facts = bench(args.model, args.items, parse(args.lm_eval), parse(args.surfacelab), python,
-                        log=lambda m: print(m, flush=True))
-    md = markdown(rows, facts, command, started, time.time() - t0)
+               ".venv/bin/python " + " ".join(["benchmarks/bench_server.py"] + sys.argv[1:]))
+    workloads = {"mmlu5": mmlu5_requests(args.mmlu_subjects, args.mmlu_questions),
+                 "arc": requests_for("a", args.items)[0]}
+    lm_eval = tuple(int(x) for x in args.lm_eval.split("x"))
+    rows = bench(args.model, workloads, lm_eval, python, log=lambda m: print(m, flush=True))
+    md = markdown(rows, workloads, command, started, time.time() - t0)
     if args.out:
         Path(args.out).write_text(md)
-        Path(args.out).with_suffix(".json").write_text(json.dumps({"facts": facts, "rows": rows}, indent=1))
+        Path(args.out).with_suffix(".json").write_text(json.dumps({"rows": rows}, indent=1))
     print(md)
 
 

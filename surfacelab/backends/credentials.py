@@ -49,6 +49,16 @@ def normalize_url(server: Any) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path or "/v1", "", ""))
 
 
+def server_root(url: str) -> str | None:
+    """The server's own root under an API root that ends in ``/v1`` (where vLLM serves ``/metrics`` and its token
+    route); None for an API root that does not, whose server root is unknown.
+
+    >>> server_root("http://gpu-box:8000/v1"), server_root("https://lab.example/vllm/v1"), server_root("http://h/api")
+    ('http://gpu-box:8000', 'https://lab.example/vllm', None)
+    """
+    return url[: -len("/v1")] if url.endswith("/v1") else None
+
+
 def on_this_machine(url: str) -> bool:
     """Whether ``url`` names a loopback host; such a server is reached directly, never through ``$HTTP_PROXY`` /
     ``$HTTPS_PROXY`` / ``$ALL_PROXY`` (set for a registry, with no ``$NO_PROXY``, they would send 127.0.0.1 to the

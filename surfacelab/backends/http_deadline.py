@@ -6,7 +6,8 @@ client's connection pools (its own and those of any proxies) that cuts the timeo
 handshake, write and read to the time left before the deadline of the call running in that thread
 (``with deadline(end): client.request(...)``), and raises httpcore's timeout once it has passed; httpx reports
 it as an ``httpx.TimeoutException``, as for its own timeouts. Outside ``deadline`` the client's timeouts apply
-unchanged.
+unchanged. ``end`` may be a function, read at every operation: a deadline that moves later (more work queued on
+the server while the call waits) lets a read that was waiting go on waiting.
 
 httpx builds its pools without a way to pass httpcore's ``network_backend``, so ``bound`` sets it on the pools
 it built; if a later httpx keeps them elsewhere, ``bound`` fails loudly rather than drop the deadline. The
@@ -19,14 +20,15 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 _local = threading.local()
 
 
 @contextlib.contextmanager
-def deadline(end: float) -> Iterator[None]:
-    """Within the block, every socket operation of this thread's HTTP calls ends by ``end`` (``time.monotonic()``)."""
+def deadline(end: float | Callable[[], float]) -> Iterator[None]:
+    """Within the block, every socket operation of this thread's HTTP calls ends by ``end`` (``time.monotonic()``;
+    a function: its value at each operation)."""
     _local.end = end
     try:
         yield
@@ -34,9 +36,14 @@ def deadline(end: float) -> Iterator[None]:
         _local.end = None
 
 
+def _end() -> float | None:
+    end = getattr(_local, "end", None)
+    return end() if callable(end) else end
+
+
 def _left(timeout: float | None, error: str) -> float | None:
     """``timeout`` cut to the time left before this thread's deadline; httpcore's ``error`` once it has passed."""
-    end = getattr(_local, "end", None)
+    end = _end()
     if end is None:
         return timeout
     left = end - time.monotonic()
@@ -54,7 +61,13 @@ class _Stream:
         self._inner = inner
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._inner.read(max_bytes, _left(timeout, "ReadTimeout"))
+        while True:
+            end, left = _end(), _left(timeout, "ReadTimeout")
+            try:
+                return self._inner.read(max_bytes, left)
+            except Exception as err:  # httpcore's ReadTimeout: wait on where the deadline moved while this read waited
+                if type(err).__name__ != "ReadTimeout" or left == timeout or _end() == end:
+                    raise
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
         self._inner.write(buffer, _left(timeout, "WriteTimeout"))

@@ -4,14 +4,17 @@
 ``text.encode``'s boundary handling, BOS policy and truncation stay those of the in-process
 backend) and sends the resulting token ids to the server:
 
-* **Scoring** (``score``): token-id prompts to ``/v1/completions`` with ``max_tokens=1``,
-  ``temperature=0`` and vLLM's ``prompt_logprobs=k``, which answers per prompt position *by token
-  id*: the target's log-prob and rank, and the k most likely tokens. (The OpenAI-style
-  ``echo``/``logprobs`` answer keys its alternatives by token *string*, ambiguous when two ids
-  decode alike, and carries no rank; it is not used.) vLLM counts ties into its rank; the
-  backend recomputes the rank with ``RANK_TOL`` from the returned top-k, so the greedy flag agrees
-  with the in-process backend on near-ties. vLLM does not read its prefix cache for requests with
-  prompt log-probs, so every prompt is forwarded whole.
+* **Scoring** (``score``): where the server has vLLM's token route with cached-token counts (served with
+  ``--enable-scale-out --enable-prompt-tokens-details``), one prompt per call to it, reading the prefix cache: a
+  request goes once the request it shares a context with has been answered, so the shared context is computed once,
+  and only rows the server computed for this prompt are read (``vllm_tokens``). Elsewhere, token-id prompts to
+  ``/v1/completions`` with ``max_tokens=1``, ``temperature=0`` and vLLM's ``prompt_logprobs=k``, every prompt
+  computed whole (vLLM does not read its prefix cache for requests with prompt log-probs there), and one warning at
+  connect names the flags. Either answers per prompt position *by token id*: the target's log-prob and rank, and the
+  k most likely tokens. (The OpenAI-style ``echo``/``logprobs`` answer keys its alternatives by token *string*,
+  ambiguous when two ids decode alike, and carries no rank; it is not used.) vLLM counts ties into its rank; the
+  backend recomputes the rank with ``RANK_TOL`` from the returned top-k, so the greedy flag agrees with the
+  in-process backend on near-ties.
 * **Next-token distributions** (``next_token``): the asked token ids go in vLLM's
   ``logprob_token_ids`` field of a one-token generation (log-probs of the generated position, raw
   by default, keyed by id through ``return_tokens_as_token_ids``); the top-k come from
@@ -21,13 +24,15 @@ backend) and sends the resulting token ids to the server:
   per asked id).
 * **Entropy** is not available (the server returns only the top-k): NaN, ``has_entropy=False``.
 
-Requests go in batches of prompts per HTTP call, a few calls in flight at once; connection errors
+Requests go in batches of prompts per HTTP call, a few calls in flight at once (on the token route one prompt per
+call, ``in_flight`` calls at once, each after the one it shares its context with); connection errors
 and 429/500/502/503/504 answers are retried with exponential back-off; a refused request (4xx), a malformed
 answer, a timeout or a server that stays unreachable raises ``ServerError`` naming the server and
 what went wrong: the status code and the server's own error message (one line, escaped, cut short), never the
 content of an answer that is not one (a URL that is not a vLLM server may answer with anything, secrets included).
 ``timeout`` bounds a whole call (connecting, sending, every read of the answer, the retries and their back-off:
-one deadline, see ``http_deadline``), so a server that trickles its answer is cut off.
+one deadline, see ``http_deadline``), so a server that trickles its answer is cut off; it is the time allowed per
+``transport.DEADLINE_TOKENS`` prompt tokens the call waits for (its own and those of the calls in flight with it).
 Every answer is checked before its batch reaches the engine (``vllm_checks``: log-probs finite and <= 0,
 ranks >= 1, top-k sorted); an impossible one raises ``ServerError`` naming the request, and nothing of its
 batch is cached.
@@ -48,6 +53,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import warnings
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -57,6 +63,7 @@ from .base import NextTokenScores, OnDone, TokenScores
 from .credentials import api_key_from, normalize_url
 from .transport import CONCURRENCY, ServerError, Transport
 from .vllm_checks import REASON_CHARS, ImpossibleAnswer, one_line, read_logprob, read_prompt_logprobs, request_view
+from .vllm_tokens import IN_FLIGHT, PROBE_TOKENS, Capabilities, TokenRoute, probe
 
 #: Text whose server-side tokenization and log-prob identify the served model.
 PROBE = "The quick brown fox jumps over the lazy dog. Naïve café, 東京 2+2=4\n(probe)"
@@ -85,16 +92,21 @@ class VLLMBackend:
 
     def __init__(self, url: str, served_model: str, *, api_key: str | None = None, timeout: float = 120.0,
                  retries: int = 4, concurrency: int = CONCURRENCY, batch_prompts: int = BATCH_PROMPTS,
-                 batch_tokens: int = BATCH_TOKENS, max_logprobs: int = MAX_LOGPROBS) -> None:
+                 batch_tokens: int = BATCH_TOKENS, max_logprobs: int = MAX_LOGPROBS, read_cache: bool = True,
+                 in_flight: int = IN_FLIGHT) -> None:
         self.url = normalize_url(url)
         self.served_model = served_model
         self.batch_prompts, self.batch_tokens, self.max_logprobs = (int(batch_prompts), int(batch_tokens),
                                                                     int(max_logprobs))
+        self.read_cache, self.in_flight = bool(read_cache), int(in_flight)
         self.vocab_size = 0
         self.max_model_len: int | None = None
         self.next_token_mode = "generate"
+        self.capabilities = Capabilities(note="not probed")
+        self.route: TokenRoute | None = None  # the token route, where the server reads its prefix cache for us
         self._identity = ""
-        self.http = Transport(self.url, api_key=api_key, timeout=timeout, retries=retries, concurrency=concurrency)
+        self.http = Transport(self.url, api_key=api_key, timeout=timeout, retries=retries, concurrency=concurrency,
+                              connections=self.in_flight)
 
     def __repr__(self) -> str:
         return f"VLLMBackend(url={self.url!r}, served_model={self.served_model!r})"
@@ -105,12 +117,11 @@ class VLLMBackend:
 
     # ------------------------------------------------------------------------------------- HTTP
 
-    # ------------------------------------------------------------------------------------- HTTP
-
     def _complete(self, prompts: list[Any], **fields: Any) -> list[dict]:
         """POST /completions for ``prompts``; the choices in prompt order (checked for count and shape)."""
         body = {"model": self.served_model, "prompt": prompts, "max_tokens": 1, "temperature": 0.0, **fields}
-        answer = self.http.request("POST", "/completions", body)
+        tokens = sum(len(p) for p in prompts if isinstance(p, list))
+        answer = self.http.request("POST", "/completions", body, tokens=tokens)
         choices = answer.get("choices") if isinstance(answer, dict) else None
         if not isinstance(choices, list) or len(choices) != len(prompts):
             got = len(choices) if isinstance(choices, list) else type(choices).__name__
@@ -138,6 +149,10 @@ class VLLMBackend:
                    desc: str) -> list[TokenScores]:
         """``TokenScores`` of (token ids, first scored index) pairs; ``view(i)`` shows request ``i`` in an error."""
         self._check_k(top_k, "top_k")
+        if self.route is not None:
+            return self.route.score(items, top_k=top_k, read_cache=self.read_cache, progress=progress, stats=stats,
+                                    on_done=on_done, desc=desc, refused=lambda i, err: self._refused(i, view(i), err),
+                                    batch_tokens=self.batch_tokens)
 
         def run(batch: list[int]) -> list[TokenScores]:  # a bad answer raises before ``on_done`` sees the batch
             prompts = [list(items[i][0]) for i in batch]
@@ -150,10 +165,8 @@ class VLLMBackend:
                     raise self._refused(i, view(i), err) from None
             return out
 
-        batches = self.http.batches([len(ids) for ids, _ in items], batch_size or self.batch_prompts,
-                                    self.batch_tokens)
-        got = self.http.fan_out(batches, run, progress=progress, stats=stats, desc=desc, on_done=on_done,
-                                total=len(items))
+        got = self.http.fan_out([len(ids) for ids, _ in items], run, prompts=batch_size or self.batch_prompts,
+                                tokens=self.batch_tokens, progress=progress, stats=stats, desc=desc, on_done=on_done)
         stats.tokens_forwarded += sum(len(ids) for ids, _ in items)
         stats.tokens_padded += sum(len(ids) for ids, _ in items)
         stats.tokens_scored += sum(len(ids) - s for ids, s in items)
@@ -206,9 +219,9 @@ class VLLMBackend:
                                  np.array([v for _, v in ranked], np.float32)))
             return [NextTokenScores(selected[r], math.nan, tids, tlps) for r, (tids, tlps) in enumerate(tops)]
 
-        batches = self.http.batches([len(p) for p in prompts], batch_size or self.batch_prompts, self.batch_tokens)
-        got = self.http.fan_out(batches, run, progress=progress, stats=stats,
-                                desc=f"next token via {self.served_model}", on_done=on_done, total=len(prompts))
+        got = self.http.fan_out([len(p) for p in prompts], run, prompts=batch_size or self.batch_prompts,
+                                tokens=self.batch_tokens, progress=progress, stats=stats,
+                                desc=f"next token via {self.served_model}", on_done=on_done)
         stats.tokens_forwarded += sum(len(p) for p in prompts)
         stats.tokens_padded += sum(len(p) for p in prompts)
         stats.tokens_scored += len(prompts)
@@ -298,10 +311,22 @@ class VLLMBackend:
             raise ServerError(f"server {self.url} does not return vLLM's prompt_logprobs by token id ({err}); "
                               "surfacelab's server backend needs vLLM") from None
         self.next_token_mode = self._probe_next_token_mode(local)
+        self._probe_route(local)
         vocab_hash = hashlib.sha256(json.dumps(sorted(tokenizer.get_vocab().items())).encode()).hexdigest()
         total = float(probe.logprob.astype(np.float64).sum())
         self._identity = hashlib.sha256(
             f"vllm|{self.served_model}|{vocab_hash}|{vocab_size}|{total:.2f}".encode()).hexdigest()[:32]
+
+    def _probe_route(self, ids: list[int]) -> None:
+        """Find whether scoring can read the server's prefix cache (``vllm_tokens.probe``, on the probe's tokens
+        repeated to ``PROBE_TOKENS``); warn, naming the server flags, where it cannot."""
+        size = min(PROBE_TOKENS, (self.max_model_len or PROBE_TOKENS + 1) - 1)
+        self.capabilities = probe(self.http, self.served_model, (ids * (size // len(ids) + 1))[:size])
+        if self.capabilities.reads_cache:
+            self.route = TokenRoute(self.http, self.served_model, self.capabilities, in_flight=self.in_flight)
+        else:
+            warnings.warn(f"server {self.url}: scoring computes every prompt whole through /v1/completions: "
+                          f"{self.capabilities.note} (docs/server.md)", stacklevel=6)
 
     def _check_vocab(self, vocab_size: int) -> None:
         """The server must accept token id ``vocab_size - 1`` and refuse ``vocab_size``."""
@@ -344,8 +369,10 @@ def connect(server: str, tokenizer: Any, vocab_size: int, *, served_model: str |
         served_model: the model name on the server; None when it serves exactly one.
         api_key: sent to ``server`` as ``Authorization: Bearer ...``; default ``$SURFACELAB_API_KEY`` when
             ``$SURFACELAB_SERVER`` names ``server`` (none otherwise).
-        timeout: seconds one HTTP call may take in all: connecting, sending, every read, retries and back-off.
-        **options: ``retries``, ``concurrency``, ``batch_prompts``, ``batch_tokens``, ``max_logprobs``.
+        timeout: seconds one HTTP call may take in all (connecting, sending, every read, retries and back-off) per
+            ``transport.DEADLINE_TOKENS`` prompt tokens it waits for.
+        **options: ``retries``, ``concurrency``, ``batch_prompts``, ``batch_tokens``, ``max_logprobs``, ``read_cache``
+            (False: the token route computes every prompt whole), ``in_flight`` (calls at once on the token route).
     """
     if served_model is not None and (not isinstance(served_model, str) or not served_model):
         raise ValueError(f"served_model: expected a model name served by the server, got {served_model!r}")

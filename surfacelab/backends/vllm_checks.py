@@ -92,25 +92,27 @@ def read_position(entry: dict, target: int, k: int) -> tuple[float, int, list[tu
     return t, t_rank, tops
 
 
-def read_prompt_logprobs(choice: dict, ids: Sequence[int], start: int, top_k: int) -> TokenScores:
+def read_prompt_logprobs(choice: dict, ids: Sequence[int], start: int, top_k: int, *, offset: int = 0) -> TokenScores:
     """One request's ``TokenScores`` from vLLM's per-position ``prompt_logprobs`` (the answer to ``ids``, scored
     from ``start``), checked; the rank is recomputed with ``RANK_TOL`` from the returned top-k (see ``backends.vllm``).
+    ``offset``: the answer leaves out the rows of the first ``offset`` positions (position p is at p - offset).
 
     Raises:
         ImpossibleAnswer: an impossible value, naming the token (counted from 0 within the continuation).
         ValueError: a malformed answer (positions or alternatives missing).
     """
     plp = choice.get("prompt_logprobs")
-    if not isinstance(plp, list) or len(plp) != len(ids):
+    if not isinstance(plp, list) or len(plp) != len(ids) - offset or start < offset:
         got = len(plp) if isinstance(plp, list) else repr(plp)[:40]
-        raise ValueError(f"prompt_logprobs: {got} positions for a prompt of {len(ids)} tokens")
+        raise ValueError(f"prompt_logprobs: {got} positions for a prompt of {len(ids)} tokens"
+                         + (f" less {offset}" if offset else ""))
     n = len(ids) - start
     logprob = np.empty(n, np.float32)
     rank = np.empty(n, np.int64)
     top_ids = np.zeros((n, top_k), np.int64)
     top_lps = np.zeros((n, top_k), np.float32)
     for j, pos in enumerate(range(start, len(ids))):
-        entry = plp[pos]
+        entry = plp[pos - offset]
         if not isinstance(entry, dict) or str(ids[pos]) not in entry:
             raise ValueError(f"prompt_logprobs[{pos}] lacks the prompt's token {ids[pos]}")
         try:

@@ -4,9 +4,10 @@ The servers run from the vLLM environment (``make vllm`` creates ``.vllm-venv``;
 points at another interpreter). Without it the tests are skipped, unless ``SURFACELAB_REQUIRE_VLLM``
 is set (``make test`` sets it), which turns the skip into a failure.
 
-Two servers: the default model behind an API key (``vllm_server``), and the same model with other
-weights under the same name (``other_weights_server``). Starting one takes tens of seconds (mostly
-imports), so when the selected tests need both, both start together.
+Three servers: the default model behind an API key (``vllm_server``), the same model with other
+weights under the same name (``other_weights_server``), both plain, and the default model served with the flags
+that open vLLM's token route and its cached-token counts, with 32-token cache blocks (``prefix_server``). Starting
+one takes tens of seconds (mostly imports), so the servers the selected tests need start together.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from test_evaluate import data_root  # noqa: F401 - the real evaluation data, or a skip
+from surfacelab.backends.vllm_tokens import FLAGS
 from vllm_env import SERVED, model_dir, vllm_python
 
 def _other_weights(folder: Path) -> Path:
@@ -40,7 +42,7 @@ def _servers(request, tmp_path_factory):
     """Launch (without waiting) every server the selected tests use; stop them all at the end."""
     from surfacelab.backends.vllm_server import LocalServer
 
-    python, wanted = vllm_python(), {"vllm_server", "other_weights_server"}
+    python, wanted = vllm_python(), {"vllm_server", "other_weights_server", "prefix_server"}
     used = {name for item in request.session.items for name in getattr(item, "fixturenames", ()) if name in wanted}
     root = tmp_path_factory.mktemp("vllm")
     servers = {}
@@ -51,6 +53,10 @@ def _servers(request, tmp_path_factory):
         folder = _other_weights(tmp_path_factory.mktemp("other-weights"))
         servers["other_weights_server"] = LocalServer(folder, python=python, served_model_name=SERVED,
                                                       log_path=folder / "server.log").start()
+    if "prefix_server" in used:
+        servers["prefix_server"] = LocalServer(model_dir(), python=python, served_model_name=SERVED,
+                                               args=[*FLAGS.split(), "--block-size", "32"],
+                                               log_path=root / "prefix-server.log").start()
     try:
         yield servers
     finally:
@@ -74,6 +80,13 @@ def vllm_server(_servers):
 def other_weights_server(_servers):
     """The same model with other weights (final norm x 1.1) under the same served name; no API key."""
     return _ready(_servers, "other_weights_server")
+
+
+@pytest.fixture(scope="session")
+def prefix_server(_servers):
+    """The default model served with vLLM's token route and cached-token counts (``vllm_tokens.FLAGS``) and
+    32-token cache blocks; no API key."""
+    return _ready(_servers, "prefix_server")
 
 
 @pytest.fixture(scope="session")

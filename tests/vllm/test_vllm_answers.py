@@ -30,6 +30,8 @@ REQUESTS = [("The man took a bath in the", " bathtub"), ("A cat sat on the", " m
             ("The woman went to the store because she needed", " milk and bread")]
 #: bytes of a trickled answer sent one per second before the rest (a client without a deadline gets it all)
 TRICKLED = 8
+#: prompt tokens per second of the "slow" fault (the client's deadline rule asks for 2048 at timeout=2)
+SLOW_RATE = 3000
 
 
 class FakeVLLM:
@@ -38,12 +40,14 @@ class FakeVLLM:
 
     Faults, at the last position of the batch's second request: "positive" (log-prob +5.0), "infinite"
     (``Infinity``), "rank0" (rank 0), "unsorted" (the rank-2 alternative above the rank-1 one); "trickle" sends
-    status and headers, then the body one byte per second (``TRICKLED`` bytes, then the rest).
+    status and headers, then the body one byte per second (``TRICKLED`` bytes, then the rest); "slow" works through
+    one scoring call at a time at ``SLOW_RATE`` prompt tokens per second, as a busy server does.
     """
 
     def __init__(self) -> None:
         self.model, self.tokenizer = tiny_causal()
         self.fault: str | None = None
+        self.busy = threading.Lock()  # the "slow" fault's one call at a time
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self.httpd.fake = self
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
@@ -115,6 +119,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         fake: FakeVLLM = self.server.fake
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if self.path != "/v1/completions":  # no token route: a server started without --enable-scale-out
+            return self._send(404, {"detail": "Not Found"})
         prompts = [fake.tokenizer(p)["input_ids"] if isinstance(p, str) else p for p in body["prompt"]]
         if any(t >= len(fake.tokenizer) for p in prompts for t in p):
             return self._send(400, {"error": {"message": "Token id is out of vocabulary"}})
@@ -122,7 +128,10 @@ class _Handler(BaseHTTPRequestHandler):
         choices = [{"index": i, "text": "", "prompt_token_ids": p,
                     "prompt_logprobs": fake.prompt_logprobs(p, k) if k else None} for i, p in enumerate(prompts)]
         scoring = bool(k) and not isinstance(body["prompt"][0], str)
-        if scoring and fake.fault not in (None, "trickle"):
+        if scoring and fake.fault == "slow":
+            with fake.busy:
+                time.sleep(sum(map(len, prompts)) / SLOW_RATE)
+        elif scoring and fake.fault not in (None, "trickle"):
             fake.corrupt(choices)
         self._send(200, {"choices": choices}, trickle=scoring and fake.fault == "trickle")
 
@@ -172,6 +181,29 @@ def test_a_trickling_server_is_cut_off_at_the_timeout(fake):
     with pytest.raises(ServerError, match=rf"server {fake.url}: no answer to POST /completions within 3 s"):
         sl.score(lm, "The man took a bath in the", [" tub", " bathtub"], cache=False)
     assert time.monotonic() - start < 6
+
+
+def test_a_slow_server_that_keeps_answering_finishes_the_run(fake, tiny_lm):
+    # 8 calls in flight of 32 prompts of ~53 tokens, one at a time on the server: the last answers after ~4.5 s at
+    # SLOW_RATE, twice the 2-second timeout; a call's deadline scales with the tokens it waits for
+    lm = _load(fake, timeout=2)
+    lm.backend.http.concurrency = 8
+    reqs = [(" ".join(["the man took a bath in the tub"] * 4) + f" {i}", " bathtub") for i in range(256)]
+    fake.fault = "slow"
+    start = time.monotonic()
+    got = engine.logprobs(lm, reqs, cache=False, progress=False)
+    assert time.monotonic() - start > 4  # slower than the timeout, and finished
+    want = engine.logprobs(tiny_lm, reqs, cache=False, progress=False)
+    np.testing.assert_allclose([g.total for g in got], [w.total for w in want], atol=1e-4)
+
+
+def test_a_deadline_error_says_how_the_deadline_was_set(fake):
+    lm = _load(fake, timeout=1)
+    fake.fault = "trickle"
+    with pytest.raises(ServerError, match=r"within 1 s \(the whole request; timeout=1 s per 4,096 prompt tokens, "
+                                          r"scaled with the \d+ this call sent and the 0 of the other calls in "
+                                          r"flight with it"):
+        sl.score(lm, "The man took a bath in the", [" tub"], cache=False)
 
 
 def test_the_cli_ends_an_impossible_answer_in_one_line(fake, lm_dir, capsys):  # noqa: F811 - the imported fixture
