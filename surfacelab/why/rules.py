@@ -24,6 +24,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .._format import gap, signed
+
 #: Verdict labels, in the order of the rules (see the module docstring).
 LABELS = ("right", "ahead", "tie", "premise evidence", "split mass", "length", "prior", "letter bias", "mixed", "lost")
 #: Share of the loss the evidence term must hold for "premise evidence".
@@ -101,3 +103,37 @@ def verdict(lm_gap: float, length: float, prior_per_token: float, evidence: floa
     one = [np.array([v], dtype=float) for v in (lm_gap, length, prior_per_token, evidence, mass_ratio, mass_gain)]
     return str(verdicts(*one[:4], gold_wins=np.array([gold_wins]), mass_ratio=one[4], mass_gain=one[5],
                         letters=np.array([letters]))[0])
+
+
+def verdict_sentence(label: str, d: dict[str, float], og: str, oa: str, mass: dict[str, float], winner: str) -> str:
+    """The verdict in words: "Verdict: <label> — <why>", with the number that decided it.
+
+    Args:
+        label: the verdict label (``verdict``).
+        d: the gap terms (``decompose``: ``lm``, ``length``, ``prior_per_token``, ``evidence``).
+        og, oa, winner: the gold, the option it is compared with and the LM winner, quoted for the sentence.
+        mass: ``gold_ratio`` and ``mass_gain`` (read for "split mass" only).
+    """
+    share = shares(d["length"], d["prior_per_token"], d["evidence"])
+    share["letter bias"] = share["prior"]
+    if label == "right":
+        return f"Verdict: right — {og} is the LM winner; it leads {oa} by {gap(d['lm'])} nats."
+    if label == "ahead":
+        return (f"Verdict: ahead — {og} leads {oa} by {gap(d['lm'])} nats under LM, but loses to {winner}; compare "
+                f"it with {winner} to see why.")
+    if label == "tie":
+        return f"Verdict: tie — {og} ties {oa} exactly under LM and loses the tie-break."
+    # these labels need their term < 0 (it holds half the loss): each is said as an unsigned cost to the gold
+    what = {"premise evidence": f"the premise itself favours {oa} (its evidence costs the gold "
+                                f"{gap(-d['evidence'])} nats)",
+            "length": f"{og} is longer (its length costs it {gap(-d['length'])} nats)",
+            "prior": f"the words of {og} are rarer a priori (the per-token prior costs it "
+                     f"{gap(-d['prior_per_token'])} nats)",
+            "letter bias": f"the model prefers the letter of {oa} a priori (by {gap(-d['prior_per_token'])} nats)",
+            "split mass": f"the probability of {og} is split over unlisted forms ({gap(mass['gold_ratio'])}× its "
+                          f"listed token; counting them moves the gap by {signed(mass['mass_gain'])} nats)",
+            "mixed": "no single term holds half of the loss",
+            "lost": "no prior context was scored"}[label]
+    detail = (f" ({share[label]:.0%} of what counts against the gold)"
+              if label in ("premise evidence", "length", "prior", "letter bias") else "")
+    return f"Verdict: {label} — {what}{detail}."

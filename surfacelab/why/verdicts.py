@@ -34,7 +34,8 @@ from .. import engine
 from ..engine.requests import LOGPROB_COLUMNS
 from ..tasks import Task
 from .first_token import FIRST_TOKEN_KEYS, first_token_numbers, first_token_plan
-from .rules import EVIDENCE_SHARE, LABELS, decompose, is_option_ids, shares, verdicts
+from .result import quoted
+from .rules import EVIDENCE_SHARE, LABELS, decompose, is_option_ids, shares, verdict_sentence, verdicts
 
 if TYPE_CHECKING:
     from ..models import LM
@@ -174,6 +175,25 @@ def split_mass(lm: LM, jobs: list[tuple[int, Task, pd.DataFrame]], batch_size: i
         out.setdefault(j, {})[i] = dict(zip(FIRST_TOKEN_KEYS, v.tolist()))
     cost["seconds"] = time.perf_counter() - t0
     return out, cost
+
+
+def verdict_sentences(items: pd.DataFrame, options: Sequence[Sequence[str]]) -> list[str]:
+    """Each item's verdict in words (``rules.verdict_sentence``: "Verdict: prior — the words of 'x' are rarer a
+    priori ..."), read from a run's verdict columns.
+
+    Args:
+        items: rows of ``EvalResult.items`` (with ``gold``, ``why``, ``against`` and the ``gap_*`` / ``mass_*``
+            columns; ``pred_lm`` names the LM winner where LM was run).
+        options: each row's options, in option order.
+    """
+    out = []
+    for r, opts in zip(items.itertuples(index=False), options):
+        winner = int(getattr(r, "pred_lm", r.against))
+        d = {"lm": r.gap_lm, "length": r.gap_length, "prior_per_token": r.gap_prior_per_token,
+             "evidence": r.gap_evidence}
+        out.append(verdict_sentence(str(r.why), d, quoted(opts[int(r.gold)]), quoted(opts[int(r.against)]),
+                                    {"gold_ratio": r.mass_ratio, "mass_gain": r.mass_gain}, quoted(opts[winner])))
+    return out
 
 
 def label_counts(items: pd.DataFrame, scorers: Sequence[str]) -> pd.DataFrame:
