@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import json
 import re
+from pathlib import Path
 from html.parser import HTMLParser
 
 import numpy as np
@@ -142,3 +143,16 @@ def test_bad_arguments_are_refused_by_name(run, tmp_path):
     with pytest.raises(TypeError, match="title: expected a string"):
         sl.report(run, tmp_path / "r.html", title=3)
     assert not list(tmp_path.iterdir())  # nothing written for a refused call
+
+
+def test_a_logs_run_reports_the_frameworks_numbers(tmp_path):
+    """A run read from an lm-eval log (no model: no verdict labels) reports its accuracy and flipped items."""
+    log = next((Path(__file__).parent / "lm_eval_logs" / "out").rglob("samples_arc_local_2*.jsonl"))
+    res = sl.from_lm_eval(log)
+    path = sl.report(res, tmp_path / "report.html")
+    page, data = _parse(path)
+    text = html.unescape(" ".join(page.text))
+    assert all(f"{a:.3f}" in text for a in res.accuracy["accuracy"])
+    assert data["items"]["id"] == res.items["id"].astype(str).tolist()
+    lm, char = res.items["correct_lm"].to_numpy(), res.items["correct_per_char"].to_numpy()
+    assert {f["item"] for f in data["flipped"]} >= set(np.flatnonzero(lm != char).tolist())
