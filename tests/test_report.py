@@ -156,3 +156,31 @@ def test_a_logs_run_reports_the_frameworks_numbers(tmp_path):
     assert data["items"]["id"] == res.items["id"].astype(str).tolist()
     lm, char = res.items["correct_lm"].to_numpy(), res.items["correct_per_char"].to_numpy()
     assert {f["item"] for f in data["flipped"]} >= set(np.flatnonzero(lm != char).tolist())
+
+
+def test_a_whole_mmlu_folder_reports_its_groups_before_their_tasks():
+    """lm-eval's --tasks mmlu folder (57 subjects, 2 items each): every group in bold before its tasks, its item count
+    the sum of its tasks', with the value lm-eval logged for it."""
+    import tempfile
+
+    folder = Path(__file__).parent / "logs" / "lm_eval_mmlu" / "zero_shot"
+    res = sl.from_lm_eval(folder)
+    path = sl.report(res, Path(tempfile.mkdtemp()) / "report.html")
+    section = path.read_text(encoding="utf-8").split("id='per-task'")[1].split("</table>")[0]
+    rows = re.findall(r"<tr><td>((?:&nbsp;)*)(<b>)?([^<]+)(?:</b>)?</td><td>([\d,]+)</td>(.*?)</tr>", section)
+    names = [name for _, _, name, _, _ in rows]
+    groups = [name for _, bold, name, _, _ in rows if bold]
+    assert set(groups) == set(res.meta["task_groups"]) and "mmlu" in groups
+    assert set(names) - set(groups) == set(res.items["task"]) and len(set(res.items["task"])) == 57
+    n = {name: int(k.replace(",", "")) for _, _, name, k, _ in rows}
+    assert n["mmlu"] == len(res.items)
+    assert n["mmlu_stem"] == sum(_under(res, "mmlu_stem", t) for t in res.items["task"]) > 0
+    logged = res.meta["log_reported"]["mmlu"]["aggregates"]["acc"]  # LM's metric
+    assert rows[names.index("mmlu")][4].startswith(f"<td>{res.items['correct_lm'].mean():.3f} ")
+    assert f"(logged {logged:.3f})" in rows[names.index("mmlu")][4].split("</td>")[0]
+
+
+def _under(res, group: str, task: str) -> bool:
+    """Whether ``task`` is below ``group`` in the run's groups (lm-eval's group_subtasks)."""
+    kids = res.meta["task_groups"].get(group, {}).get("subtasks", [])
+    return task in kids or any(_under(res, k, task) for k in kids)

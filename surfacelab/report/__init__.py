@@ -1,6 +1,6 @@
 """``report(runs, "report.html")``: a run's finding as one self-contained page to share. It opens offline in any
-browser, with no kernel: the sources of each run, accuracy per scorer (and per task when the items have a ``task``
-column) with 95% bootstrap CIs, who rescues whom, the verdict labels, the flipped items (the scorers or runs
+browser, with no kernel: the sources of each run, accuracy per scorer (and per task and group of a run of several
+tasks) with 95% bootstrap CIs, who rescues whom, the verdict labels, the flipped items (the scorers or runs
 disagree) each with its verdict in words, and the item table (search, filters, sort). ``content`` computes what it
 shows from the runs' frames; ``page`` writes it (escaped, nothing fetched).
 

@@ -1,5 +1,5 @@
 """What a run report holds, computed from the runs' frames (no forward pass): the sources, accuracy per scorer (and
-per task where the items have a ``task`` column) with bootstrap CIs, who rescues whom, the verdict labels, the flipped
+per task and group of a run of several tasks) with bootstrap CIs, who rescues whom, the verdict labels, the flipped
 items with each one's verdict in words, and the item table's columns. Plain values only: ``page`` escapes them."""
 
 from __future__ import annotations
@@ -11,13 +11,12 @@ import numpy as np
 import pandas as pd
 
 from .. import explore
-from ..runs import EvalResult, accuracy_table
+from ..runs import EvalResult
+from ..task_groups import by_task
 from ..why.verdicts import verdict_sentences
 
 #: Decimals of the LM margin (nats) the item table holds.
 MARGIN_DECIMALS = 3
-#: Bootstrap resamples of the per-task CIs when a run's meta does not say how many it used.
-N_BOOT = 1000
 #: Keys of a run's meta shown among its sources (when present), in this order.
 META_KEYS = ("source", "variant", "n_shot", "fingerprint", "backend", "seed", "n_boot", "lm_eval_task", "log_format")
 
@@ -64,14 +63,17 @@ def accuracy_rows(frame: pd.DataFrame) -> list[dict]:
 
 
 def per_task(run: EvalResult) -> list[dict]:
-    """Accuracy per scorer of each task (the items' ``task`` column) with the run's bootstrap (its ``n_boot`` and
-    ``seed``); [] for a run of one task."""
+    """Accuracy per scorer of each task and group of tasks (``task_groups.by_task``: the run's bootstrap; a log's
+    groups as the framework groups them, with its own value where it logged one); [] for a run of one task."""
     if "task" not in run.items or run.items["task"].nunique() < 2:
         return []
-    n_boot, seed = int(run.meta.get("n_boot", N_BOOT)), int(run.meta.get("seed", 0))
-    tasks = run.items["task"].astype(str)
-    return [{"task": task, "rows": accuracy_rows(accuracy_table(run.items[tasks == task], run.scorers, n_boot, seed))}
-            for task in sorted(tasks.unique())]
+    table = by_task(run)
+    out = []
+    for (name, kind, depth), part in table.groupby(["task", "kind", "depth"], sort=False):
+        logged = ([_number(v) for v in part["log_value"]] if "log_value" in part else [None] * len(part))
+        out.append({"task": str(name), "group": kind == "group", "depth": int(depth),
+                    "rows": [{**r, "logged": v} for r, v in zip(accuracy_rows(part), logged)]})
+    return out
 
 
 def item_options(run: EvalResult) -> list[list[str]]:

@@ -86,7 +86,8 @@ def accuracy_html(accuracy: list[dict], chance: float | None) -> str:
 
 
 def per_task_html(accuracy: list[dict]) -> str:
-    """Accuracy per task (rows) and run:scorer (columns) with CIs; "" when no run has tasks."""
+    """Accuracy per task and group (rows, a group before its members) and run:scorer (columns) with CIs, and the
+    framework's own value where a log recorded one; "" when no run has several tasks."""
     with_tasks = [a for a in accuracy if a["tasks"]]
     if not with_tasks:
         return ""
@@ -95,13 +96,22 @@ def per_task_html(accuracy: list[dict]) -> str:
     for a in with_tasks:
         for t in a["tasks"]:
             for r in t["rows"]:
-                cells.setdefault(t["task"], {"n": r["n"]})[(a["run"], r["scorer"])] = r
-    rows = [[esc(task), f"{c['n']:,}"] + [
-        (f"{_f(c[col]['accuracy'])} <span class='sl-r-ci-text'>[{_f(c[col]['ci_low'], 2)}, "
-         f"{_f(c[col]['ci_high'], 2)}]</span>" if col in c else "–") for col in cols] for task, c in cells.items()]
+                cells.setdefault(t["task"], {"n": r["n"], "group": t["group"], "depth": t["depth"]})[
+                    (a["run"], r["scorer"])] = r
+
+    def cell(r: dict) -> str:
+        logged = f" <span class='sl-r-ci-text'>(logged {_f(r['logged'])})</span>" if r.get("logged") is not None else ""
+        return (f"{_f(r['accuracy'])} <span class='sl-r-ci-text'>[{_f(r['ci_low'], 2)}, {_f(r['ci_high'], 2)}]</span>"
+                f"{logged}")
+
+    rows = [[("&nbsp;&nbsp;" * c["depth"]) + (f"<b>{esc(task)}</b>" if c["group"] else esc(task)), f"{c['n']:,}"]
+            + [cell(c[col]) if col in c else "–" for col in cols] for task, c in cells.items()]
     head = ["task", "items"] + [esc(f"{run}:{scorer}") for run, scorer in cols]
-    return (f"<h2 id='per-task'>Accuracy per task</h2><p class='sl-r-hint'>{len(cells)} tasks; 95% bootstrap CIs over "
-            f"each task's items</p><div class='sl-r-scroll'>{_table(head, rows, 'sl-r-num sl-r-tasks')}</div>")
+    n_tasks = sum(not c["group"] for c in cells.values())
+    return (f"<h2 id='per-task'>Accuracy per task</h2><p class='sl-r-hint'>{n_tasks} tasks"
+            f"{f', {len(cells) - n_tasks} groups (bold, before their tasks)' if len(cells) > n_tasks else ''}; 95% "
+            f"bootstrap CIs over each one's items</p><div class='sl-r-scroll'>"
+            f"{_table(head, rows, 'sl-r-num sl-r-tasks')}</div>")
 
 
 def rescues_html(columns: list[str], counts: list[list[int]]) -> str:
