@@ -16,6 +16,7 @@ from .task_groups import by_task
 from .logs import from_lm_eval, from_log
 from .models import DEFAULT_LM, DEFAULT_MLM, LM, MLM, list_backends, list_presets, load_lm, load_mlm
 from .pll import BlimpResult, PLLResult, pll, pll_blimp, pll_metrics
+from .report import report
 from .tasks.blimp import load_blimp
 from .paraphrase import MassResult, load_teaching_set, mass, mass_items
 from .scorers import list_scorers, register_scorer
@@ -63,6 +64,7 @@ __all__ = [
     "pll_blimp",
     "pll_metrics",
     "register_scorer",
+    "report",
     "score",
     "score_items",
     "tasks",

@@ -138,8 +138,9 @@ def _scores_frame(task: Task, plan: Plan, scores: Scores, j: int, scorers: list[
     # the harness's joining space is not part of the answer's length (a chat template's options are without it)
     delim = "" if _chatted(task) else task.template.target_delimiter
     table = plan_table(plan, scores, j, delimiter=delim)
-    table.insert(1, "id", [task.items[i].id for i in table["item"]])
-    table.insert(3, "is_gold", [task.items[i].gold == k for i, k in zip(table["item"], table["option_index"])])
+    item = table["item"].to_numpy()
+    table.insert(1, "id", np.array([it.id for it in task.items], dtype=object)[item])
+    table.insert(3, "is_gold", np.array([it.gold for it in task.items])[item] == table["option_index"].to_numpy())
     return scorer_columns(table, scorers)
 
 
@@ -167,8 +168,11 @@ def _items_frame(task: Task, scores: pd.DataFrame, scorers: list[str],
         items["subject"] = subjects
     items = items.join(verdict_columns(task, scores, mass if mass is not None else {}))
     lost = (items["why"] != "right").to_numpy()
-    right = {s: items[f"correct_{s}"].to_numpy() for s in scorers if s != "lm"}
-    items["rescued_by"] = [",".join(s for s, ok in right.items() if ok[k]) if lost[k] else "" for k in range(len(its))]
+    names = np.full(len(its), "", dtype=object)
+    for s in scorers:
+        if s != "lm":
+            names = names + np.where(lost & items[f"correct_{s}"].to_numpy(dtype=bool), s + ",", "").astype(object)
+    items["rescued_by"] = pd.Series(names, index=items.index).str[:-1]  # without the last comma ("" stays "")
     return items
 
 

@@ -216,6 +216,25 @@ def variants(option: str, *, lm: LM | None = None) -> pd.DataFrame:
     text.check_text(option, "option", allow_empty=False)
     if not option.strip():
         raise ValueError("option: must contain more than whitespace")
+    t = _table(option).copy()
+    if lm is not None:
+        t["token_ids"] = [text.encode(lm, "", v).scored_ids for v in t["variant"]]
+        t["n_tokens"] = t["token_ids"].map(len)
+        t = t.drop_duplicates("token_ids").reset_index(drop=True)
+    return t
+
+
+@functools.lru_cache(maxsize=4096)
+def variant_rules(option: str) -> tuple[tuple[str, str], ...]:
+    """(variant, rule) of each surface variant of ``option`` (``variants`` without a tokenizer), kept for the
+    process: a dataset's run and a live edit of the premise ask again for the same options."""
+    t = variants(option)
+    return tuple(zip(t["variant"], t["rule"]))
+
+
+@functools.lru_cache(maxsize=1024)
+def _table(option: str) -> pd.DataFrame:
+    """The variants of a checked option (a function of its text alone, kept: ``variants`` hands out copies)."""
     lead = option[:len(option) - len(option.lstrip())]
     core = option.strip()
     period = core.endswith(".") and len(core) > 1
@@ -258,9 +277,4 @@ def variants(option: str, *, lm: LM | None = None) -> pd.DataFrame:
         rule = " + ".join(c for c in changes if c) or ("original" if s == option else "normalised")
         rows.append({"variant": s, "rule": rule, "n_changes": len(axes), "_order": (len(axes), axes), **state})
     rows.sort(key=lambda r: r["_order"])
-    t = pd.DataFrame(rows).drop(columns="_order").drop_duplicates("variant")
-    if lm is not None:
-        t["token_ids"] = [text.encode(lm, "", v).scored_ids for v in t["variant"]]
-        t["n_tokens"] = t["token_ids"].map(len)
-        t = t.drop_duplicates("token_ids")
-    return t.reset_index(drop=True)
+    return pd.DataFrame(rows).drop(columns="_order").drop_duplicates("variant").reset_index(drop=True)

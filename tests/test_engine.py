@@ -190,6 +190,67 @@ def test_next_token_cache_answers_repeats(tiny_lm, monkeypatch, tmp_path):
         engine.next_token_logprobs(tiny_lm, ["one"], token_ids=[3, 4], top_k=2, cache=store)
 
 
+def test_next_token_ids_per_context_are_keyed_by_each_prompt_alone(tiny_lm, monkeypatch, tmp_path):
+    """One list of ids per prompt: each answer holds its own ids, and its cache entry is found again whatever other
+    prompts (another item set) come with it; a large union is asked in groups (prompts x union bounded)."""
+    store = ScoreCache(tmp_path / "c.sqlite")
+    prompts = ["the cat sat", "a dog ran", "one two three", "the bird"]
+    ids = [[3, 9], [5], [7, 3, 11], [12, 4]]
+    calls = []
+    real = type(tiny_lm.backend).next_token
+
+    def spy(self, prompts, **kw):
+        calls.append(len(kw["token_ids"]))
+        return real(self, prompts, **kw)
+
+    monkeypatch.setattr(type(tiny_lm.backend), "next_token", spy)
+    monkeypatch.setattr(engine, "SELECT_ELEMENTS", 8)  # at most 8 selected log-probs per backend call
+    got = engine.next_token_logprobs(tiny_lm, prompts, token_ids=ids, cache=store)
+    assert len(calls) > 1 and all(n <= 8 for n in calls)
+    union = sorted({t for own in ids for t in own})
+    full = engine.next_token_logprobs(tiny_lm, prompts, token_ids=union, cache=False)
+    for g, f, own in zip(got, full, ids):
+        assert g.selected.shape == (len(own),)
+        np.testing.assert_allclose(g.selected, f.selected[[union.index(t) for t in own]], atol=1e-6)
+    again = engine.next_token_logprobs(tiny_lm, ["a new prompt", prompts[1], prompts[2]],
+                                       token_ids=[[4], ids[1], ids[2]], cache=store)
+    assert again.stats.cached == 2
+    np.testing.assert_array_equal(again[1].selected, got[1].selected)
+    with pytest.raises(ValueError, match="one list per context"):
+        engine.next_token_logprobs(tiny_lm, prompts, token_ids=ids[:2])
+    with pytest.raises(ValueError, match="not vocabulary ids"):
+        engine.next_token_logprobs(tiny_lm, prompts[:2], token_ids=[[3], [10 ** 9]])
+
+
+def test_derived_numbers_are_cached_exactly_per_payload(tiny_lm, monkeypatch, tmp_path):
+    """engine.derived: float64 numbers kept bit for bit, computed once per payload, keyed by model, kind and
+    payload; a forward hook on the model switches it off like the rest of the cache."""
+    store = ScoreCache(tmp_path / "c.sqlite")
+    monkeypatch.setattr(engine, "default_cache", lambda: store)
+    asked = []
+
+    def compute(positions):
+        asked.append(list(positions))
+        return [np.array([np.pi * (k + 1), 1 / 3, np.nan]) for k in positions]
+
+    first, cached = engine.derived(tiny_lm, "test|v1", ["a", "b", "a"], compute)
+    assert cached == 0 and asked == [[0, 1]]  # "a" computed once
+    np.testing.assert_array_equal(first[2], first[0])
+    again, cached = engine.derived(tiny_lm, "test|v1", ["b", "c", "a"], compute)
+    assert cached == 2 and asked[-1] == [1]
+    np.testing.assert_array_equal(again[0], first[1])  # float64, not float32: every bit kept
+    assert again[2][0] == np.pi
+    _, cached = engine.derived(tiny_lm, "test|v2", ["a"], compute)
+    assert cached == 0  # another kind (code version) never reads them
+    handle = tiny_lm.model.register_forward_hook(lambda *a: None)
+    try:
+        with pytest.warns(UserWarning, match="forward hooks"):
+            _, cached = engine.derived(tiny_lm, "test|v1", ["a"], compute)
+        assert cached == 0
+    finally:
+        handle.remove()
+
+
 def test_top_k_keeps_the_stored_scores_and_matches_next_token(tiny_lm, tmp_path):
     store = ScoreCache(tmp_path / "c.sqlite")
     engine.clear_top_cache()

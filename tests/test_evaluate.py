@@ -12,8 +12,10 @@ import pytest
 
 import surfacelab as sl
 from surfacelab import engine, surface_forms, tasks
+from surfacelab.engine import cache
 from surfacelab.evaluate import _items_frame, ablate, evaluate, evaluate_fewshot
 from surfacelab.runs import label_table, mcnemar
+from surfacelab.why import verdicts
 from surfacelab.why.verdicts import label_counts
 from surfacelab.scoring import option_table
 from surfacelab.tasks import Item, Task
@@ -194,7 +196,14 @@ def test_why_labels_on_constructed_items():
     assert list(bare["why"]) == ["lost", "lost"] and (bare["prior"] == "").all()
 
 
-def test_labels_table_and_one_extra_next_token_call(tiny_lm, copa20, monkeypatch):
+def _split_mass_candidates(items):
+    """The items whose label split mass can decide: LM wrong, no exact tie, not "premise evidence"."""
+    return int((~items["why"].isin(["right", "tie", "premise evidence"])).sum())
+
+
+def test_labels_table_and_one_extra_next_token_call(tiny_lm, copa20, monkeypatch, tmp_path):
+    store = cache.ScoreCache(tmp_path / "scores.sqlite")
+    monkeypatch.setattr(engine, "default_cache", lambda: store)
     calls = {"logprobs": 0, "next_token_logprobs": 0}
     for name in calls:
         real = getattr(engine, name)
@@ -203,7 +212,16 @@ def test_labels_table_and_one_extra_next_token_call(tiny_lm, copa20, monkeypatch
     res = evaluate(tiny_lm, copa20, SCORERS, progress=False)
     assert calls == {"logprobs": 1, "next_token_logprobs": 1}
     lost = res.items[~res.items["correct_lm"]]
-    assert res.meta["why_cost"]["prompts"] == lost["mass_ratio"].notna().sum() > 0
+    cost = res.meta["why_cost"]
+    assert cost["prompts"] == lost["mass_ratio"].notna().sum() > 0
+    assert cost["items"] == _split_mass_candidates(res.items) and cost["items_cached"] == 0
+    planned = []  # a warm rerun plans no first token (no tokenizer work): every item's numbers are in the cache
+    monkeypatch.setattr(verdicts, "first_token_plan", lambda *a, _r=verdicts.first_token_plan: planned.append(a)
+                        or _r(*a))
+    again = evaluate(tiny_lm, copa20, SCORERS, progress=False)
+    assert calls == {"logprobs": 2, "next_token_logprobs": 1} and planned == []
+    assert again.meta["why_cost"]["items_cached"] == cost["items"] and again.meta["why_cost"]["prompts"] == 0
+    pd.testing.assert_frame_equal(again.items, res.items)
     assert res.items.loc[res.items["correct_lm"], "mass_ratio"].isna().all()
     assert res.items.loc[res.items["why"] == "premise evidence", "mass_ratio"].isna().all()  # cannot change them
     labels = res.labels.set_index("why")
@@ -224,6 +242,28 @@ def test_labels_table_and_one_extra_next_token_call(tiny_lm, copa20, monkeypatch
     assert w.term("LM gap") == pytest.approx(row["gap_lm"], abs=1e-5)
     assert w.term("length", "gap") == pytest.approx(row["gap_length"], abs=1e-5)
     assert w.term("gold ratio", "first token") == pytest.approx(row["mass_ratio"], rel=1e-3)
+
+
+def test_split_mass_is_cached_per_item_whatever_the_item_set(tiny_lm, data_root, monkeypatch, tmp_path):
+    """An item's split-mass entry depends on that item and the model only: a run over another item set reads the
+    items it shares with an earlier run from the cache, and its numbers equal a run with no cache at all."""
+    store = cache.ScoreCache(tmp_path / "scores.sqlite")
+    monkeypatch.setattr(engine, "default_cache", lambda: store)
+    copa = tasks.load("copa", "val", source=data_root, limit=40)
+    first = evaluate(tiny_lm, dataclasses.replace(copa, items=copa.items[:25]), SCORERS, progress=False)
+    later = dataclasses.replace(copa, items=copa.items[10:40])
+    second = evaluate(tiny_lm, later, SCORERS, progress=False)
+    shared = _split_mass_candidates(first.items.iloc[10:])
+    assert shared > 0 and second.meta["why_cost"]["items_cached"] == shared
+    assert second.meta["why_cost"]["items"] == _split_mass_candidates(second.items)
+    monkeypatch.setattr(engine, "default_cache", lambda: None)
+    fresh = evaluate(tiny_lm, later, SCORERS, progress=False)
+    assert fresh.meta["why_cost"]["items_cached"] == 0
+    for col in ("why", "against", "rescued_by"):
+        np.testing.assert_array_equal(second.items[col].to_numpy(), fresh.items[col].to_numpy(), err_msg=col)
+    for col in ("mass_ratio", "mass_gain", "gap_lm"):  # forwards batched with other prompts: float noise only
+        np.testing.assert_allclose(second.items[col], fresh.items[col], rtol=1e-5, atol=1e-6, err_msg=col)
+    assert second.items["mass_ratio"].notna().sum() > 0
 
 
 def test_copa_flipped_collapses_every_scorer_onto_lm(tiny_lm, data_root):

@@ -18,6 +18,7 @@ work: requests, cache hits, tokens forwarded against the ideal, and which execut
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Container, Iterable, Sequence
 
@@ -29,7 +30,7 @@ from ..backends.base import (RANK_TOL, Cancelled, EngineStats, NextTokenScores, 
                             foreign_hooks, progress_callback, reporting)
 from ..backends.masked import MaskedCopy, MaskedScores, MaskedStats
 from ..backends.packing import unique_prefix_tokens
-from .cache import ScoreCache, default_cache, masked_key, request_key
+from .cache import ScoreCache, default_cache, derived_key, masked_key, request_key
 from .memory import TOP_CACHE, clear_top_cache
 from .results import NextToken, Request, Results, Scored, token_strings
 
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from ..models import LM, MLM
 
 __all__ = ["Cancelled", "EngineStats", "MaskedCopy", "MaskedScores", "MaskedStats", "NextToken", "RANK_TOL",
-           "Results", "Scored", "cancelled_when", "check_batch_size", "check_requests", "clear_top_cache",
+           "Results", "Scored", "cancelled_when", "check_batch_size", "check_requests", "clear_top_cache", "derived",
            "logprobs", "masked_logprobs", "next_token_logprobs", "reporting"]
 
 
@@ -219,7 +220,7 @@ def next_token_logprobs(
     lm: LM,
     contexts: Sequence[str],
     *,
-    token_ids: Sequence[int] = (),
+    token_ids: Sequence[int] | Sequence[Sequence[int]] = (),
     top_k: int = 0,
     batch_size: int | str = "auto",
     cache: bool | ScoreCache = False,
@@ -232,7 +233,9 @@ def next_token_logprobs(
     Args:
         lm: a loaded ``LM``.
         contexts: prompts (the BOS/EOS rule of ``text`` applies to an empty one).
-        token_ids: vocabulary ids whose log-probs are returned in ``selected``.
+        token_ids: vocabulary ids whose log-probs are returned in ``selected``: one list for every context, or
+            one list per context (each context's own ids, in its ``selected``). The disk cache keys a prompt by its
+            own list, so a prompt's entry depends on that prompt alone, whatever else is asked with it.
         top_k: how many of the most likely next tokens to return.
         batch_size: requests per batch, or "auto" (as in ``logprobs``).
         cache: use the on-disk cache (True), a given ``ScoreCache``, or none (False). The disk cache
@@ -249,35 +252,30 @@ def next_token_logprobs(
     if isinstance(contexts, str):
         raise TypeError("contexts: expected a list of strings, got a single string")
     top_k = _check_top_k(top_k)
-    bad = [t for t in token_ids if not is_int(t) or not 0 <= int(t) < lm.vocab_size]
-    if bad:
-        raise ValueError(f"token_ids: not vocabulary ids: {bad[:5]}")
+    sels = _selections(lm, token_ids, len(contexts))
     rows = check_batch_size(batch_size)
     cache = _cache_for(lm, cache)
     prompts = [text.encode_prompt(lm, text.check_text(c, f"contexts[{i}]")) for i, c in enumerate(contexts)]
-    sel = [int(t) for t in token_ids]
-    store = _store(cache) if sel and not top_k else None
-    tag = f"{lm.fingerprint}|next-token|{','.join(map(str, sel))}"
-    keys = [request_key(tag, p, 0) for p in prompts]
+    store = _store(cache) if any(sels) and not top_k else None
+    keys = [request_key(f"{lm.fingerprint}|next-token|{','.join(map(str, s))}", p, 0) for p, s in zip(prompts, sels)]
     found, _ = _lookup(keys, store, top_k, cache)
-    todo = {k: p for k, p in zip(keys, prompts) if k not in found}
+    todo = {k: (p, s) for k, p, s in zip(keys, prompts, sels) if k not in found}
     stats = EngineStats(requests=len(prompts), unique=len(set(keys)), cached=len(found), backend=lm.backend.kind)
     recall = getattr(lm.backend, "remembered", None)  # an in-process backend's recent scoring contexts
-    recalled = {}
+    computed: dict[str, NextTokenScores] = {}
     if recall is not None and cache is not False and todo:
-        hits = recall(list(todo.values()), token_ids=sel, top_k=top_k)
-        recalled = {k: hits[i] for i, k in enumerate(todo) if i in hits}
-        todo = {k: p for k, p in todo.items() if k not in recalled}
-        if recalled:
-            stats.count_path("recalled", len(recalled))
-    stats.tokens_needed = sum(len(p) for p in todo.values())
-    stats.tokens_unique = unique_prefix_tokens(list(todo.values()))
-    if store is not None and recalled:
-        store.put_many({k: _next_entry(s) for k, s in recalled.items()})
-    computed = _dispatch(todo, lambda ids, on_done: lm.backend.next_token(
-        ids, token_ids=sel, top_k=top_k, batch_size=rows, progress=False, stats=stats, on_done=on_done),
-        store, _next_entry)
-    computed.update(recalled)
+        ids = _union(todo)
+        hits = recall([p for p, _ in todo.values()], token_ids=ids, top_k=top_k)
+        computed = {k: _own(hits[i], todo[k][1], ids) for i, k in enumerate(todo) if i in hits}
+        todo = {k: v for k, v in todo.items() if k not in computed}
+        if computed:
+            stats.count_path("recalled", len(computed))
+            if store is not None:
+                store.put_many({k: _next_entry(r) for k, r in computed.items()})
+    stats.tokens_needed = sum(len(p) for p, _ in todo.values())
+    stats.tokens_unique = unique_prefix_tokens([p for p, _ in todo.values()])
+    for group in _select_groups(todo):
+        computed.update(_next_group(lm, group, top_k=top_k, rows=rows, store=store, stats=stats))
     if top_k and cache is not False:
         TOP_CACHE.put_many({k: {**_next_entry(r), "top_ids": r.top_ids, "top_logprobs": r.top_logprobs}
                              for k, r in computed.items()}, top_k)
@@ -293,6 +291,107 @@ def next_token_logprobs(
         out.append(NextToken(c, p, selected.astype(np.float32), tids, tlp.astype(np.float32),
                              [lm.tokenizer.decode([int(t)]) for t in tids], ent))
     return out
+
+
+def derived(lm: LM, kind: str, payloads: Sequence[str], compute: Callable[[list[int]], list[np.ndarray]], *,
+            cache: bool | ScoreCache = True) -> tuple[list[np.ndarray], int]:
+    """Numbers an analysis derives from one model's forward passes (made through this engine), kept in the disk cache
+    beside them: one float64 vector per entry, found again by the model's fingerprint, ``kind`` and the entry's
+    payload, so that a rerun skips the analysis's own work (tokenizing, planning) as well as the forwards.
+
+    Args:
+        lm: the model the numbers are of (its fingerprint is brought up to date; a forward hook on it switches the
+            cache off, as for every engine call).
+        kind: the analysis and the version of its code: an entry cached by other code is never read.
+        payloads: per entry, everything besides the model that its numbers depend on, as one string.
+        compute: ``compute(positions)`` -> the vectors of the entries at those positions of ``payloads`` (the ones
+            not cached, each payload once), in that order.
+        cache: as in ``logprobs``.
+
+    Returns:
+        The vectors, one per payload in order, and how many of them came from the cache.
+    """
+    store = _store(_cache_for(lm, cache))
+    keys = [derived_key(lm.fingerprint, kind, p) for p in payloads]
+    stored = store.get_many(list(dict.fromkeys(keys))) if store is not None else {}
+    found = {k: e["value"].view("<f8") for k, e in stored.items() if "value" in e and e["value"].dtype == "<i4"
+             and e["value"].size % 2 == 0}
+    cached = sum(k in found for k in keys)
+    missing = sorted({k: i for i, k in reversed(list(enumerate(keys))) if k not in found}.values())
+    if missing:
+        fresh = [np.ascontiguousarray(v, dtype="<f8") for v in compute(missing)]
+        found.update((keys[i], v) for i, v in zip(missing, fresh))
+        if store is not None:  # kept bit for bit: float64 as pairs of int32 (the cache stores floats as float32)
+            store.put_many({keys[i]: {"value": v.view("<i4")} for i, v in zip(missing, fresh)})
+    return [found[k] for k in keys], cached
+
+
+#: A next-token call with one list of token ids per prompt asks the backend for the union of a group's lists: groups
+#: are cut so that prompts x union stays under this many selected log-probs (the union of a whole dataset's lists would
+#: make a (prompts x union) array that grows with the square of the items).
+SELECT_ELEMENTS = 1 << 22
+
+
+def _selections(lm: LM, token_ids: Any, n: int) -> list[tuple[int, ...]]:
+    """The token ids each of ``n`` prompts selects: one shared list, or one list per prompt; checked."""
+    per_prompt = len(token_ids) > 0 and all(isinstance(t, (list, tuple, np.ndarray)) for t in token_ids)
+    if per_prompt and len(token_ids) != n:
+        raise ValueError(f"token_ids: expected one list per context ({n}), got {len(token_ids)} lists")
+    lists = [tuple(t) for t in token_ids] if per_prompt else [tuple(token_ids)] * n
+    for ids in dict.fromkeys(lists):
+        bad = [t for t in ids if not is_int(t) or not 0 <= int(t) < lm.vocab_size]
+        if bad:
+            raise ValueError(f"token_ids: not vocabulary ids: {bad[:5]}")
+    return [tuple(int(t) for t in ids) for ids in lists]
+
+
+def _union(todo: dict[str, tuple[tuple[int, ...], tuple[int, ...]]]) -> tuple[int, ...]:
+    """The ids a backend call for ``todo`` (key -> (prompt, its ids)) selects: the one list every prompt shares, in its
+    order, or the sorted union of theirs."""
+    lists = {s for _, s in todo.values()}
+    return next(iter(lists)) if len(lists) == 1 else tuple(sorted(set().union(*lists)))
+
+
+def _own(r: NextTokenScores, sel: tuple[int, ...], ids: tuple[int, ...]) -> NextTokenScores:
+    """A backend's answer for a call that selected ``ids`` (``_union``: the prompt's own list, or a sorted union),
+    with only the prompt's own ids ``sel`` kept."""
+    if sel == ids:
+        return r
+    return dataclasses.replace(r, selected=r.selected[np.searchsorted(ids, sel)])
+
+
+def _next_group(lm: LM, group: dict[str, tuple[tuple[int, ...], tuple[int, ...]]], *, top_k: int, rows: int | None,
+                store: ScoreCache | None, stats: EngineStats) -> dict[str, NextTokenScores]:
+    """One backend call for a group of pending prompts (key -> (prompt, its ids)) that selects the union of their ids;
+    each answer keeps its own prompt's ids and is committed to ``store`` as its batch comes back."""
+    ids, order = _union(group), list(group)
+
+    def run(prompts: list[Any], on_done: Callable[[list[int], list[Any]], None]) -> list[NextTokenScores]:
+        def done(at: list[int], results: list[Any]) -> None:
+            on_done(at, [_own(r, group[order[d]][1], ids) for d, r in zip(at, results)])
+
+        got = lm.backend.next_token(prompts, token_ids=ids, top_k=top_k, batch_size=rows, progress=False, stats=stats,
+                                    on_done=done)
+        return [_own(r, group[k][1], ids) for k, r in zip(order, got)]
+
+    return _dispatch({k: p for k, (p, _) in group.items()}, run, store, _next_entry)
+
+
+def _select_groups(todo: dict[str, tuple[tuple[int, ...], tuple[int, ...]]]) -> list[dict]:
+    """The pending prompts (key -> (prompt, its ids)) in groups that one backend call each answers: one group when
+    every prompt selects the same ids, else runs of consecutive prompts whose union of ids times their number stays
+    under ``SELECT_ELEMENTS``."""
+    if len({s for _, s in todo.values()}) <= 1:
+        return [todo] if todo else []
+    groups: list[dict] = [{}]
+    union: set[int] = set()
+    for key, (prompt, sel) in todo.items():
+        grown = union | set(sel)
+        if groups[-1] and (len(groups[-1]) + 1) * len(grown) > SELECT_ELEMENTS:
+            groups.append({})
+            grown = set(sel)
+        groups[-1][key], union = (prompt, sel), grown
+    return groups
 
 
 def _check_copies(copies: Any) -> list[MaskedCopy]:

@@ -57,6 +57,14 @@ def masked_key(fingerprint: str, input_ids: tuple[int, ...], masked: tuple[int, 
                        input_ids, 0)
 
 
+def derived_key(fingerprint: str, kind: str, payload: str) -> str:
+    """The cache key of numbers an analysis derived from a model's forward passes (``engine.derived``): the
+    fingerprint, the analysis (``kind``, with its code's version) and everything else they depend on (``payload``)."""
+    h = hashlib.sha256(f"{fingerprint}|derived|{kind}".encode())
+    h.update(b"\0" + payload.encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
+
+
 def _storable(a: np.ndarray) -> np.ndarray:
     """``a`` as a flat float32 (floats), uint8 (bools) or int32 (integers) array."""
     a = np.asarray(a)

@@ -70,7 +70,7 @@ from .first_token import (COMPETITOR_COLUMNS, FIRST_TOKEN_KEYS, FirstTokenPlan, 
                           first_token_plan, first_token_terms)
 from .occlusion import engine_cost, premise_attribution
 from .result import WhyResult, quoted
-from .rules import LABELS, decompose, is_option_ids, shares, verdict
+from .rules import LABELS, decompose, is_option_ids, verdict, verdict_sentence
 
 if TYPE_CHECKING:
     from ..models import LM
@@ -170,32 +170,6 @@ def _terms_frame(result: MCResult, gold: int, against: int, d: dict[str, float],
     return pd.DataFrame(rows, columns=["group", "term", "value", "unit", "formula", "sentence"])
 
 
-def _verdict_detail(label: str, d: dict[str, float], og: str, oa: str, mass: dict[str, float], winner: str) -> str:
-    share = shares(d["length"], d["prior_per_token"], d["evidence"])
-    share["letter bias"] = share["prior"]
-    if label == "right":
-        return f"Verdict: right — {og} is the LM winner; it leads {oa} by {gap(d['lm'])} nats."
-    if label == "ahead":
-        return (f"Verdict: ahead — {og} leads {oa} by {gap(d['lm'])} nats under LM, but loses to {winner}; compare "
-                f"it with {winner} to see why.")
-    if label == "tie":
-        return f"Verdict: tie — {og} ties {oa} exactly under LM and loses the tie-break."
-    # these labels need their term < 0 (it holds half the loss): each is said as an unsigned cost to the gold
-    what = {"premise evidence": f"the premise itself favours {oa} (its evidence costs the gold "
-                                f"{gap(-d['evidence'])} nats)",
-            "length": f"{og} is longer (its length costs it {gap(-d['length'])} nats)",
-            "prior": f"the words of {og} are rarer a priori (the per-token prior costs it "
-                     f"{gap(-d['prior_per_token'])} nats)",
-            "letter bias": f"the model prefers the letter of {oa} a priori (by {gap(-d['prior_per_token'])} nats)",
-            "split mass": f"the probability of {og} is split over unlisted forms ({gap(mass['gold_ratio'])}× its "
-                          f"listed token; counting them moves the gap by {signed(mass['mass_gain'])} nats)",
-            "mixed": "no single term holds half of the loss",
-            "lost": "no prior context was scored"}[label]
-    detail = (f" ({share[label]:.0%} of what counts against the gold)"
-              if label in ("premise evidence", "length", "prior", "letter bias") else "")
-    return f"Verdict: {label} — {what}{detail}."
-
-
 # ----------------------------------------------------------------------------- result
 def _index(value: Any, options: list[str], name: str) -> int:
     if isinstance(value, str):
@@ -281,7 +255,7 @@ def from_result(
     lm_winner = int(np.argmax(lm_scores))  # the first best option, as MCResult.winner
     label = verdict(d["lm"], d["length"], d["prior_per_token"], d["evidence"], gold_wins=lm_winner == gold,
                     mass_ratio=mass["gold_ratio"], mass_gain=mass["mass_gain"], letters=is_option_ids(options))
-    detail = _verdict_detail(label, d, quoted(options[gold]), quoted(options[against]), mass,
+    detail = verdict_sentence(label, d, quoted(options[gold]), quoted(options[against]), mass,
                              quoted(options[lm_winner]))
     mass_rows = first_token_terms(plan, mass, competitors, result.premise, d["lm"], gold, against,
                                   (quoted(options[gold]), quoted(options[against])))

@@ -8,7 +8,6 @@ verdict reads, and ``first_token_terms`` into the ``first token`` rows (and sent
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from dataclasses import dataclass
@@ -19,20 +18,13 @@ import pandas as pd
 
 from .. import engine, text
 from .._format import gap, percent, signed
-from ..surface_forms import variants as _variants
+from ..surface_forms import variant_rules
 
 if TYPE_CHECKING:
     from ..models import LM
 
 _FIRST_WORD = re.compile(r"\s*\S*")
 
-
-@functools.lru_cache(maxsize=1024)
-def _forms(core: str) -> tuple[tuple[str, str], ...]:
-    """(variant, rule) of each surface variant of ``core`` (``variants.variants``: a function of the text alone, kept,
-    since a live edit of the premise asks again for the same options)."""
-    v = _variants(core)
-    return tuple(zip(v["variant"], v["rule"]))
 
 #: Kinds of competitor groups (the issue's (a) gold forms, (b) other options' forms, (c) everything else).
 GROUP_KIND = {"gold": "gold", "gold form": "gold", "against": "other options", "against form": "other options",
@@ -122,7 +114,7 @@ def first_token_plan(lm: LM, context: str, options: Sequence[str]) -> FirstToken
         if not core.strip():
             continue
         read: dict[str, int | None] = {}  # first word (and the character after it) -> token there
-        for variant, rule in _forms(core):
+        for variant, rule in variant_rules(core):
             form = prefix + variant + suffix
             if form == cont:
                 continue

@@ -603,3 +603,45 @@ def shutdown_kernel(app: App, kernel_id: str) -> None:
     request = urllib.request.Request(f"{app.base}/api/kernels/{kernel_id}", method="DELETE",
                                      headers={"Authorization": f"token {app.token}"})
     DIRECT.open(request, timeout=60)
+
+
+def offline_browser() -> Iterator[Any]:
+    """Headless Debian chromium in which no host name resolves (skipped without it), for a page from a file:// URL
+    (the lesson, the run report): a generator for ``pytest.fixture``."""
+    import pytest
+
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} missing: apt-get install -y chromium")
+    pytest.importorskip("playwright")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, chromium_sandbox=False,
+                              args=[*FLAGS, "--host-resolver-rules=MAP * ~NOTFOUND"])
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def offline_page(browser: Any) -> Iterator[Any]:
+    """A fresh page whose network requests are recorded and refused (file:, blob: and data: URLs load);
+    ``page.seen`` lists them and any page error, dialog (an ``alert``) or console error: a generator for
+    ``pytest.fixture``."""
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    pg = context.new_page()
+    pg.seen = {"requests": [], "errors": [], "dialogs": []}
+
+    def route(r: Any) -> None:
+        if r.request.url.startswith(("file:", "blob:", "data:")):
+            r.continue_()
+        else:
+            pg.seen["requests"].append(r.request.url)
+            r.abort()
+
+    pg.route("**/*", route)
+    pg.on("pageerror", lambda exc: pg.seen["errors"].append(str(exc)))
+    pg.on("console", lambda msg: pg.seen["errors"].append(msg.text) if msg.type == "error" else None)
+    pg.on("dialog", lambda d: (pg.seen["dialogs"].append(d.message), d.dismiss()))
+    yield pg
+    context.close()

@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 
 import surfacelab as sl
-from labkit import CHROMIUM, FLAGS
+from labkit import offline_browser, offline_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
+browser = pytest.fixture(scope="module", name="browser")(offline_browser)
+page = pytest.fixture(name="page")(offline_page)
 
 #: The bound the test asserts on a shared CI machine; the target (2 s, docs/lesson.md) is what the report measures.
 OPEN_BOUND_S = 10.0
@@ -30,45 +32,6 @@ SHOWN = "section:not([hidden])"
 def lesson_file(tiny_lm, tiny_mlm, tmp_path_factory) -> Path:
     return sl.lesson(ITEMS, tmp_path_factory.mktemp("lesson") / "lesson.html", lm=tiny_lm, mlm=tiny_mlm,
                      lesson_text=True, progress=False)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} missing: apt-get install -y chromium")
-    pytest.importorskip("playwright")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, chromium_sandbox=False,
-                              args=[*FLAGS, "--host-resolver-rules=MAP * ~NOTFOUND"])
-        try:
-            yield b
-        finally:
-            b.close()
-
-
-@pytest.fixture
-def page(browser):
-    """A fresh page whose network requests are recorded and refused; ``page.seen`` lists them and any error, dialog
-    (an ``alert`` from the premise) or console error."""
-    context = browser.new_context(viewport={"width": 1440, "height": 900})
-    pg = context.new_page()
-    pg.seen = {"requests": [], "errors": [], "dialogs": []}
-
-    def route(r):
-        if r.request.url.startswith(("file:", "blob:", "data:")):
-            r.continue_()
-        else:
-            pg.seen["requests"].append(r.request.url)
-            r.abort()
-
-    pg.route("**/*", route)
-    pg.on("pageerror", lambda exc: pg.seen["errors"].append(str(exc)))
-    pg.on("console", lambda msg: pg.seen["errors"].append(msg.text) if msg.type == "error" else None)
-    pg.on("dialog", lambda d: (pg.seen["dialogs"].append(d.message), d.dismiss()))
-    yield pg
-    context.close()
 
 
 def drawn(page, pid: str, timeout_ms: int = 60_000) -> float:

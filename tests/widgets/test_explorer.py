@@ -4,6 +4,7 @@ template ablation beside the baseline, an lm-eval log without a model, and the o
 from __future__ import annotations
 
 import dataclasses
+import html
 import json
 import time
 from pathlib import Path
@@ -227,6 +228,24 @@ def test_a_session_with_a_broken_run_is_one_message_at_the_load_button_and_the_o
     assert "items.csv: row 1: gold is not an index into its options" in ran.files.note.value
     assert list(ran.runs) == ["code"]
     assert len(ran.filter(right=["code:lm"])) == ran.runs["code"].items["correct_lm"].sum()
+
+
+def test_the_report_button_writes_the_open_runs_as_one_page(ran, tmp_path):
+    """"report.html" beside the exports: sl.report of the runs the explorer holds, with their sources, named in the
+    note with its download link."""
+    ran.files.folder_box.value, ran.files.note.value = str(tmp_path / "out"), ""
+    ran.files.report_button.click()
+    deadline = time.monotonic() + 60
+    while not ran.files.note.value and time.monotonic() < deadline:
+        time.sleep(0.05)
+    path = tmp_path / "out" / "report.html"
+    assert "saved <code>report.html</code>" in ran.files.note.value and "class='sl-download'" in ran.files.note.value
+    page = path.read_text(encoding="utf-8")
+    data = json.loads(page.split('id="sl-r-data">')[1].split("</script>")[0])
+    run = ran.runs["code"]
+    assert data["items"]["id"] == run.items["id"].astype(str).tolist() and len(data["items"]["id"]) == N
+    assert data["columns"] == [f"code:{s}" for s in run.scorers]
+    assert "explorer: task" in page and html.escape(run.model) in page  # the run's source, as the explorer has it
 
 
 def test_the_comparison_csv_and_a_session_are_spreadsheet_safe(tiny_lm, tmp_path):

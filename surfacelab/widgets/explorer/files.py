@@ -1,6 +1,7 @@
 """The Explorer's files (a part of the ``Explorer``): the folder, sessions (``explore.save_session`` /
-``load_session``) and exports (the comparison as CSV / markdown, the summary figure as PNG / HTML), each with the
-note of what was written (and its download link) or why it failed."""
+``load_session``), exports (the comparison as CSV / markdown, the summary figure as PNG / HTML) and the report of the
+runs (``sl.report``: one page that opens offline), each with the note of what was written (and its download link) or
+why it failed."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import ipywidgets as w
 
 from ... import explore, tasks
+from ...report import report
 from ...safecsv import to_csv
 from ..kit.files import DEFAULT_EXPORT_DIR, saved_note, write_figure
 from ..kit.layout import box, classed, message_html
@@ -22,6 +24,8 @@ if TYPE_CHECKING:
 
 #: The exports offered, by file name in the folder.
 EXPORTS = ("comparison.csv", "comparison.md", "summary.png", "summary.html")
+#: The report's file name in the folder.
+REPORT = "report.html"
 
 
 class ExplorerFiles:
@@ -42,17 +46,20 @@ class ExplorerFiles:
         self.save_button = w.Button(description="save session", icon="save")
         self.load_button = w.Button(description="load session", icon="folder-open")
         self.export_buttons = {k: w.Button(description=k, icon="download") for k in EXPORTS}
+        self.report_button = w.Button(description=REPORT, icon="file-text",
+                                      tooltip="the runs as one page to share: opens offline, no install")
         self.note = w.HTML("")
         classed([(self.folder_box, "sl-x-folder"), (self.note, "sl-x-files-note")])
         self.save_button.on_click(lambda _: host.after_fields(lambda: self.handle(self.save_session, "saved")))
         self.load_button.on_click(lambda _: host.after_fields(lambda: self.handle(self.load_session, "loaded")))
         for key, b in self.export_buttons.items():
             b.on_click(lambda _, key=key: host.after_fields(lambda: self.handle(lambda f: self.export(f / key))))
+        self.report_button.on_click(lambda _: host.after_fields(lambda: self.handle(lambda f: self.report(f / REPORT))))
 
     def widgets(self) -> list[w.Widget]:
         """The files row and its note, as laid out at the end of the explorer."""
         return [box([w.HTML("<b>files</b>"), self.folder_box, self.save_button, self.load_button,
-                     *self.export_buttons.values()], "sl-x-files"), self.note]
+                     *self.export_buttons.values(), self.report_button], "sl-x-files"), self.note]
 
     @property
     def folder(self) -> Path:
@@ -102,6 +109,15 @@ class ExplorerFiles:
             host.sources.update(sources)
             host.refresh()
         return Path(folder)
+
+    def report(self, path: str | Path) -> Path:
+        """Write the report of the open runs (``sl.report``, with their sources) to ``path``."""
+        host = self.host
+        with host.lock:
+            runs, sources = dict(host.runs), dict(host.sources)
+        if not runs:
+            raise ValueError("no run to report yet: run one first")
+        return report(runs, Path(path).expanduser(), sources=sources)
 
     def export(self, path: str | Path) -> Path:
         """Write the comparison (``.csv`` / ``.md``) or the summary figure (``.png`` / ``.html``) to ``path``."""

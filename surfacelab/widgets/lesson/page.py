@@ -14,8 +14,6 @@ string can close the script or open a tag.
 
 from __future__ import annotations
 
-import html
-import re
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +22,7 @@ from plotly.io.json import to_json_plotly
 from plotly.offline import get_plotlyjs
 
 from ..._format import visible
+from ..._html import esc, inline, safe_json
 
 if TYPE_CHECKING:
     from .build import LessonItem
@@ -31,37 +30,18 @@ if TYPE_CHECKING:
 
 #: The widgets package: the stylesheets and scripts the page inlines are its files.
 WIDGETS = Path(__file__).parent.parent
-#: What would end an inline script or style early (or open an HTML comment in one).
-UNSAFE = re.compile(r"</(script|style)|<!--", re.IGNORECASE)
-#: JSON characters written as ``\\u`` escapes inside ``<script>``: tags, entities and JavaScript's line breaks.
-JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 #: The styles of the page: the workbench's own (the same tables, notes and heatmap), then the page's.
 STYLES = ("workbench/workbench.css", "kit/heatmap.css", "lesson/lesson.css")
 
 
 def script_json(obj: Any) -> str:
     """``obj`` as JSON that is safe inside ``<script>``: numpy values and NaN handled as plotly does (NaN: null)."""
-    text = to_json_plotly(obj)
-    for char, escaped in JSON_ESCAPES.items():
-        text = text.replace(char, escaped)
-    return text
-
-
-def inline(source: str, name: str) -> str:
-    """``source`` (a script or style sheet) checked to be safe inline: nothing in it ends its element early."""
-    if UNSAFE.search(source):
-        raise ValueError(f"{name} holds '</script', '</style' or '<!--' and cannot be inlined")
-    return source
+    return safe_json(to_json_plotly(obj))
 
 
 def source(name: str) -> str:
     """The script or style sheet ``name`` (a path in the widgets package), checked to be safe inline."""
     return inline((WIDGETS / name).read_text(encoding="utf-8"), name)
-
-
-def esc(text: Any) -> str:
-    """Text for HTML: escaped, quotes included (safe in an attribute too)."""
-    return html.escape(str(text), quote=True)
 
 
 class PageData:
