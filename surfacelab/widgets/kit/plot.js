@@ -77,10 +77,15 @@ function render({ model, el }) {
     const fig = model.get("figure") || {};
     const revision = model.get("revision");
     if (model.get("lazy") && !inSight) {
+      // keep the figure's height while it waits: an empty box of no height at the edge of a scrolled panel is
+      // never seen to intersect, and the page would jump when it is drawn
+      const height = fig.layout && fig.layout.height;
+      div.style.minHeight = height ? `${height}px` : "";
       pending = true;
       return;
     }
     pending = false;
+    div.style.minHeight = "";
     if (!fig.data || !fig.layout) {
       if (lib) lib.purge(div);
       div.replaceChildren();
