@@ -73,7 +73,8 @@ def run_make(target: str, tmp: Path, variables: dict[str, Any], ready: str, *, e
              timeout: float = 90.0) -> Iterator[tuple[str, Path]]:
     """Run ``make <target>`` as a user would (set-up treated as done: ``-o <venv>/.installed``) with ``variables``
     on its command line and ``env`` (default: this process's) as its environment; wait for the first URL it
-    prints, then until ``ready`` (a URL on 127.0.0.1) answers. Yields (that URL, the log of its output); the whole
+    prints on ``ready``'s host and port (a model server's address may be printed before it), then until ``ready`` (a
+    URL on 127.0.0.1) answers. Yields (that URL, the log of its output); the whole
     process group is ended afterwards."""
     tmp.mkdir(parents=True, exist_ok=True)
     venv = Path(sys.prefix)
@@ -82,12 +83,13 @@ def run_make(target: str, tmp: Path, variables: dict[str, Any], ready: str, *, e
     cmd = ["make", "--no-print-directory", "-C", str(REPO), "-o", f"{venv}/.installed", target, f"VENV={venv}",
            *(f"{k}={v}" for k, v in variables.items())]
     proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    origin = re.match(r"https?://[^/?]+", ready).group(0)
     try:
         end = time.monotonic() + timeout
         url = None
         while time.monotonic() < end:
             text = log_path.read_text()
-            found = re.findall(r"https?://\S+", text)
+            found = [u for u in re.findall(r"https?://\S+", text) if u.startswith(origin + "/")]
             if found and url is None:
                 url = found[0]
             if url is not None:
