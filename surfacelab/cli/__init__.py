@@ -13,6 +13,7 @@ import contextlib
 import gc
 import os
 import sys
+import warnings
 from typing import Iterator, NoReturn, Sequence
 
 from .._format import printable
@@ -65,12 +66,22 @@ def _no_loading_bars() -> Iterator[None]:
             sys.modules["transformers.utils.logging"].enable_progress_bar()
 
 
+def _warning_line(command: str):
+    """A warning as one line of the command's own (``surfacelab eval: warning: ...``): no Python source line, and
+    no ESC sequence from a file name or a log's text reaches the terminal."""
+    def show(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+        print(f"surfacelab {command}: warning: {printable(' '.join(str(message).split()))}", file=sys.stderr)
+
+    return show
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``surfacelab`` command; returns the exit status (0, 2 for a user's mistake, 130 on Ctrl-C)."""
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     try:
-        with _no_loading_bars():
+        with _no_loading_bars(), warnings.catch_warnings():
+            warnings.showwarning = _warning_line(args.command)
             _checks.unknown_options(extra, parser.commands[args.command])
             _checks.argument_text(args)
             return args.func(args)

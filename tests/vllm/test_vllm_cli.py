@@ -22,6 +22,10 @@ def test_score_and_eval_through_the_server(vllm_server, api_key, capsys, monkeyp
     rc, out, err = _run(capsys, argv + ["--server", vllm_server.url, "--json", str(tmp_path / "remote.json")])
     assert rc == 0, err
     assert api_key not in out + err
+    # a plain server's warning is one line of the command's own, with no Python source line
+    warned = [line for line in err.splitlines() if "no token route" in line]
+    assert warned and all(line.startswith("surfacelab score: warning: server ") for line in warned), err
+    assert "UserWarning" not in err and ".py:" not in err, err
     rc, _, err = _run(capsys, argv + ["--json", str(tmp_path / "local.json")])
     assert rc == 0, err
     remote, local = (json.loads((tmp_path / f"{n}.json").read_text())["table"] for n in ("remote", "local"))
