@@ -58,8 +58,8 @@ import pandas as pd
 from . import chat, tasks, text
 from ._checks import check_int
 from .engine.requests import CONDITIONS, Entry, Plan, Scores
-from .runs import EvalResult, accuracy_table, items_frame, mcnemar, paired_table, scorer_columns
-from .scorers import check_scorers, get_scorer
+from .runs import EvalResult, accuracy_table, items_frame, mcnemar, paired_table, rescued_by, scorer_columns
+from .scorers import check_scorers, get_scorer, not_applicable
 from .scoring import plan_table, result_meta, warn_truncation
 from .tasks import LMEvalTemplate, Task, Template
 from .tasks.harness import lm_eval_metric
@@ -167,12 +167,7 @@ def _items_frame(task: Task, scores: pd.DataFrame, scorers: list[str],
     if any(subjects):
         items["subject"] = subjects
     items = items.join(verdict_columns(task, scores, mass if mass is not None else {}))
-    lost = (items["why"] != "right").to_numpy()
-    names = np.full(len(its), "", dtype=object)
-    for s in scorers:
-        if s != "lm":
-            names = names + np.where(lost & items[f"correct_{s}"].to_numpy(dtype=bool), s + ",", "").astype(object)
-    items["rescued_by"] = pd.Series(names, index=items.index).str[:-1]  # without the last comma ("" stays "")
+    items["rescued_by"] = rescued_by(items, scorers)
     return items
 
 
@@ -219,9 +214,11 @@ def _evaluate_many(lm: LM, task_list: list[Task], scorers: list[str], *, batch_s
         items["truncation_differs"] = (cut.max() != cut.min()).to_numpy()
         accuracy = accuracy_table(items, scorers, n_boot, seed)
         accuracy["lm_eval_metric"], accuracy["lm_eval_reports"] = _harness_names(scorers, task.template)
+        na = {s: why for s in scorers if (why := not_applicable(get_scorer(s), scores))}
+        accuracy["note"] = [na.get(s, "") for s in scorers]
         meta = {"source": task.source, "variant": task.variant, "n_shot": task.n_shot, "n_boot": n_boot,
                 "seed": seed, "flipped": task.template.per_option_premise is not None, "skipped_too_long": skipped,
-                "why_cost": cost, "engine": counters, **result_meta(lm, scorers=scorers)}
+                "why_cost": cost, "engine": counters, "not_applicable": na, **result_meta(lm, scorers=scorers)}
         if isinstance(task.template, LMEvalTemplate):
             meta.update(lm_eval_task=task.template.lm_eval_task, lm_eval_yaml=task.template.yaml)
         if template is not None:

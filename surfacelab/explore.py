@@ -27,7 +27,7 @@ import pandas as pd
 from ._results import read_json
 from .engine import Cancelled, reporting
 from .evaluate import evaluate
-from .runs import EvalResult, accuracy_table, item_keys, mcnemar, paired_table, task_label
+from .runs import EvalResult, accuracy_table, item_keys, mcnemar, paired_table, recompute_batch, task_label
 from .logs import LOG_SOURCE, log_notes
 from .rows import matching, shown_premises
 from .run_files import MAX_ROWS
@@ -155,8 +155,9 @@ def _items_done(start: int, size: int, total: int, t0: float,
 
 def combine(parts: Sequence[EvalResult], *, n_boot: int = 1000, seed: int = 0) -> EvalResult:
     """Runs of consecutive chunks of one task (or runs of different tasks) as one run: rows renumbered, each item
-    keeping its task, accuracy with CIs, paired tests and label counts over all of them, engine counters summed; the
-    run is named after its tasks (``runs.task_label``). The same item (task and id) in two parts is refused."""
+    keeping its task, batch scorers (Batch Calibration) computed again over all of a task's items, accuracy with CIs,
+    paired tests and label counts over all of them, engine counters summed; the run is named after its tasks
+    (``runs.task_label``). The same item (task and id) in two parts is refused."""
     if not parts:
         raise ValueError("parts: no runs to combine")
     first = parts[0]
@@ -169,19 +170,24 @@ def combine(parts: Sequence[EvalResult], *, n_boot: int = 1000, seed: int = 0) -
         scores.append(p.scores.assign(item=p.scores["item"] + offset))
         items.append(p.items.assign(item=p.items["item"] + offset))
         offset += len(p.items)
-    items_all = pd.concat(items, ignore_index=True)
+    scores_all, items_all = recompute_batch(pd.concat(scores, ignore_index=True), pd.concat(items, ignore_index=True),
+                                            first.scorers)
     accuracy = accuracy_table(items_all, first.scorers, n_boot, seed)
     for col in ("lm_eval_metric", "lm_eval_reports"):
         if col in first.accuracy:
             accuracy[col] = first.accuracy[col].to_numpy()
-    meta = dict(first.meta, n_boot=n_boot, seed=seed)
+    reasons = {s: why for p in parts for s, why in p.meta.get("not_applicable", {}).items()}
+    na = {s: reasons[s] for s, n in zip(accuracy["scorer"], accuracy["n"]) if n == 0 and s in reasons}
+    if "note" in first.accuracy:
+        accuracy["note"] = [na.get(s, "") for s in accuracy["scorer"]]
+    meta = dict(first.meta, n_boot=n_boot, seed=seed, not_applicable=na)
     meta["skipped_too_long"] = [i for p in parts for i in p.meta.get("skipped_too_long", [])]
     counters = [p.meta["engine"] for p in parts if "engine" in p.meta]
     if counters:
         meta["engine"] = {k: sum(c[k] for c in counters) for k in counters[0]}
     return EvalResult(task=task_label(items_all["task"]), split="+".join(dict.fromkeys(p.split for p in parts)),
                       model=first.model, template=first.template, scorers=list(first.scorers),
-                      scores=pd.concat(scores, ignore_index=True), items=items_all, accuracy=accuracy,
+                      scores=scores_all, items=items_all, accuracy=accuracy,
                       paired=paired_table(items_all, first.scorers), meta=meta,
                       labels=label_counts(items_all, first.scorers) if "why" in items_all else pd.DataFrame())
 

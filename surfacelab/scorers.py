@@ -3,6 +3,14 @@
 A scorer reads the raw columns of the conditions it ``needs`` (:data:`surfacelab.engine.requests.CONDITIONS`);
 ``register_scorer`` adds one to every option table, run and scorer view. The built-in scorers and their formulas
 are listed in :mod:`surfacelab.scoring`.
+
+A built-in scorer calibrates a task whose options are the same label verbalizers for every item (SST-2, SST-5,
+TREC, RTE, CB, BoolQ) and is not defined elsewhere (:func:`not_applicable` says why):
+
+* ``batch_cal``, Batch Calibration (Zhou et al., ICLR 2024, arXiv 2309.17249): log p(y|x) − log 1/M Σ_i p(y|x_i),
+  where p is the model's distribution over the label set (each item's option probabilities normalised over its
+  options, as the paper's p(y|x_i, C) is a distribution over the labels) and the mean runs over the M items of the
+  run. Label-free and with no content-free input, but it needs the other items: on one item it is not defined.
 """
 
 from __future__ import annotations
@@ -10,9 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+import numpy as np
 import pandas as pd
 
 from .engine.requests import CONDITIONS, LOGPROB_COLUMNS
+from .letters.math import batch_prior, log_normalise
 from .registry import Derived, Registry
 
 
@@ -21,8 +31,13 @@ class Scorer:
     """A way to turn an option table into one number per option (higher is better).
 
     ``compute`` gets the whole option table (raw columns: ``logprob``, ``n_tokens``, ``n_chars``,
-    ``n_bytes``, ``domain_logprob``, ``null_logprob``) and must work row by row; ``label`` is the
+    ``n_bytes``, ``domain_logprob``, ``null_logprob``) and must work row by row, unless ``batch``; ``label`` is the
     header views show (default: the name).
+
+    ``fixed_labels``: the scorer is defined only where every item has the same options (a classification task's
+    label verbalizers); elsewhere its column is NaN (:func:`not_applicable`). ``batch``: the reason the scorer is not
+    defined on one item ("" when it is), because ``compute`` reads every item of a run (rows grouped by the table's
+    ``item`` column); a run's item keeps the score the run gave it.
     """
 
     name: str
@@ -32,6 +47,8 @@ class Scorer:
     description: str
     compute: Callable[[pd.DataFrame], pd.Series]
     label: str = ""
+    fixed_labels: bool = False
+    batch: str = ""
 
     def __post_init__(self) -> None:
         if not self.label:
@@ -86,6 +103,46 @@ for _s in [
            "PMI-null"),
 ]:
     register_scorer(_s)
+
+#: What a fixed-label scorer says where the items' options differ (COPA, ARC, MMLU, ...).
+OPTIONS_DIFFER = "not applicable: options differ per item"
+
+
+def label_sets(table: pd.DataFrame) -> int:
+    """How many different option lists the items of an option table have (1: a fixed label set)."""
+    if "item" not in table:
+        return 1
+    return table.groupby("item", sort=False)["option"].agg(tuple).nunique()
+
+
+def not_applicable(scorer: Scorer, table: pd.DataFrame) -> str:
+    """Why ``scorer`` gives no score on ``table`` ("" when it does): a batch scorer on one item, or a fixed-label
+    scorer on items whose options differ."""
+    if scorer.batch and ("item" not in table or table["item"].nunique() < 2):
+        return f"not applicable to one item: {scorer.batch} (sl.evaluate a task with a fixed label set)"
+    if scorer.fixed_labels and label_sets(table) > 1:
+        return OPTIONS_DIFFER
+    return ""
+
+
+def batch_calibrated(table: pd.DataFrame) -> pd.Series:
+    """Batch Calibration of an option table of several items that share one label set: per row,
+    log p(y|x) − log mean_i p(y|x_i), p normalised over each item's options (``letters.math.batch_prior``)."""
+    if "item" not in table or not len(table):
+        return pd.Series(np.nan, index=table.index)
+    position = table.groupby("item", sort=False).cumcount()
+    grid = table.assign(position=position).pivot(index="item", columns="position", values=_LP)
+    logp = log_normalise(grid.to_numpy(dtype=np.float64))
+    calibrated = logp - np.log(batch_prior(np.exp(logp)))
+    rows = grid.index.get_indexer(table["item"])
+    return pd.Series(calibrated[rows, position.to_numpy()], index=table.index)
+
+
+register_scorer(Scorer(
+    "batch_cal", "batch_cal", ("premise",), "log p(y|x) − log mean_i p(y|x_i)",
+    "Batch Calibration (Zhou et al. 2024): the run's mean label distribution divided out; p normalised over the "
+    "label set; fixed label sets only", batch_calibrated, "BC", fixed_labels=True,
+    batch="Batch Calibration divides by the mean label distribution of a run's items"))
 
 #: Live views for figures: scorer column -> display label, scorer column -> its rank column.
 SCORER_LABELS = Derived(SCORERS, lambda s: s.column, lambda s: s.label)

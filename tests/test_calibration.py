@@ -1,0 +1,91 @@
+"""Batch Calibration and domain-context calibration as cloze scorers of fixed label sets, each against its formula
+computed here from direct forward passes (not through the engine)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+from scipy.special import logsumexp
+
+import surfacelab as sl
+from surfacelab import tasks
+from surfacelab.tasks import Task
+
+
+def _short(task: Task, n: int, max_chars: int = 45) -> Task:
+    return dataclasses.replace(task, items=[it for it in task.items if len(it.meta["raw"]["sentence"]) < max_chars][:n])
+
+
+@pytest.fixture(scope="module")
+def sst(tiny_lm):
+    return _short(tasks.load("sst-2", "test", sample=80), 8)
+
+
+def direct_logprob(lm, context: str, option: str) -> float:
+    """Σ log P(option | context): one forward of context+option, float32 log-softmax, the option's tokens summed."""
+    tok, model = lm.tokenizer, lm.model
+    ctx = tok(context, add_special_tokens=False)["input_ids"]
+    full = tok(context + option, add_special_tokens=False)["input_ids"]
+    assert full[:len(ctx)] == ctx, "the context is not a token prefix here: pick other test strings"
+    with torch.no_grad():
+        logits = model(torch.tensor([full])).logits[0].float()
+    logp = torch.log_softmax(logits, -1)
+    return float(sum(logp[k - 1, full[k]] for k in range(len(ctx), len(full))))
+
+
+def test_batch_cal_equals_its_definition_on_a_batch(tiny_lm, sst):
+    run = sl.evaluate(tiny_lm, sst, "lm,batch_cal", progress=False, n_boot=0)
+    lp = np.array([[direct_logprob(tiny_lm, it.premise, o) for o in it.options] for it in sst.items])
+    p = np.exp(lp - logsumexp(lp, axis=1, keepdims=True))  # over the label set, per item
+    expected = np.log(p) - np.log(p.mean(axis=0))
+    got = run.scores.pivot(index="item", columns="option_index", values="batch_cal").to_numpy()
+    np.testing.assert_allclose(got, expected, atol=1e-4)
+    assert not np.allclose(got, lp - lp.max(axis=1, keepdims=True), atol=1e-3)  # the prior moved the scores
+    assert (run.items["pred_batch_cal"] == expected.argmax(axis=1)).all()
+    assert run.accuracy.set_index("scorer").loc["batch_cal", "note"] == ""
+    # one item of the run keeps the score the run gave it (one item alone has no batch)
+    one = run.result(3)
+    np.testing.assert_allclose(one.table["batch_cal"], expected[3], atol=1e-4)
+    assert one.winner("batch_cal") == sst.items[3].options[int(expected[3].argmax())]
+
+
+def test_batch_cal_is_not_applicable_to_one_item(tiny_lm):
+    r = sl.score(tiny_lm, "The movie was", [" good", " bad"], domain_premise=" the", cache=False)
+    assert r.table["batch_cal"].isna().all() and r.table["rank_batch_cal"].isna().all()
+    assert "not applicable to one item" in r.not_applicable("batch_cal")
+    with pytest.raises(ValueError, match="batch_cal.*not applicable to one item.*run's items"):
+        r.winner("batch_cal")
+    assert "batch_cal" not in r.winners() and "lm" in r.winners()
+
+
+def test_batch_cal_is_not_applicable_where_options_differ(tiny_lm):
+    copa = tasks.load("copa", "val", limit=6)
+    run = sl.evaluate(tiny_lm, copa, "lm,batch_cal", progress=False, n_boot=50)
+    acc = run.accuracy.set_index("scorer")
+    assert acc.loc["batch_cal", "note"] == "not applicable: options differ per item" and acc.loc["lm", "note"] == ""
+    assert np.isnan(acc.loc["batch_cal", ["accuracy", "ci_low", "ci_high"]].to_numpy(dtype=float)).all()
+    assert acc.loc["batch_cal", "n"] == 0 and acc.loc["lm", "n"] == 6
+    assert run.scores["batch_cal"].isna().all() and (run.items["pred_batch_cal"] == -1).all()
+    assert np.isnan(run.paired["p_value"].iloc[0])
+    assert run.meta["not_applicable"] == {"batch_cal": "not applicable: options differ per item"}
+    with pytest.raises(ValueError, match="options differ per item"):
+        run.result(0).winner("batch_cal")
+
+
+def test_batch_cal_of_a_run_in_chunks_is_that_of_one_run(tiny_lm, sst):
+    from surfacelab import explore
+
+    whole = sl.evaluate(tiny_lm, sst, "lm,batch_cal", progress=False, n_boot=0)
+    chunked = explore.evaluate_in_chunks(tiny_lm, sst, "lm,batch_cal", chunk=3, first_chunk=3, n_boot=0)
+    np.testing.assert_allclose(chunked.scores["batch_cal"], whole.scores["batch_cal"], atol=1e-4)
+    for col in ("pred_batch_cal", "correct_batch_cal", "rescued_by"):
+        assert chunked.items[col].tolist() == whole.items[col].tolist(), col
+    assert chunked.accuracy["note"].tolist() == ["", ""]
+    # the explorer's column and filter of the scorer read the run's predictions
+    runs = {"run": chunked}
+    assert "run:batch_cal" in explore.columns(runs) and "run:batch_cal" in explore.item_table(runs)
+    right = explore.select(runs, right=["run:batch_cal"])
+    assert right.tolist() == np.flatnonzero(whole.items["correct_batch_cal"]).tolist()
