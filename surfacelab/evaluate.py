@@ -57,7 +57,9 @@ import pandas as pd
 
 from . import chat, tasks, text
 from ._checks import check_int
+from .calibration import domain_contexts, entries
 from .engine.requests import CONDITIONS, Entry, Plan, Scores
+from .letters.prompts import DOMAIN_SAMPLES
 from .runs import EvalResult, accuracy_table, items_frame, mcnemar, paired_table, rescued_by, scorer_columns
 from .scorers import check_scorers, get_scorer, not_applicable
 from .scoring import plan_table, result_meta, warn_truncation
@@ -186,12 +188,21 @@ def _counters(stats: Any) -> dict[str, int]:
     return {"requests": stats.requests, "cached": stats.cached, "tokens_forwarded": stats.tokens_forwarded}
 
 
+def _domain_contexts(lm: LM, task: Task, template: chat.ChatTemplate | None, samples: int,
+                     seed: int) -> list[list[str]] | None:
+    """Domain-context calibration's contexts of the task's items (``calibration.domain_contexts``), rendered through
+    the run's chat template where it has one."""
+    render = None if template is None else (lambda item: chat.render_item(lm, template, item, task.template))
+    return domain_contexts(task, samples, seed, render)
+
+
 def _evaluate_many(lm: LM, task_list: list[Task], scorers: list[str], *, batch_size: int | str, progress: bool,
-                   n_boot: int, seed: int, too_long: str, labels: bool = False,
-                   chat_template: Any = None) -> list[EvalResult]:
+                   n_boot: int, seed: int, too_long: str, labels: bool = False, chat_template: Any = None,
+                   domain_samples: int = DOMAIN_SAMPLES) -> list[EvalResult]:
     """Evaluate several tasks with ONE engine call (and, with ``labels``, one next-token call for split mass)."""
     check_int("n_boot", n_boot, 0)
     check_int("seed", seed, 0)
+    check_int("domain_samples", domain_samples, 1)
     if too_long not in ("error", "skip"):
         raise ValueError(f"too_long: expected 'error' or 'skip', got {too_long!r}")
     template = chat.resolve(lm, chat_template)
@@ -201,7 +212,9 @@ def _evaluate_many(lm: LM, task_list: list[Task], scorers: list[str], *, batch_s
     conditions = _conditions(scorers)
     fitted = [_fit_to_window(lm, t, conditions, too_long) for t in task_list]
     task_list = [t for t, _ in fitted]
-    plan = Plan([[Entry.of(it) for it in t.items] for t in task_list], conditions)
+    contexts = [_domain_contexts(lm, t, template, domain_samples, seed) if "domain_ctx" in conditions else None
+                for t in task_list]
+    plan = Plan([entries(t, c) for t, c in zip(task_list, contexts)], conditions)
     scores = plan.run(lm, batch_size=batch_size, progress=progress)
     counters = _counters(scores.stats)
     frames = [_scores_frame(task, plan, scores, j, scorers) for j, task in enumerate(task_list)]
@@ -219,6 +232,8 @@ def _evaluate_many(lm: LM, task_list: list[Task], scorers: list[str], *, batch_s
         meta = {"source": task.source, "variant": task.variant, "n_shot": task.n_shot, "n_boot": n_boot,
                 "seed": seed, "flipped": task.template.per_option_premise is not None, "skipped_too_long": skipped,
                 "why_cost": cost, "engine": counters, "not_applicable": na, **result_meta(lm, scorers=scorers)}
+        if contexts[j] is not None:
+            meta["domain_samples"] = domain_samples
         if isinstance(task.template, LMEvalTemplate):
             meta.update(lm_eval_task=task.template.lm_eval_task, lm_eval_yaml=task.template.yaml)
         if template is not None:
@@ -249,6 +264,7 @@ def evaluate(
     seed: int = 0,
     too_long: str = "error",
     chat_template: Any = None,
+    domain_samples: int = DOMAIN_SAMPLES,
 ) -> EvalResult:
     """Score every item of a task with every scorer; accuracy with CIs, paired tests and why labels.
 
@@ -277,6 +293,8 @@ def evaluate(
             examples as turns, the generation prompt last) and the options are scored without the target
             delimiter. ``scores["context"]`` is then the rendered premise, ``items["domain_context"]`` the rendered
             domain premise, ``meta["chat_template"]`` the template. None: plain text.
+        domain_samples: how many content-free inputs of random in-domain words ``domain_cal`` averages over (Fei et
+            al. 2023: 20), drawn with ``seed`` from the evaluated items (:mod:`surfacelab.calibration`).
 
     Returns:
         an :class:`EvalResult` (see the module docstring for ties, COPA-flipped and the why labels).
@@ -286,7 +304,8 @@ def evaluate(
     if template is not None:
         task = task.with_template(template)
     return _evaluate_many(lm, [task], scorers, batch_size=batch_size, progress=progress, n_boot=n_boot,
-                          seed=seed, too_long=too_long, labels=True, chat_template=chat_template)[0]
+                          seed=seed, too_long=too_long, labels=True, chat_template=chat_template,
+                          domain_samples=domain_samples)[0]
 
 
 def evaluate_fewshot(

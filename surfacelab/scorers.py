@@ -4,13 +4,18 @@ A scorer reads the raw columns of the conditions it ``needs`` (:data:`surfacelab
 ``register_scorer`` adds one to every option table, run and scorer view. The built-in scorers and their formulas
 are listed in :mod:`surfacelab.scoring`.
 
-A built-in scorer calibrates a task whose options are the same label verbalizers for every item (SST-2, SST-5,
-TREC, RTE, CB, BoolQ) and is not defined elsewhere (:func:`not_applicable` says why):
+Two built-in scorers calibrate a task whose options are the same label verbalizers for every item (SST-2, SST-5,
+TREC, RTE, CB, BoolQ) and are not defined elsewhere (:func:`not_applicable` says why):
 
 * ``batch_cal``, Batch Calibration (Zhou et al., ICLR 2024, arXiv 2309.17249): log p(y|x) − log 1/M Σ_i p(y|x_i),
   where p is the model's distribution over the label set (each item's option probabilities normalised over its
   options, as the paper's p(y|x_i, C) is a distribution over the labels) and the mean runs over the M items of the
   run. Label-free and with no content-free input, but it needs the other items: on one item it is not defined.
+* ``domain_cal``, domain-context calibration (Fei et al., ACL 2023, arXiv 2305.19148): log P(y|x) − log 1/S Σ_s
+  P(y|x̃_s), where x̃_s are S content-free inputs made of random in-domain words rendered through the task's template
+  (condition ``domain_ctx``, :mod:`surfacelab.calibration`). The paper (as contextual calibration) divides by the
+  prior normalised over the labels and normalises the result; both move every option of an item by the same amount,
+  so the ranking is the paper's. Its inputs come from a task's items: on one item it is not defined.
 """
 
 from __future__ import annotations
@@ -143,6 +148,13 @@ register_scorer(Scorer(
     "Batch Calibration (Zhou et al. 2024): the run's mean label distribution divided out; p normalised over the "
     "label set; fixed label sets only", batch_calibrated, "BC", fixed_labels=True,
     batch="Batch Calibration divides by the mean label distribution of a run's items"))
+
+_DCTX = LOGPROB_COLUMNS["domain_ctx"]
+register_scorer(Scorer(
+    "domain_cal", "domain_cal", ("premise", "domain_ctx"), "lm − log mean_s P(y|x̃_s)",
+    "domain-context calibration (Fei et al. 2023): the prior of random in-domain words through the task's template "
+    "divided out; fixed label sets only", lambda t: t[_LP] - t[_DCTX], "DomainCal", fixed_labels=True,
+    batch="domain-context calibration's content-free inputs are random words of a task's items through its template"))
 
 #: Live views for figures: scorer column -> display label, scorer column -> its rank column.
 SCORER_LABELS = Derived(SCORERS, lambda s: s.column, lambda s: s.label)

@@ -78,10 +78,10 @@ class MCResult(JSONResult):
         s = self.scores(scorer)
         if np.isfinite(s.to_numpy(dtype=float)).all():
             return s
-        lacking = self._lacks(get_scorer(scorer))
-        reason = "" if lacking else self.not_applicable(scorer)
+        reason = self.not_applicable(scorer)
         if reason:
             raise ValueError(f"scorer: {scorer!r} is {reason}")
+        lacking = self._lacks(get_scorer(scorer))
         if lacking == "domain":
             raise ValueError(f"scorer: {scorer!r} needs a domain premise, and this result has none")
         if lacking:
@@ -244,8 +244,9 @@ def option_table(raw: pd.DataFrame, *, by: str | None = None) -> pd.DataFrame:
     """Complete raw option rows into a scorer table: lengths, every scorer's column and ``rank_<scorer>``.
 
     Args:
-        raw: one row per option with ``option``, ``logprob`` (Σ log P(y|x)), ``n_tokens``, ``domain_logprob``
-            and ``null_logprob`` (NaN where that condition was not scored); optionally ``n_chars`` / ``n_bytes``
+        raw: one row per option with ``option``, ``logprob`` (Σ log P(y|x)), ``n_tokens``, and each other
+            condition's log-prob column (``domain_logprob``, ``null_logprob``, ...: NaN, or left out, where that
+            condition was not scored); optionally ``n_chars`` / ``n_bytes``
             (the lengths per_char / per_byte divide by; default: of the whole option string); any other columns
             are kept, in front; a batch scorer's column (``Scorer.batch``) given with one item's rows is the score
             its run gave and is kept.
@@ -257,6 +258,9 @@ def option_table(raw: pd.DataFrame, *, by: str | None = None) -> pd.DataFrame:
         a scorer that does not apply (``scorers.not_applicable``) is NaN.
     """
     t = raw.copy()
+    for column in LOGPROB_COLUMNS.values():  # a condition the raw rows do not hold was not scored
+        if column not in t:
+            t[column] = np.nan
     if "n_chars" not in t:
         t["n_chars"] = [len(o) for o in t["option"]]
     if "n_bytes" not in t:

@@ -89,3 +89,61 @@ def test_batch_cal_of_a_run_in_chunks_is_that_of_one_run(tiny_lm, sst):
     assert "run:batch_cal" in explore.columns(runs) and "run:batch_cal" in explore.item_table(runs)
     right = explore.select(runs, right=["run:batch_cal"])
     assert right.tolist() == np.flatnonzero(whole.items["correct_batch_cal"]).tolist()
+
+
+# --------------------------------------------------------------------------- domain-context calibration
+def _draws(texts, samples, seed):
+    """Fei et al.'s content-free texts, written out here: words drawn with replacement from the texts' words, each
+    text as many words as their mean (random.Random(seed).choices)."""
+    import random
+
+    words = [w for t in texts for w in t.split()]
+    length = max(1, round(len(words) / len(texts)))
+    rng = random.Random(seed)
+    return [" ".join(rng.choices(words, k=length)) for _ in range(samples)]
+
+
+def test_domain_ctx_requests_string_by_string(sst):
+    from surfacelab import calibration
+    from surfacelab.engine.requests import Plan
+
+    texts = _draws([it.meta["fields"]["sentence"] for it in sst.items], 3, 5)
+    plan = Plan([calibration.entries(sst, calibration.domain_contexts(sst, 3, 5))], ["premise", "domain_ctx"])
+    got = [(r.key.item, r.key.option, r.key.variant, r.context, r.continuation) for r in plan.requests
+           if r.key.condition == "domain_ctx"]
+    assert got == [(i, k, s, f"{texts[s]}:", o) for i in range(len(sst)) for k, o in
+                   enumerate([" negative\n", " positive\n"]) for s in range(3)]
+    # the same contexts for every item: the engine scores 3 x 2 of them for the whole run
+    assert len({(c, o) for _, _, _, c, o in got}) == 6
+    # two text fields, each drawn from its own words with its own seed, through the template's pattern
+    rte = tasks.load("rte", limit=4)
+    premises = _draws([it.meta["fields"]["premise"] for it in rte.items], 2, 0)
+    hypotheses = _draws([it.meta["fields"]["hypothesis"] for it in rte.items], 2, 1)
+    assert calibration.domain_contexts(rte, 2, 0)[3] == [f" {p}\n question: {h} true or false?\n answer:"
+                                                         for p, h in zip(premises, hypotheses)]
+    assert calibration.domain_contexts(tasks.load("copa", "val", limit=4)) is None
+
+
+def test_domain_cal_equals_its_definition(tiny_lm, sst):
+    run = sl.evaluate(tiny_lm, sst, "lm,domain_cal", progress=False, n_boot=0, domain_samples=4, seed=2)
+    cf = [f"{t}:" for t in _draws([it.meta["fields"]["sentence"] for it in sst.items], 4, 2)]
+    options = sst.items[0].options
+    prior = np.array([logsumexp([direct_logprob(tiny_lm, c, o) for c in cf]) - np.log(len(cf)) for o in options])
+    lp = np.array([[direct_logprob(tiny_lm, it.premise, o) for o in options] for it in sst.items])
+    got = run.scores.pivot(index="item", columns="option_index", values="domain_cal").to_numpy()
+    np.testing.assert_allclose(got, lp - prior, atol=1e-4)
+    assert (run.items["pred_domain_cal"] == (lp - prior).argmax(axis=1)).all()
+    assert run.meta["domain_samples"] == 4 and run.accuracy.set_index("scorer").loc["domain_cal", "note"] == ""
+    # the engine forwarded each content-free context once for the whole run
+    assert run.meta["engine"]["requests"] == len(sst) * 2 * (1 + 4)
+
+
+def test_domain_cal_is_not_applicable_to_one_item_or_where_options_differ(tiny_lm):
+    r = sl.score(tiny_lm, "The movie was", [" good", " bad"], cache=False)
+    assert r.table["domain_cal"].isna().all() and "domain_cal" not in r.winners()
+    with pytest.raises(ValueError, match="domain_cal.*not applicable to one item: domain-context.*words of a task"):
+        r.winner("domain_cal")
+    copa = tasks.load("copa", "val", limit=4)
+    run = sl.evaluate(tiny_lm, copa, "lm,domain_cal", progress=False, n_boot=0)
+    assert run.accuracy.set_index("scorer").loc["domain_cal", "note"] == "not applicable: options differ per item"
+    assert run.meta["engine"]["requests"] == sum(len(it.options) for it in copa.items)  # no content-free requests

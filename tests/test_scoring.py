@@ -45,7 +45,7 @@ def test_scores_match_independent_engine_calls(tiny_lm, result):
 
 def test_ranks_and_winners(result):
     t = result.table
-    assert set(result.winners().index) == set(sl.list_scorers()["scorer"]) - {"batch_cal"}  # a batch of one: none
+    assert set(result.winners().index) == set(sl.list_scorers()["scorer"]) - {"batch_cal", "domain_cal"}  # one item
     for s in sl.list_scorers().itertuples():
         if s.scorer not in result.winners():
             assert t[s.column].isna().all() and t[f"rank_{s.scorer}"].isna().all()
@@ -126,8 +126,9 @@ def test_option_table_columns_follow_the_registry_with_raw_columns_first_needed(
     cols = scoring.option_table(raw).columns.tolist()
     assert cols == ["x", "option", "logprob", "n_tokens", "n_chars", "n_bytes", "avg_token", "per_char", "per_byte",
                     "domain_logprob", "unc", "dcpmi", "null_logprob", "pmi_null", "batch_cal",
+                    "domain_ctx_logprob", "domain_cal", "channel_logprob", "mcf_logprob", "choices_logprob",
                     *(f"rank_{s}" for s in ("lm", "avg", "per_char", "per_byte", "unc", "dcpmi", "pmi_null",
-                                            "batch_cal"))]
+                                            "batch_cal", "domain_cal"))]
 
 
 def test_register_scorer_refuses_a_taken_name_or_column():

@@ -94,7 +94,8 @@ class Condition:
 
     ``pairs`` gives each option's requests for an ``Entry`` (None: the item is not scored under it),
     ``column`` names the raw log-prob column it fills in ``Plan.frame``, ``cut`` its truncation column
-    (None: not reported), ``under`` how an error names it.
+    (None: not reported), ``under`` how an error names it; ``mean``: an option's requests are averaged as
+    probabilities (samples of one context) instead of summed (spellings of one answer).
     """
 
     name: str
@@ -102,13 +103,15 @@ class Condition:
     column: str
     cut: str | None
     under: str
+    mean: bool = False
 
 
 #: Every condition, in column order: ``premise`` (each option's own context: the premise, or the option's context
 #: on a flipped task), ``domain`` (the domain premise, for Unc / DC-PMI), ``null`` (the empty context), ``channel``
 #: (the premise as the continuation of the option's channel context), ``mcf`` (the option's letter, " A" and "A",
 #: after the question with its lettered options and the answer cue) and ``choices`` (the same prompt without the
-#: question).
+#: question) and ``domain_ctx`` (content-free inputs of random in-domain words through the task's template, their
+#: probabilities averaged: domain-context calibration, :mod:`surfacelab.calibration`).
 CONDITIONS: dict[str, Condition] = {c.name: c for c in [
     Condition("premise", lambda e: _after(e.contexts, e), "logprob", "truncated", "the premise"),
     Condition("domain", lambda e: None if e.domain is None else _after([e.domain] * len(e.options), e),
@@ -119,6 +122,8 @@ CONDITIONS: dict[str, Condition] = {c.name: c for c in [
     Condition("mcf", lambda e: e.extra.get("mcf"), "mcf_logprob", None, "the lettered question (MCF)"),
     Condition("choices", lambda e: e.extra.get("choices"), "choices_logprob", None,
               "the lettered options without the question"),
+    Condition("domain_ctx", lambda e: e.extra.get("domain_ctx"), "domain_ctx_logprob", None,
+              "a domain-context input (random in-domain words through the task's template)", mean=True),
 ]}
 #: The raw log-prob column of each condition in ``Plan.frame`` (what a scorer reads).
 LOGPROB_COLUMNS = {c.name: c.column for c in CONDITIONS.values()}
@@ -154,8 +159,9 @@ def _check_finite(requests: Sequence[Request], results: Sequence[engine.Scored])
 
 
 def _summed(scores: Scores, task: int, item: int, condition: str, option: int) -> float:
-    """The log of the summed probability of an option's variants under ``condition`` (NaN when not scored); a variant
-    whose context and scored tokens repeat an earlier one's is counted once."""
+    """The log of the summed probability of an option's variants under ``condition`` (their mean where the condition
+    averages; NaN when not scored); a variant whose context and scored tokens repeat an earlier one's is counted
+    once."""
     totals: list[float] = []
     seen: set = set()
     v = 0
@@ -164,7 +170,9 @@ def _summed(scores: Scores, task: int, item: int, condition: str, option: int) -
             seen.add(s.encoding.key)
             totals.append(s.total)
         v += 1
-    return float(np.logaddexp.reduce(totals)) if totals else np.nan
+    if not totals:
+        return np.nan
+    return float(np.logaddexp.reduce(totals) - (np.log(len(totals)) if CONDITIONS[condition].mean else 0.0))
 
 
 class Plan:
