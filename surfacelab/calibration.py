@@ -43,7 +43,8 @@ def fixed_labels(task: Task) -> bool:
 
 
 def domain_contexts(task: Task, samples: int = DOMAIN_SAMPLES, seed: int = 0,
-                    render: Callable[[Item], Item] | None = None) -> list[list[str]] | None:
+                    render: Callable[[Item], Item] | None = None,
+                    source: Task | None = None) -> list[list[str]] | None:
     """Per item, the ``samples`` content-free contexts its options are scored after; None where domain-context
     calibration does not apply: options that differ per item, or items without the record fields a template renders
     (made by hand).
@@ -53,11 +54,14 @@ def domain_contexts(task: Task, samples: int = DOMAIN_SAMPLES, seed: int = 0,
         samples: how many random texts (Fei et al. use 20).
         seed: the seed of the draws.
         render: what is done to an item after its template (a chat template: ``chat.render_item``); None: nothing.
+        source: the task whose items the words are drawn from (a whole task when ``task`` is a chunk of it); None:
+            ``task``.
     """
-    names = text_fields(task)
+    source = task if source is None else source
+    names = [n for n in text_fields(source) if n in text_fields(task)]
     if not task.items or not fixed_labels(task) or not names:
         return None
-    draws = {name: domain_texts([it.meta["fields"][name] for it in task.items], samples, seed + k)
+    draws = {name: domain_texts([it.meta["fields"][name] for it in source.items], samples, seed + k)
              for k, name in enumerate(names)}
     done: dict[str, list[str]] = {}
     out = []

@@ -189,16 +189,16 @@ def _counters(stats: Any) -> dict[str, int]:
 
 
 def _domain_contexts(lm: LM, task: Task, template: chat.ChatTemplate | None, samples: int,
-                     seed: int) -> list[list[str]] | None:
+                     seed: int, source: Task | None) -> list[list[str]] | None:
     """Domain-context calibration's contexts of the task's items (``calibration.domain_contexts``), rendered through
     the run's chat template where it has one."""
     render = None if template is None else (lambda item: chat.render_item(lm, template, item, task.template))
-    return domain_contexts(task, samples, seed, render)
+    return domain_contexts(task, samples, seed, render, source)
 
 
 def _evaluate_many(lm: LM, task_list: list[Task], scorers: list[str], *, batch_size: int | str, progress: bool,
                    n_boot: int, seed: int, too_long: str, labels: bool = False, chat_template: Any = None,
-                   domain_samples: int = DOMAIN_SAMPLES) -> list[EvalResult]:
+                   domain_samples: int = DOMAIN_SAMPLES, domain_source: Task | None = None) -> list[EvalResult]:
     """Evaluate several tasks with ONE engine call (and, with ``labels``, one next-token call for split mass)."""
     check_int("n_boot", n_boot, 0)
     check_int("seed", seed, 0)
@@ -212,8 +212,8 @@ def _evaluate_many(lm: LM, task_list: list[Task], scorers: list[str], *, batch_s
     conditions = _conditions(scorers)
     fitted = [_fit_to_window(lm, t, conditions, too_long) for t in task_list]
     task_list = [t for t, _ in fitted]
-    contexts = [_domain_contexts(lm, t, template, domain_samples, seed) if "domain_ctx" in conditions else None
-                for t in task_list]
+    contexts = [_domain_contexts(lm, t, template, domain_samples, seed, domain_source)
+                if "domain_ctx" in conditions else None for t in task_list]
     plan = Plan([entries(t, c) for t, c in zip(task_list, contexts)], conditions)
     scores = plan.run(lm, batch_size=batch_size, progress=progress)
     counters = _counters(scores.stats)
@@ -265,6 +265,7 @@ def evaluate(
     too_long: str = "error",
     chat_template: Any = None,
     domain_samples: int = DOMAIN_SAMPLES,
+    domain_source: Task | None = None,
 ) -> EvalResult:
     """Score every item of a task with every scorer; accuracy with CIs, paired tests and why labels.
 
@@ -295,6 +296,8 @@ def evaluate(
             domain premise, ``meta["chat_template"]`` the template. None: plain text.
         domain_samples: how many content-free inputs of random in-domain words ``domain_cal`` averages over (Fei et
             al. 2023: 20), drawn with ``seed`` from the evaluated items (:mod:`surfacelab.calibration`).
+        domain_source: the task whose items those words are drawn from instead (``explore.evaluate_in_chunks``
+            passes the whole task, so every chunk is calibrated alike); None: the evaluated task.
 
     Returns:
         an :class:`EvalResult` (see the module docstring for ties, COPA-flipped and the why labels).
@@ -305,7 +308,7 @@ def evaluate(
         task = task.with_template(template)
     return _evaluate_many(lm, [task], scorers, batch_size=batch_size, progress=progress, n_boot=n_boot,
                           seed=seed, too_long=too_long, labels=True, chat_template=chat_template,
-                          domain_samples=domain_samples)[0]
+                          domain_samples=domain_samples, domain_source=domain_source)[0]
 
 
 def evaluate_fewshot(

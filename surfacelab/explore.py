@@ -126,7 +126,7 @@ def evaluate_in_chunks(lm: LM, task: Task, scorers: str | Sequence[str] | None =
         try:
             with reporting(_items_done(start, size, total, t0, on_progress) if on_progress is not None else None):
                 parts.append(evaluate(lm, sub, scorers, batch_size=batch_size, progress=False, n_boot=0, seed=seed,
-                                      too_long=too_long, chat_template=chat_template))
+                                      too_long=too_long, chat_template=chat_template, domain_source=task))
         except Cancelled:
             if not parts:
                 raise

@@ -75,15 +75,17 @@ def test_batch_cal_is_not_applicable_where_options_differ(tiny_lm):
         run.result(0).winner("batch_cal")
 
 
-def test_batch_cal_of_a_run_in_chunks_is_that_of_one_run(tiny_lm, sst):
+def test_the_calibrations_of_a_run_in_chunks_are_those_of_one_run(tiny_lm, sst):
     from surfacelab import explore
 
-    whole = sl.evaluate(tiny_lm, sst, "lm,batch_cal", progress=False, n_boot=0)
-    chunked = explore.evaluate_in_chunks(tiny_lm, sst, "lm,batch_cal", chunk=3, first_chunk=3, n_boot=0)
-    np.testing.assert_allclose(chunked.scores["batch_cal"], whole.scores["batch_cal"], atol=1e-4)
-    for col in ("pred_batch_cal", "correct_batch_cal", "rescued_by"):
-        assert chunked.items[col].tolist() == whole.items[col].tolist(), col
-    assert chunked.accuracy["note"].tolist() == ["", ""]
+    whole = sl.evaluate(tiny_lm, sst, "lm,batch_cal,domain_cal", progress=False, n_boot=0)
+    chunked = explore.evaluate_in_chunks(tiny_lm, sst, "lm,batch_cal,domain_cal", chunk=3, first_chunk=3, n_boot=0)
+    for s in ("batch_cal", "domain_cal"):  # the batch and the content-free words are the whole run's
+        np.testing.assert_allclose(chunked.scores[s], whole.scores[s], atol=1e-4)
+        for col in (f"pred_{s}", f"correct_{s}"):
+            assert chunked.items[col].tolist() == whole.items[col].tolist(), col
+    assert chunked.items["rescued_by"].tolist() == whole.items["rescued_by"].tolist()
+    assert chunked.accuracy["note"].tolist() == ["", "", ""]
     # the explorer's column and filter of the scorer read the run's predictions
     runs = {"run": chunked}
     assert "run:batch_cal" in explore.columns(runs) and "run:batch_cal" in explore.item_table(runs)

@@ -62,6 +62,10 @@ def test_update_fills_every_view_from_the_library(wb, tiny_lm, tiny_mlm):
     best = int(np.argmax(ref.table["logprob"]))
     html = wb.views["scores"].table.value
     assert html.count("sl-win") >= 1 and "★" in html and "␣bathtub" in html
+    # the calibrations of a task's items are named under the table with the reason one item has none
+    note = html.split("sl-not-shown", 1)[1]
+    assert "BC: not applicable to one item: Batch Calibration divides by the mean label distribution of a run" in note
+    assert "DomainCal: not applicable to one item" in note and ">BC<" not in html
     assert wb.views["scores"].figure.data[0].cells.values[0][best].replace("\u00a0", " ").strip("★ ")  # exports
     # view 2: token rows for 4 options x 2 conditions, contribution sums to dcpmi
     tv = frames["tokens"]
