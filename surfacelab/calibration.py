@@ -19,6 +19,7 @@ True
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
 from .engine.requests import Entry
@@ -75,11 +76,9 @@ def domain_contexts(task: Task, samples: int = DOMAIN_SAMPLES, seed: int = 0,
     return out
 
 
-def entries(task: Task, contexts: list[list[str]] | None) -> list[Entry]:
-    """The plan's entry of every item of ``task``, with its ``domain_ctx`` requests where ``contexts`` gives them (the
-    item's options after each content-free context; ``domain_contexts``)."""
+def with_samples(entries: list[Entry], contexts: list[list[str]] | None) -> list[Entry]:
+    """A task's plan entries with their items' content-free contexts (``Entry.samples``, scored as the ``domain_ctx``
+    condition) where ``contexts`` (``domain_contexts``) gives them."""
     if contexts is None:
-        return [Entry.of(it) for it in task.items]
-    return [Entry(tuple(it.contexts()), tuple(it.options), it.domain_premise,
-                  {"domain_ctx": tuple(tuple((c, o) for c in ctx) for o in it.options)})
-            for it, ctx in zip(task.items, contexts)]
+        return entries
+    return [replace(e, samples=tuple(c)) for e, c in zip(entries, contexts)]

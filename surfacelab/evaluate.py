@@ -55,12 +55,13 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 import pandas as pd
 
-from . import chat, tasks, text
+from . import chat, formats, tasks, text
 from ._checks import check_int
-from .calibration import domain_contexts, entries
-from .engine.requests import CONDITIONS, Entry, Plan, Scores
+from .calibration import domain_contexts, with_samples
+from .engine.requests import CONDITIONS, Plan, Scores
 from .letters.prompts import DOMAIN_SAMPLES
-from .runs import EvalResult, accuracy_table, items_frame, mcnemar, paired_table, rescued_by, scorer_columns
+from .runs import (EvalResult, accuracy_table, items_frame, mcnemar, na_notes, paired_table, rescued_by,
+                   scorer_columns)
 from .scorers import check_scorers, get_scorer, not_applicable
 from .scoring import plan_table, result_meta, warn_truncation
 from .tasks import LMEvalTemplate, Task, Template
@@ -115,7 +116,7 @@ def _misfits(lm: LM, plan: Plan, task: int) -> dict[int, str]:
 def _fit_to_window(lm: LM, task: Task, conditions: list[str], too_long: str) -> tuple[Task, list[str]]:
     """The task without the items that cannot be scored (``too_long="skip"``) and their ids, or a ValueError
     naming the first such item (``"error"``)."""
-    misfits = _misfits(lm, Plan([[Entry.of(it) for it in task.items]], conditions), 0)
+    misfits = _misfits(lm, Plan([formats.entries(task.name, task.items, conditions)], conditions), 0)
     keep, skipped = [], []
     for i, it in enumerate(task.items):
         why = misfits.get(i)
@@ -214,7 +215,8 @@ def _evaluate_many(lm: LM, task_list: list[Task], scorers: list[str], *, batch_s
     task_list = [t for t, _ in fitted]
     contexts = [_domain_contexts(lm, t, template, domain_samples, seed, domain_source)
                 if "domain_ctx" in conditions else None for t in task_list]
-    plan = Plan([entries(t, c) for t, c in zip(task_list, contexts)], conditions)
+    plan = Plan([with_samples(formats.entries(t.name, t.items, conditions), c) for t, c in zip(task_list, contexts)],
+                conditions)
     scores = plan.run(lm, batch_size=batch_size, progress=progress)
     counters = _counters(scores.stats)
     frames = [_scores_frame(task, plan, scores, j, scorers) for j, task in enumerate(task_list)]
@@ -227,8 +229,7 @@ def _evaluate_many(lm: LM, task_list: list[Task], scorers: list[str], *, batch_s
         items["truncation_differs"] = (cut.max() != cut.min()).to_numpy()
         accuracy = accuracy_table(items, scorers, n_boot, seed)
         accuracy["lm_eval_metric"], accuracy["lm_eval_reports"] = _harness_names(scorers, task.template)
-        na = {s: why for s in scorers if (why := not_applicable(get_scorer(s), scores))}
-        accuracy["note"] = [na.get(s, "") for s in scorers]
+        na = na_notes(accuracy, [{"not_applicable": {s: not_applicable(get_scorer(s), scores) for s in scorers}}])
         meta = {"source": task.source, "variant": task.variant, "n_shot": task.n_shot, "n_boot": n_boot,
                 "seed": seed, "flipped": task.template.per_option_premise is not None, "skipped_too_long": skipped,
                 "why_cost": cost, "engine": counters, "not_applicable": na, **result_meta(lm, scorers=scorers)}

@@ -27,10 +27,11 @@ import pandas as pd
 from ._results import read_json
 from .engine import Cancelled, reporting
 from .evaluate import evaluate
-from .runs import EvalResult, accuracy_table, item_keys, mcnemar, paired_table, recompute_batch, task_label
+from .runs import EvalResult, accuracy_table, item_keys, join_batch, mcnemar, na_notes, paired_table, task_label
 from .logs import LOG_SOURCE, log_notes
 from .rows import matching, shown_premises
 from .run_files import MAX_ROWS
+from .scorers import SCORERS
 from .tasks import Task, Template
 from .tasks.core import check_pattern
 from .tasks.task import resolve_template
@@ -155,9 +156,8 @@ def _items_done(start: int, size: int, total: int, t0: float,
 
 def combine(parts: Sequence[EvalResult], *, n_boot: int = 1000, seed: int = 0) -> EvalResult:
     """Runs of consecutive chunks of one task (or runs of different tasks) as one run: rows renumbered, each item
-    keeping its task, batch scorers (Batch Calibration) computed again over all of a task's items, accuracy with CIs,
-    paired tests and label counts over all of them, engine counters summed; the run is named after its tasks
-    (``runs.task_label``). The same item (task and id) in two parts is refused."""
+    keeping its task, batch scorers, accuracy with CIs, paired tests and label counts over all of them (``join_batch``),
+    engine counters summed; the run is named after its tasks (``runs.task_label``). An item in two parts is refused."""
     if not parts:
         raise ValueError("parts: no runs to combine")
     first = parts[0]
@@ -170,17 +170,12 @@ def combine(parts: Sequence[EvalResult], *, n_boot: int = 1000, seed: int = 0) -
         scores.append(p.scores.assign(item=p.scores["item"] + offset))
         items.append(p.items.assign(item=p.items["item"] + offset))
         offset += len(p.items)
-    scores_all, items_all = recompute_batch(pd.concat(scores, ignore_index=True), pd.concat(items, ignore_index=True),
-                                            first.scorers)
+    scores_all, items_all = join_batch(scores, items, first.scorers)
     accuracy = accuracy_table(items_all, first.scorers, n_boot, seed)
     for col in ("lm_eval_metric", "lm_eval_reports"):
         if col in first.accuracy:
             accuracy[col] = first.accuracy[col].to_numpy()
-    reasons = {s: why for p in parts for s, why in p.meta.get("not_applicable", {}).items()}
-    na = {s: reasons[s] for s, n in zip(accuracy["scorer"], accuracy["n"]) if n == 0 and s in reasons}
-    if "note" in first.accuracy:
-        accuracy["note"] = [na.get(s, "") for s in accuracy["scorer"]]
-    meta = dict(first.meta, n_boot=n_boot, seed=seed, not_applicable=na)
+    meta = dict(first.meta, n_boot=n_boot, seed=seed, not_applicable=na_notes(accuracy, [p.meta for p in parts]))
     meta["skipped_too_long"] = [i for p in parts for i in p.meta.get("skipped_too_long", [])]
     counters = [p.meta["engine"] for p in parts if "engine" in p.meta]
     if counters:
@@ -225,6 +220,17 @@ def _check_runs(runs: Mapping[str, EvalResult]) -> list[str]:
 def columns(runs: Mapping[str, EvalResult]) -> list[str]:
     """Every ``<run>:<scorer>`` of ``runs``, run by run."""
     return [f"{name}:{s}" for name, run in runs.items() for s in run.scorers]
+
+
+#: How a right / wrong filter says it of a scorer whose formulation means more than "right" (``scorers.FORMULATIONS``).
+FILTER_WORDS = {"choices-only": "without the question"}
+
+
+def filter_choices(col: str) -> list[tuple[str, str]]:
+    """The (words, value) choices of the right / wrong filter of a ``<run>:<scorer>`` column: ``right``, ``wrong``,
+    said in the scorer's words where its formulation has them (choices-only: "right without the question")."""
+    words = FILTER_WORDS.get(SCORERS[s].formulation) if (s := col.rpartition(":")[2]) in SCORERS else None
+    return [(f"{v} {words}" if words else v, v) for v in ("right", "wrong")]
 
 
 def _correct(runs: Mapping[str, EvalResult], col: str) -> np.ndarray:

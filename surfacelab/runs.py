@@ -186,18 +186,15 @@ def rescued_by(items: pd.DataFrame, scorers: Sequence[str]) -> pd.Series:
     return pd.Series(names, index=items.index).str[:-1]  # without the last comma ("" stays "")
 
 
-def recompute_batch(scores: pd.DataFrame, items: pd.DataFrame,
-                    scorers: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """A joined run's batch scorers (``Scorer.batch``: Batch Calibration) computed again over all the items of each
-    of its tasks, with their ranks, predictions and ``rescued_by``: a run made in chunks gets the scores of one run.
-
-    Returns:
-        New ``scores`` and ``items`` frames (the given ones unchanged; both as given when no scorer is a batch one).
-    """
+def join_batch(scores: Sequence[pd.DataFrame], items: Sequence[pd.DataFrame],
+               scorers: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The ``scores`` and ``items`` frames of runs (numbered consecutively) joined, their batch scorers
+    (``Scorer.batch``: Batch Calibration) computed again over all the items of each task, with their ranks,
+    predictions and ``rescued_by``: a run made in chunks gets the scores of one run."""
+    scores, items = pd.concat(scores, ignore_index=True), pd.concat(items, ignore_index=True)
     batch = [get_scorer(s) for s in scorers if get_scorer(s).batch]
     if not batch:
         return scores, items
-    scores, items = scores.copy(), items.copy()
     task = scores["item"].map(items.set_index("item")["task"])
     for _, rows in scores.groupby(task, sort=False):
         for s in batch:
@@ -210,9 +207,20 @@ def recompute_batch(scores: pd.DataFrame, items: pd.DataFrame,
     return scores, items
 
 
+def na_notes(accuracy: pd.DataFrame, metas: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """Write ``accuracy["note"]``: why each scorer that scored no item does not apply (the first of the runs'
+    ``meta["not_applicable"]`` that names it: ``scorers.not_applicable``), "" for the others; returns those reasons
+    (the joined run's ``meta["not_applicable"]``)."""
+    given = {s: why for m in metas for s, why in m.get("not_applicable", {}).items() if why}
+    na = {s: given[s] for s, n in zip(accuracy["scorer"], accuracy["n"]) if n == 0 and s in given}
+    accuracy["note"] = [na.get(s, "") for s in accuracy["scorer"]]
+    return na
+
+
 def accuracy_table(items: pd.DataFrame, scorers: list[str], n_boot: int, seed: int) -> pd.DataFrame:
-    """Accuracy per scorer with a seeded 95% percentile bootstrap CI (items resampled with replacement); NaN, with
-    ``n`` 0, for a scorer that scored no item (one that does not apply to the task: ``scorers.not_applicable``)."""
+    """Accuracy per scorer with a seeded 95% percentile bootstrap CI (items resampled with replacement), each scorer's
+    ``formulation`` (``scorers.FORMULATIONS``) and ``olmes`` (``olmes_rows``); NaN, with ``n`` 0, for a scorer that
+    scored no item (one that does not apply to the task: ``scorers.not_applicable``)."""
     correct = items[[f"correct_{s}" for s in scorers]].to_numpy(dtype=bool)
     n = len(correct)
     acc = correct.mean(axis=0)
@@ -232,7 +240,26 @@ def accuracy_table(items: pd.DataFrame, scorers: list[str], n_boot: int, seed: i
         "ci_low": low,
         "ci_high": high,
         "ties": [int(items[f"tie_{s}"].sum()) for s in scorers],
-    })
+        "formulation": [get_scorer(s).formulation for s in scorers],
+    }).assign(olmes=lambda t: olmes_rows(t))
+
+
+def olmes_rows(accuracy: pd.DataFrame) -> np.ndarray:
+    """Which rows of an accuracy table OLMES (Gu et al. 2024) reports for the task: the better of its two
+    formulations, the cloze one (its most accurate ``cloze`` scorer: the options as text, with or without a
+    normalisation) and the multiple-choice one (``mcf``); both where they tie, none unless the run has both.
+
+    >>> olmes_rows(pd.DataFrame({"formulation": ["cloze", "cloze", "mcf"], "accuracy": [0.4, 0.5, 0.45]}))
+    array([False,  True, False])
+    """
+    form, acc = accuracy["formulation"].to_numpy(), accuracy["accuracy"].to_numpy(dtype=float)
+    cloze, mcf = form == "cloze", form == "mcf"
+    if not cloze.any() or not mcf.any():
+        return np.zeros(len(accuracy), dtype=bool)
+    if np.isnan(acc[cloze]).all() or np.isnan(acc[mcf]).all():  # a scorer that does not apply has NaN accuracy
+        return np.zeros(len(accuracy), dtype=bool)
+    best = max(np.nanmax(acc[cloze]), np.nanmax(acc[mcf]))
+    return (cloze | mcf) & (acc == best)
 
 
 def mcnemar(a: Sequence[bool], b: Sequence[bool]) -> tuple[int, int, float]:

@@ -107,10 +107,11 @@ def _draws(texts, samples, seed):
 
 def test_domain_ctx_requests_string_by_string(sst):
     from surfacelab import calibration
-    from surfacelab.engine.requests import Plan
+    from surfacelab.engine.requests import Entry, Plan
 
     texts = _draws([it.meta["fields"]["sentence"] for it in sst.items], 3, 5)
-    plan = Plan([calibration.entries(sst, calibration.domain_contexts(sst, 3, 5))], ["premise", "domain_ctx"])
+    entries = [Entry.of(it) for it in sst.items]
+    plan = Plan([calibration.with_samples(entries, calibration.domain_contexts(sst, 3, 5))], ["premise", "domain_ctx"])
     got = [(r.key.item, r.key.option, r.key.variant, r.context, r.continuation) for r in plan.requests
            if r.key.condition == "domain_ctx"]
     assert got == [(i, k, s, f"{texts[s]}:", o) for i in range(len(sst)) for k, o in

@@ -17,16 +17,14 @@ from surfacelab.scorers import SCORER_LABELS
 
 
 def _table() -> pd.DataFrame:
-    # hand-made MCResult.table: option 'b' wins LM, option 'a' wins DC-PMI; pmi_null and the calibrations unavailable
+    # hand-made MCResult.table: option 'b' wins LM, option 'a' wins DC-PMI; pmi_null unavailable
     return pd.DataFrame({
         "option": [" a", " b", " c"],
         "logprob": [-5.0, -2.0, -9.0], "avg_token": [-2.5, -2.0, -9.0], "per_char": [-2.5, -1.0, -4.5],
         "per_byte": [-2.5, -1.0, -4.5], "unc": [-9.0, -2.5, -9.5], "dcpmi": [4.0, 0.5, 0.5],
-        "pmi_null": [np.nan, np.nan, np.nan], "batch_cal": [np.nan, np.nan, np.nan],
-        "domain_cal": [np.nan, np.nan, np.nan],
+        "pmi_null": [np.nan, np.nan, np.nan],
     }).assign(rank_lm=[2, 1, 3], rank_avg=[2, 1, 3], rank_per_char=[2, 1, 3], rank_per_byte=[2, 1, 3],
-              rank_unc=[2, 1, 3], rank_dcpmi=[1, 2, 2], rank_pmi_null=[np.nan] * 3, rank_batch_cal=[np.nan] * 3,
-              rank_domain_cal=[np.nan] * 3)
+              rank_unc=[2, 1, 3], rank_dcpmi=[1, 2, 2], rank_pmi_null=[np.nan] * 3)
 
 
 def test_scorer_table_highlights_each_scorers_winner_and_marks_gold():
@@ -34,7 +32,7 @@ def test_scorer_table_highlights_each_scorers_winner_and_marks_gold():
     cell = fig.data[0]
     headers = list(cell.header.values)
     assert [h.replace("\u00a0", " ") for h in headers] == ["option", "LM", "Avg", "per char", "per byte", "Unc",
-                                                            "DC-PMI"]  # pmi_null, batch_cal, domain_cal: all NaN
+                                                            "DC-PMI"]  # pmi_null is all NaN
     assert cell.cells.values[0][0].startswith("★") and not cell.cells.values[0][1].startswith("★")
     assert " " not in "".join(cell.cells.values[0])  # no wrappable spaces in option names
     fills = cell.cells.fill.color

@@ -4,10 +4,13 @@
 Every option of every item is scored under some conditions: ``premise`` (its context: the premise, or
 its own context on a flipped task), ``domain`` (the domain premise, for Unc / DC-PMI; left out for an
 item without one), ``null`` (the empty context, for PMI-null), and, where the item's ``Entry`` carries their
-request texts (``Entry.extra``, written by :mod:`surfacelab.formats`): ``channel`` (the premise given the option,
-Min et al. 2022), ``mcf`` (the option's letter after the question with its lettered options) and ``choices`` (the
-same without the question, Balepur et al. 2024). A :class:`Plan` lays out one
-:class:`Request` per (task, item, condition, option, variant) and each carries that :class:`Key`, as
+request texts (``Entry.extra``, written by :mod:`surfacelab.formats`), the conditions whose texts are not the option
+after a context: ``channel`` (the input given the option, Min et al. 2022), ``mcf`` (the option's letter after the
+question with its lettered options, OLMES) and ``choices`` (the same without the question, Balepur et al. 2024);
+where it carries content-free contexts (``Entry.samples``, written by :mod:`surfacelab.calibration`), ``domain_ctx``
+(every option after each of them, their probabilities averaged: domain-context calibration, Fei et al. 2023).
+A :class:`Plan` lays out one :class:`Request` per (task, item, condition, option, variant) and each carries that
+:class:`Key`, as
 lm-eval's ``Instance`` carries its task, doc and index. ``Plan.run`` sends every request to
 :func:`surfacelab.engine.logprobs` in ONE call and hands the results back as :class:`Scores`, a
 mapping from key to ``engine.Scored``; ``Plan.frame`` reads them into the long (item, option) frame
@@ -32,8 +35,8 @@ from .. import engine
 
 class Key(NamedTuple):
     """Where a request belongs: ``task`` (position in the plan; 0 for a plain ``score``), ``item``
-    (position in that task), ``condition`` (one of ``CONDITIONS``), ``option`` (index in the item) and
-    ``variant`` (which of the option's requests under that condition: " A" and "A" for a letter; 0 elsewhere)."""
+    (position in that task), ``condition`` (one of ``CONDITIONS``), ``option`` (index in the item) and ``variant``
+    (which of a sampled condition's contexts; 0 elsewhere)."""
 
     task: int
     item: int
@@ -51,80 +54,85 @@ class Request:
     continuation: str
 
 
-#: Per option, the (context, continuation) requests of one condition; an option's score under it is the log of the
-#: summed probability of its requests (one request, or a letter's variants " A" and "A").
-OptionPairs = tuple[tuple[tuple[str, str], ...], ...]
+#: The (context, continuation) request of every option of an item under one condition, in option order.
+Pairs = tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True)
 class Entry:
     """What the plan needs of one item: the context of each option, the options, the domain premise (None: the
-    item has no ``domain`` condition) and ``extra``: condition name -> ``OptionPairs``, the requests of a condition
-    whose texts are not the option after a context (``channel``, ``mcf``, ``choices``; absent: not scored)."""
+    item has no ``domain`` condition), ``extra``: condition name (one of ``EXTRA_CONDITIONS``) -> the ``Pairs`` of
+    a condition whose texts are not the option after a context (absent: the item is not scored under it), and
+    ``samples``: the content-free contexts every option is scored after under ``domain_ctx`` (empty: not scored)."""
 
     contexts: tuple[str, ...]
     options: tuple[str, ...]
     domain: str | None = None
-    extra: Mapping[str, OptionPairs] = field(default_factory=dict)
+    extra: Mapping[str, Pairs] = field(default_factory=dict)
+    samples: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name, pairs in self.extra.items():
-            if name not in CONDITIONS or len(pairs) != len(self.options) or not all(pairs):
-                raise ValueError(f"extra: expected a condition of {tuple(CONDITIONS)} with at least one request per "
-                                 f"option ({len(self.options)}), got {name!r} with {len(pairs)}")
+            if name not in EXTRA_CONDITIONS or len(pairs) != len(self.options) or not all(
+                    isinstance(p, tuple) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in pairs):
+                raise ValueError(f"extra: expected one of {EXTRA_CONDITIONS} with one (context, continuation) pair of "
+                                 f"strings per option ({len(self.options)}), got {name!r} with {pairs!r:.200}")
 
     @classmethod
     def of(cls, item: Any) -> "Entry":
         """The entry of a ``tasks.Item`` (its ``contexts()``, ``options`` and ``domain_premise``)."""
         return cls(tuple(item.contexts()), tuple(item.options), item.domain_premise)
 
-    def pairs(self, condition: str) -> OptionPairs:
-        """The requests of every option under ``condition`` (() when not scored)."""
+    def pairs(self, condition: str) -> Pairs:
+        """The (context, continuation) pair of every option under ``condition`` (() when not scored)."""
         return CONDITIONS[condition].pairs(self) or ()
 
 
-def _after(contexts: Sequence[str] | None, entry: Entry) -> OptionPairs | None:
-    """Each option after its own context: one request per option."""
-    return None if contexts is None else tuple(((c, o),) for c, o in zip(contexts, entry.options))
+def _after(contexts: Sequence[str] | None, entry: Entry) -> Pairs | None:
+    """Each option after its own context."""
+    return None if contexts is None else tuple(zip(contexts, entry.options))
 
 
 @dataclass(frozen=True)
 class Condition:
     """A context every option of an item is scored under: the one place a condition is declared.
 
-    ``pairs`` gives each option's requests for an ``Entry`` (None: the item is not scored under it),
+    ``pairs`` gives each option's (context, continuation) for an ``Entry`` (None: the item is not scored under it),
     ``column`` names the raw log-prob column it fills in ``Plan.frame``, ``cut`` its truncation column
-    (None: not reported), ``under`` how an error names it; ``mean``: an option's requests are averaged as
-    probabilities (samples of one context) instead of summed (spellings of one answer).
+    (None: its context is never cut), ``under`` how an error or a truncation note names its context. ``sampled``:
+    every option is scored after each of the entry's ``samples`` instead (one request per variant), and its value is
+    the log of their mean probability.
     """
 
     name: str
-    pairs: Callable[[Entry], OptionPairs | None]
+    pairs: Callable[[Entry], Pairs | None]
     column: str
     cut: str | None
     under: str
-    mean: bool = False
+    sampled: bool = False
 
 
 #: Every condition, in column order: ``premise`` (each option's own context: the premise, or the option's context
 #: on a flipped task), ``domain`` (the domain premise, for Unc / DC-PMI), ``null`` (the empty context), ``channel``
-#: (the premise as the continuation of the option's channel context), ``mcf`` (the option's letter, " A" and "A",
-#: after the question with its lettered options and the answer cue) and ``choices`` (the same prompt without the
-#: question) and ``domain_ctx`` (content-free inputs of random in-domain words through the task's template, their
-#: probabilities averaged: domain-context calibration, :mod:`surfacelab.calibration`).
+#: (the input as the continuation of the option's channel context), ``mcf`` (the option's letter " A" after the
+#: question with its lettered options and the answer cue), ``choices`` (the same prompt without the question) and
+#: ``domain_ctx`` (the entry's content-free contexts, their probabilities averaged: :mod:`surfacelab.calibration`).
 CONDITIONS: dict[str, Condition] = {c.name: c for c in [
     Condition("premise", lambda e: _after(e.contexts, e), "logprob", "truncated", "the premise"),
     Condition("domain", lambda e: None if e.domain is None else _after([e.domain] * len(e.options), e),
               "domain_logprob", "domain_truncated", "the domain premise"),
     Condition("null", lambda e: _after([""] * len(e.options), e), "null_logprob", None, "the null (empty) context"),
-    Condition("channel", lambda e: e.extra.get("channel"), "channel_logprob", None,
-              "the channel context (the option before the premise)"),
-    Condition("mcf", lambda e: e.extra.get("mcf"), "mcf_logprob", None, "the lettered question (MCF)"),
-    Condition("choices", lambda e: e.extra.get("choices"), "choices_logprob", None,
+    Condition("channel", lambda e: e.extra.get("channel"), "channel_logprob", "channel_truncated",
+              "the channel context (the option before the input)"),
+    Condition("mcf", lambda e: e.extra.get("mcf"), "mcf_logprob", "mcf_truncated",
+              "the lettered question (MCF)"),
+    Condition("choices", lambda e: e.extra.get("choices"), "choices_logprob", "choices_truncated",
               "the lettered options without the question"),
-    Condition("domain_ctx", lambda e: e.extra.get("domain_ctx"), "domain_ctx_logprob", None,
-              "a domain-context input (random in-domain words through the task's template)", mean=True),
+    Condition("domain_ctx", lambda e: None, "domain_ctx_logprob", None,
+              "a domain-context input (random in-domain words through the task's template)", sampled=True),
 ]}
+#: The conditions whose requests an ``Entry`` carries in ``extra`` (written by :mod:`surfacelab.formats`).
+EXTRA_CONDITIONS = ("channel", "mcf", "choices")
 #: The raw log-prob column of each condition in ``Plan.frame`` (what a scorer reads).
 LOGPROB_COLUMNS = {c.name: c.column for c in CONDITIONS.values()}
 #: Truncation columns of ``Plan.frame``: context tokens cut from the left, per condition that has them.
@@ -158,21 +166,12 @@ def _check_finite(requests: Sequence[Request], results: Sequence[engine.Scored])
                      f"under {CONDITIONS[r.key.condition].under}{context} is {total}{more}. {why}.")
 
 
-def _summed(scores: Scores, task: int, item: int, condition: str, option: int) -> float:
-    """The log of the summed probability of an option's variants under ``condition`` (their mean where the condition
-    averages; NaN when not scored); a variant whose context and scored tokens repeat an earlier one's is counted
-    once."""
-    totals: list[float] = []
-    seen: set = set()
-    v = 0
-    while (s := scores.get(Key(task, item, condition, option, v))) is not None:
-        if s.encoding.key not in seen:
-            seen.add(s.encoding.key)
-            totals.append(s.total)
-        v += 1
-    if not totals:
-        return np.nan
-    return float(np.logaddexp.reduce(totals) - (np.log(len(totals)) if CONDITIONS[condition].mean else 0.0))
+def _averaged(scores: Scores, task: int, item: int, condition: str, option: int) -> float:
+    """The log of the mean probability of an option over a sampled condition's variants (NaN when not scored)."""
+    totals = []
+    while (s := scores.get(Key(task, item, condition, option, len(totals)))) is not None:
+        totals.append(s.total)
+    return float(np.logaddexp.reduce(totals) - np.log(len(totals))) if totals else np.nan
 
 
 class Plan:
@@ -198,10 +197,13 @@ class Plan:
         return len(self.requests)
 
     def of(self, task: int, item: int) -> list[Request]:
-        """The requests of one item, condition by condition, option by option, variant by variant."""
+        """The requests of one item, condition by condition, option by option (a sampled condition: variant by
+        variant)."""
         e = self.tasks[task][item]
-        return [Request(Key(task, item, c, k, v), ctx, cont) for c in self.conditions
-                for k, variants in enumerate(e.pairs(c)) for v, (ctx, cont) in enumerate(variants)]
+        return [r for c in self.conditions for r in (
+            [Request(Key(task, item, c, k, v), ctx, o) for k, o in enumerate(e.options)
+             for v, ctx in enumerate(e.samples)] if CONDITIONS[c].sampled else
+            [Request(Key(task, item, c, k), ctx, cont) for k, (ctx, cont) in enumerate(e.pairs(c))])]
 
     def run(self, lm: Any, **engine_kwargs: Any) -> Scores:
         """Score every request with ONE ``engine.logprobs`` call (``engine_kwargs``: batch_size, progress,
@@ -211,8 +213,7 @@ class Plan:
         return Scores(dict(zip((r.key for r in self.requests), results)), results.stats)
 
     def results(self, scores: Scores, item: int, condition: str = "premise", task: int = 0) -> list[engine.Scored]:
-        """One item's results under ``condition`` (scored for it), in option order (its first variant), read from
-        ``scores`` by key."""
+        """One item's results under ``condition`` (scored for it), in option order, read from ``scores`` by key."""
         return [scores[Key(task, item, condition, k)] for k in range(len(self.tasks[task][item].options))]
 
     def frame(self, scores: Scores, task: int = 0, *, delimiter: str = "") -> pd.DataFrame:
@@ -227,8 +228,9 @@ class Plan:
         Returns:
             One row per (item, option): ``item``, ``option_index``, ``context``, ``option``, ``logprob``,
             ``n_tokens``, ``n_chars``, ``n_bytes``, then the log-prob column of every other condition (NaN where
-            that condition was not scored; an option's variants summed as probabilities, a variant whose tokens
-            repeat another's counted once), ``truncated`` and ``domain_truncated`` (0 where not scored).
+            that condition was not scored; a sampled condition's: the log of the mean probability over its
+            variants), then every condition's truncation column (``CUT_COLUMNS``: context
+            tokens cut from the left; 0 where not scored).
         """
         keys = [(i, k) for i, e in enumerate(self.tasks[task]) for k in range(len(e.options))]
         options = [self.tasks[task][i].options[k] for i, k in keys]
@@ -246,8 +248,8 @@ class Plan:
             "n_tokens": read("premise", lambda s: s.n_tokens, 0),
             "n_chars": [len(o) - len(delimiter) for o in options],
             "n_bytes": [len(o.encode("utf-8")) - len(delimiter.encode("utf-8")) for o in options],
-            **{c.column: [_summed(scores, task, i, c.name, k) for i, k in keys]
-               for c in CONDITIONS.values() if c.name != "premise"},
+            **{c.column: [_averaged(scores, task, i, c.name, k) for i, k in keys] if c.sampled else
+               read(c.name, lambda s: s.total, np.nan) for c in CONDITIONS.values() if c.name != "premise"},
         })
         for condition, column in CUT_COLUMNS.items():
             frame[column] = read(condition, lambda s: s.encoding.truncated, 0)

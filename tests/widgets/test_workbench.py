@@ -62,6 +62,7 @@ def test_update_fills_every_view_from_the_library(wb, tiny_lm, tiny_mlm):
     best = int(np.argmax(ref.table["logprob"]))
     html = wb.views["scores"].table.value
     assert html.count("sl-win") >= 1 and "★" in html and "␣bathtub" in html
+    assert "sl-task-scorers" in html and "Channel" in html and "choices-only" in html  # scored per task, said where
     # the calibrations of a task's items are named under the table with the reason one item has none
     note = html.split("sl-not-shown", 1)[1]
     assert "BC: not applicable to one item: Batch Calibration divides by the mean label distribution of a run" in note

@@ -11,7 +11,7 @@ import ipywidgets as w
 import pandas as pd
 import plotly.graph_objects as go
 
-from .... import viz
+from .... import formats, viz
 from ...._format import visible
 from ....scorers import SCORER_LABELS, SCORERS
 from ....scoring import score_items
@@ -73,7 +73,9 @@ class ScoresView(View):
         table = result.table.copy()
         table.insert(1, "gold", [i == inp.gold for i in range(len(table))])
         self.frames = {"table": table, "tokens": result.tokens}
-        self.table.value = score_table_html(result.table, inp.gold) + not_shown_html(result)
+        self.table.value = (score_table_html(result.table, inp.gold)
+                            + f"<div class='sl-hint sl-task-scorers'>{html.escape(formats.NOTE)}</div>"
+                            + not_shown_html(result))
         self.text.value = f"<div class='sl-explain'>{html.escape(result.explain())}</div>"
 
     def make_figure(self) -> go.Figure | None:
