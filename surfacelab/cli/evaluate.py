@@ -31,7 +31,7 @@ def _views(res: Any) -> list[_output.TableSpec]:
 
 
 def _notes(res: Any) -> list[str]:
-    """What the numbers above leave out: skipped items and truncated contexts."""
+    """What the numbers above leave out: skipped items, truncated contexts, scorers that do not apply to the task."""
     out = []
     skipped = res.meta.get("skipped_too_long", [])
     if skipped:
@@ -44,6 +44,7 @@ def _notes(res: Any) -> list[str]:
                    f"the model's window (up to {int(cut['truncated'].max())} tokens); in "
                    f"{int(cut['truncation_differs'].sum())} of them the options were cut by different amounts "
                    "(columns truncated, truncation_differs of the per-item CSV)")
+    out += [f"note: {s} is {why}" for s, why in res.meta.get("not_applicable", {}).items()]
     return out
 
 
