@@ -25,8 +25,11 @@ def sst(tiny_lm):
 
 
 def direct_logprob(lm, context: str, option: str) -> float:
-    """Σ log P(option | context): one forward of context+option, float32 log-softmax, the option's tokens summed."""
+    """Σ log P(option | context): one forward of context+option, float32 log-softmax, the option's tokens summed (the
+    context's trailing whitespace scored with the option, as lm-eval does)."""
     tok, model = lm.tokenizer, lm.model
+    stripped = context.rstrip()
+    context, option = stripped, context[len(stripped):] + option
     ctx = tok(context, add_special_tokens=False)["input_ids"]
     full = tok(context + option, add_special_tokens=False)["input_ids"]
     assert full[:len(ctx)] == ctx, "the context is not a token prefix here: pick other test strings"
@@ -150,3 +153,24 @@ def test_domain_cal_is_not_applicable_to_one_item_or_where_options_differ(tiny_l
     run = sl.evaluate(tiny_lm, copa, "lm,domain_cal", progress=False, n_boot=0)
     assert run.accuracy.set_index("scorer").loc["domain_cal", "note"] == "not applicable: options differ per item"
     assert run.meta["engine"]["requests"] == sum(len(it.options) for it in copa.items)  # no content-free requests
+
+
+def test_domain_cal_under_a_chat_template_renders_its_inputs_as_chat_turns(sst):
+    from tiny_models import tiny_causal
+
+    model, tok = tiny_causal()
+    tok.chat_template = ("{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}\n{% endfor %}"
+                         "{% if add_generation_prompt %}<assistant>\n{% endif %}")
+    lm = sl.load_lm((model, tok), device="cpu")
+    items = dataclasses.replace(sst, items=sst.items[:4])
+    run = sl.evaluate(lm, items, "lm,domain_cal", progress=False, n_boot=0, domain_samples=3, chat_template=True)
+
+    def turn(user: str) -> str:
+        return tok.apply_chat_template([{"role": "user", "content": user}], tokenize=False, add_generation_prompt=True)
+
+    cf = [turn(f"{t}:") for t in _draws([it.meta["fields"]["sentence"] for it in items.items], 3, 0)]
+    options = items.items[0].options
+    prior = np.array([logsumexp([direct_logprob(lm, c, o) for c in cf]) - np.log(3) for o in options])
+    lp = np.array([[direct_logprob(lm, turn(it.premise), o) for o in options] for it in items.items])
+    got = run.scores.pivot(index="item", columns="option_index", values="domain_cal").to_numpy()
+    np.testing.assert_allclose(got, lp - prior, atol=1e-4)
