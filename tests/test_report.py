@@ -145,6 +145,19 @@ def test_bad_arguments_are_refused_by_name(run, tmp_path):
     assert not list(tmp_path.iterdir())  # nothing written for a refused call
 
 
+def test_a_page_over_the_size_limit_is_written_whole_and_says_what_fills_it(run, tmp_path, monkeypatch):
+    from surfacelab.report import page as report_page
+    small = sl.report(run, tmp_path / "small.html")
+    monkeypatch.setattr(report_page, "WARN_BYTES", small.stat().st_size - 1)
+    with pytest.warns(UserWarning) as caught:
+        path = sl.report(run, tmp_path / "big.html")
+    assert len(caught) == 1 and caught[0].filename == __file__  # pointed at the caller's line
+    said = str(caught[0].message)
+    assert f"{path.stat().st_size / 2**20:.1f} MB" in said and f"{len(run.items):,} items x {len(SCORERS)}" in said
+    assert path.read_text(encoding="utf-8").rstrip().endswith("</html>")  # written whole, not cut to the limit
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.html", "small.html"]  # no partial file left beside it
+
+
 def test_a_logs_run_reports_the_frameworks_numbers(tmp_path):
     """A run read from an lm-eval log (no model: no verdict labels) reports its accuracy and flipped items."""
     log = next((Path(__file__).parent / "lm_eval_logs" / "out").rglob("samples_arc_local_2*.jsonl"))
