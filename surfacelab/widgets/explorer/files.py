@@ -98,7 +98,7 @@ class ExplorerFiles:
                 if "task" in source:
                     try:
                         task = tasks.load(source["task"], source.get("split"), limit=source.get("n"),
-                                          variant=source.get("variant", "code"))
+                                          variant=source.get("variant", "paper"))
                         parts = {k: v for k, v in (source.get("template") or {}).items() if v and v != CODE}
                         if source.get("domain_premise") and "domain_premise" not in parts:
                             parts["domain_premise"] = explore.as_pattern(source["domain_premise"])

@@ -11,7 +11,7 @@ each an object with its own widgets and state that reads the explorer: ``ablatio
 
 >>> ex = Explorer(lm, task="arc-challenge", n=200)     # doctest: +SKIP
 >>> ex.run(); ex.wait()                                 # doctest: +SKIP
->>> ex.filter(right=["code:dcpmi"], wrong=["code:lm"]); ex.open_row(0)   # doctest: +SKIP
+>>> ex.filter(right=["paper:dcpmi"], wrong=["paper:lm"]); ex.open_row(0)   # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ class Explorer(w.VBox):
         self._log_fields: tuple[str, int] | None = None  # (task, n) the fields show for an opened log's items
         self.runner = Runner("explorer", on_error=self._failed)
         self.running = False  # a run is scoring (the rows it shows are not the ones to prefetch yet)
-        self._build(task, split, n, template if isinstance(template, str) else "code", domain_premise)
+        self._build(task, split, n, template if isinstance(template, str) else "paper", domain_premise)
         self.table = ItemTable(self)
         self.summary = Summary(self)
         self.ablation = AblationPanel(self)
@@ -147,7 +147,7 @@ class Explorer(w.VBox):
         self.task_box = w.Text(value=task, description="task", style=wide)
         self.split_box = w.Text(value=split or "", description="split", placeholder="default", style=wide)
         self.n_box = w.IntText(value=n, description="items", style=wide)
-        self.family_picker = w.Dropdown(options=["code", "paper_table", "lm-eval"], value=family,
+        self.family_picker = w.Dropdown(options=list(tasks.registry.FAMILIES), value=family,
                                         description="template", style=wide)
         self.domain_box = w.Text(value=domain or "", description="domain premise", placeholder="the template's",
                                  style=wide, tooltip="the same text before every option's prior, as typed (the "
