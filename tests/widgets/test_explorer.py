@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import html
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -350,6 +351,40 @@ def test_run_on_a_log_scores_its_items_beside_the_log_run_and_a_run_of_other_ite
     assert job is not None and ex.wait(300) and job.error is None, job.error
     assert list(ex.runs) == ["copa"]
     assert "closed the runs &#x27;lm-eval&#x27;, &#x27;rescored&#x27;" in ex.message.value, ex.message.value
+    ex.close()
+
+
+@pytest.mark.filterwarnings("ignore:.*passed over", "ignore:.*differs from the log", "ignore:Truncated to fit")
+def test_a_saved_log_session_loads_with_run_scoring_the_log_again(tiny_lm, bench, tmp_path):
+    # a loaded log session kept the fields of a new explorer ("arc-challenge" / 200): Run closed the log's run
+    ex = Explorer(tiny_lm, workbench=bench, log=LOGS)
+    ex.save_session(tmp_path / "s")
+    fields = (ex.task_box.value, ex.n_box.value)
+    ex.close()
+    ex = Explorer(tiny_lm, workbench=bench)
+    ex.load_session(tmp_path / "s")
+    assert (ex.task_box.value, ex.n_box.value) == fields
+    job = ex.run()
+    assert job is not None and ex.wait(300) and job.error is None, job.error
+    assert list(ex.runs) == ["lm-eval", "rescored"] and ex.message.value == ""
+    assert "max_abs_diff" in ex.runs["rescored"].meta["logprob_check"]
+    ex.close()
+
+
+@pytest.mark.filterwarnings("ignore:.*passed over")
+def test_run_on_a_log_session_whose_log_is_gone_says_so_and_keeps_the_run(tiny_lm, bench, tmp_path):
+    folder = tmp_path / "out"
+    shutil.copytree(LOGS, folder)
+    ex = Explorer(tiny_lm, workbench=bench, log=folder)
+    ex.save_session(tmp_path / "s")
+    ex.close()
+    shutil.rmtree(folder)
+    ex = Explorer(tiny_lm, workbench=bench)
+    ex.load_session(tmp_path / "s")
+    assert ex.run() is None and list(ex.runs) == ["lm-eval"]
+    message = html.unescape(ex.message.value)
+    assert f"the log {str(folder)!r} of run 'lm-eval' is not there" in message, message
+    assert "Run scores the log's own strings again" in message
     ex.close()
 
 

@@ -107,6 +107,8 @@ class ExplorerFiles:
                         pass  # the run opens; its template cannot be edited
             host.runs.update(runs)
             host.sources.update(sources)
+            first = next(iter(sources))
+            host.ablation.name_log(first if "log" in sources[first] else None)
             host.refresh()
         return Path(folder)
 
