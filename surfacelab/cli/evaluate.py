@@ -127,8 +127,9 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
     subset.add_argument("--sample", type=int, default=None, metavar="N",
                         help="evaluate a random sample of N items (see --seed)")
     p.add_argument("--seed", type=int, default=0, help="seed of the --sample draw")
-    p.add_argument("--variant", default="code", choices=list(FAMILIES),
-                   help="template family (default: code, the paper's public code; paper_table: its Table 7)")
+    p.add_argument("--variant", default="paper", choices=list(FAMILIES),
+                   help="template family (default: paper, the templates of the paper's public code; "
+                        "paper_table: its Table 7)")
     p.add_argument("--n-shot", type=int, default=0, help="few-shot examples prepended to every premise")
     p.add_argument("--shot-seed", type=int, default=0, help="seed of the few-shot draw")
     p.add_argument("--too-long", default="error", choices=["error", "skip"],
