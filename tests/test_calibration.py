@@ -64,7 +64,7 @@ def test_batch_cal_is_not_applicable_to_one_item(tiny_lm):
     assert "batch_cal" not in r.winners() and "lm" in r.winners()
 
 
-def test_batch_cal_is_not_applicable_where_options_differ(tiny_lm):
+def test_batch_cal_is_not_applicable_where_options_differ(tiny_lm, tmp_path):
     copa = tasks.load("copa", "val", limit=6)
     run = sl.evaluate(tiny_lm, copa, "lm,batch_cal", progress=False, n_boot=50)
     acc = run.accuracy.set_index("scorer")
@@ -76,6 +76,9 @@ def test_batch_cal_is_not_applicable_where_options_differ(tiny_lm):
     assert run.meta["not_applicable"] == {"batch_cal": "not applicable: options differ per item"}
     with pytest.raises(ValueError, match="options differ per item"):
         run.result(0).winner("batch_cal")
+    back = sl.EvalResult.load(run.save(tmp_path / "run"))  # the reason comes back with the run
+    assert back.accuracy["note"].tolist() == acc["note"].tolist() and back.meta["not_applicable"] == run.meta[
+        "not_applicable"] and back.result(0).not_applicable("batch_cal") == "not applicable: options differ per item"
 
 
 def test_the_calibrations_of_a_run_in_chunks_are_those_of_one_run(tiny_lm, sst):
