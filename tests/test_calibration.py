@@ -62,6 +62,11 @@ def test_batch_cal_is_not_applicable_to_one_item(tiny_lm):
     with pytest.raises(ValueError, match="batch_cal.*not applicable to one item.*run's items"):
         r.winner("batch_cal")
     assert "batch_cal" not in r.winners() and "lm" in r.winners()
+    listed = sl.list_scorers().set_index("scorer")  # formula and paper of each
+    assert listed.loc["batch_cal", "formula"] == "log p(y|x) − log mean_i p(y|x_i)"
+    assert "Zhou et al. 2024" in listed.loc["batch_cal", "description"]
+    assert "Fei et al. 2023" in listed.loc["domain_cal", "description"] and listed.loc["domain_cal", "needs"] == \
+        "premise,domain_ctx"
 
 
 def test_batch_cal_is_not_applicable_where_options_differ(tiny_lm, tmp_path):
