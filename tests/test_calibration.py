@@ -182,3 +182,17 @@ def test_domain_cal_under_a_chat_template_renders_its_inputs_as_chat_turns(sst):
     lp = np.array([[direct_logprob(lm, turn(it.premise), o) for o in options] for it in items.items])
     got = run.scores.pivot(index="item", columns="option_index", values="domain_cal").to_numpy()
     np.testing.assert_allclose(got, lp - prior, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_both_calibrations_equal_their_formulas_on_the_real_model(real_lm):
+    sst = _short(tasks.load("sst-2", "test", sample=80), 8)
+    run = sl.evaluate(real_lm, sst, "lm,batch_cal,domain_cal", progress=False, n_boot=0, domain_samples=3)
+    options = sst.items[0].options
+    lp = np.array([[direct_logprob(real_lm, it.premise, o) for o in options] for it in sst.items])
+    p = np.exp(lp - logsumexp(lp, axis=1, keepdims=True))
+    cf = [f"{t}:" for t in _draws([it.meta["fields"]["sentence"] for it in sst.items], 3, 0)]
+    prior = np.array([logsumexp([direct_logprob(real_lm, c, o) for c in cf]) - np.log(3) for o in options])
+    for scorer, expected in (("batch_cal", np.log(p) - np.log(p.mean(axis=0))), ("domain_cal", lp - prior)):
+        got = run.scores.pivot(index="item", columns="option_index", values=scorer).to_numpy()
+        np.testing.assert_allclose(got, expected, atol=2e-3, err_msg=scorer)
