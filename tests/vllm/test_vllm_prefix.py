@@ -57,19 +57,27 @@ def metrics(url: str) -> tuple[int, int]:
     return prompt_tokens(httpx.get(url.removesuffix("/v1") + "/metrics", timeout=30).text)
 
 
+def scored_through(lm, url: str, requests, reference) -> tuple[object, int, int]:
+    """``requests`` scored by ``lm`` through the server at ``url``, checked against ``reference``; the results and
+    the prompt tokens the server was sent and computed meanwhile (its ``/metrics``), which its answers' cached-token
+    counts must agree with."""
+    sent_before, cached_before = metrics(url)
+    got = engine.logprobs(lm, requests, cache=False, progress=False, top_k=5)
+    sent_after, cached_after = metrics(url)
+    assert_same_numbers(got, reference)
+    sent, computed = sent_after - sent_before, (sent_after - sent_before) - (cached_after - cached_before)
+    print(f"server: {sent} prompt tokens sent, {computed} computed ({got.stats.paths})")
+    assert computed == got.stats.tokens_forwarded  # what the answers' cached_tokens said == the server's counters
+    return got, sent, computed
+
+
 @pytest.mark.parametrize("read_cache", [True, False], ids=["cache-read", "cache-off"])
 def test_prefix_reuse_gives_the_in_process_numbers_and_the_server_counts_agree(prefix_server, fewshot_requests,
                                                                                reference, read_cache):
     lm = sl.load_lm(SERVED, server=prefix_server.url)
     assert lm.backend.capabilities.reads_cache and lm.backend.capabilities.block_size == 32
     lm.backend.read_cache = read_cache
-    sent_before, cached_before = metrics(prefix_server.url)
-    got = engine.logprobs(lm, fewshot_requests, cache=False, progress=False, top_k=5)
-    sent_after, cached_after = metrics(prefix_server.url)
-    assert_same_numbers(got, reference)
-    sent, computed = sent_after - sent_before, (sent_after - sent_before) - (cached_after - cached_before)
-    print(f"server: {sent} prompt tokens sent, {computed} computed ({got.stats.paths})")
-    assert computed == got.stats.tokens_forwarded  # what the answers' cached_tokens said == the server's counters
+    got, sent, computed = scored_through(lm, prefix_server.url, fewshot_requests, reference)
     if read_cache:  # all but the first read the shots from the cache (or were refused doing so and resent)
         paths = got.stats.paths
         assert paths.get("server-cache", 0) + paths.get("server-resent", 0) >= shot_requests(fewshot_requests) - 1
@@ -78,6 +86,25 @@ def test_prefix_reuse_gives_the_in_process_numbers_and_the_server_counts_agree(p
     else:
         assert got.stats.paths == {"server": got.stats.unique}
         assert computed == sent
+
+
+def test_a_hit_that_covers_the_first_continuation_rows_takes_them_from_the_sibling_that_computed_them(
+        prefix_server, real_lm):
+    # the options share their first 20-odd tokens, so a sibling's cache hit (whole 32-token blocks) reaches past the
+    # context into rows the request needs; the same tokens before and at a position give the same row
+    common = (" the old mill by the river, where the miller's daughter kept bees and sold honey at the market in the"
+              " square")
+    requests = [("Question: where did the long summer of the story begin?\nAnswer:", common + end)
+                for end in (" every Saturday", " on Sunday mornings", " all week")]
+    reference = engine.logprobs(real_lm, requests, cache=False, progress=False, top_k=5)
+    start = reference[0].encoding.start
+    assert all(len(r.encoding.input_ids) - start > 20 for r in reference)
+    lm = sl.load_lm(SERVED, server=prefix_server.url)
+    got, sent, computed = scored_through(lm, prefix_server.url, requests, reference)
+    resent = got.stats.paths.get("server-resent", 0)
+    assert got.stats.paths.get("server-cache", 0) + resent == 2 and resent <= lm.backend.route.refusals
+    if not resent:  # neither sibling computed the context again
+        assert computed <= sent - 2 * start
 
 
 class TamperingProxy:
