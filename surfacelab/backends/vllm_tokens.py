@@ -243,6 +243,16 @@ def prompt_tokens(metrics: str) -> tuple[int, int]:
     return total("prompt_tokens"), total("prompt_tokens_cached")
 
 
+def started_at(metrics: str) -> str:
+    """The ``process_start_time_seconds`` of a server's ``/metrics`` ("" where it has none).
+
+    >>> started_at('# TYPE process_start_time_seconds gauge\\nprocess_start_time_seconds 1.7649e+09')
+    '1.7649e+09'
+    """
+    found = re.search(r"^process_start_time_seconds(?:\{[^}]*\})? (\S+)$", metrics, re.M)
+    return found.group(1) if found else ""
+
+
 def probe(http: Transport, served_model: str, ids: Sequence[int]) -> Capabilities:
     """What the server's token route offers (see ``Capabilities``), from two requests for ``ids`` (the second must
     hit the cache the first filled, and its rows past the hit must equal the first's) and ``/metrics``."""

@@ -5,7 +5,12 @@ rows do not check out sent again, and servers without the route scoring whole th
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
 import threading
+import warnings
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
@@ -213,16 +218,59 @@ def test_the_layout_of_only_the_computed_rows_is_read(proxy, fewshot_requests, r
 
 def test_a_server_without_the_route_scores_whole_through_completions(vllm_server, api_key, fewshot_requests,
                                                                      reference):
-    # vLLM 0.32 answers 403 on the route of a server started without it; not an API-key problem
-    with pytest.warns(UserWarning, match=r"computes every prompt whole through /v1/completions: no token route "
-                                         r"\(refused POST /inference/v1/generate \(HTTP 403\): Scale-out endpoints "
-                                         r"are disabled.*start vLLM with --enable-scale-out "
-                                         r"--enable-prompt-tokens-details"):
+    with warnings.catch_warnings():  # said once per server and process (the next test), perhaps by an earlier test
+        warnings.simplefilter("ignore")
         lm = sl.load_lm(SERVED, server=vllm_server.url, api_key=api_key)
     assert lm.backend.route is None and not lm.backend.capabilities.route
     got = engine.logprobs(lm, fewshot_requests, cache=False, progress=False, top_k=5)
     assert got.stats.paths == {"server": got.stats.unique}
     assert_same_numbers(got, reference)
+
+
+def route_calls(url: str) -> int:
+    """POSTs the server has answered on its token route (its ``/metrics``: ``http_requests_total``), any status."""
+    text = httpx.get(url.removesuffix("/v1") + "/metrics", timeout=30).text
+    return int(sum(float(v) for v in re.findall(rf'^http_requests_total{{[^}}]*handler="{ROUTE}"[^}}]*}} (\\S+)$',
+                                               text, re.M)))
+
+
+def test_a_second_load_of_the_same_server_sends_no_probe(prefix_server, fewshot_requests, reference):
+    first = sl.load_lm(SERVED, server=prefix_server.url)
+    before = route_calls(prefix_server.url)
+    second = sl.load_lm(SERVED, server=prefix_server.url)
+    assert route_calls(prefix_server.url) == before  # neither the route's probe nor anything else on the route
+    assert second.backend.capabilities == first.backend.capabilities and second.backend.capabilities.reads_cache
+    assert second.backend.route is not first.backend.route  # its own counters, its own read_cache
+    got = engine.logprobs(second, fewshot_requests[:8], cache=False, progress=False, top_k=5)
+    assert_same_numbers(got, reference[:8])
+    assert route_calls(prefix_server.url) > before
+
+
+LOAD_TWICE = """
+import json, sys, warnings
+import surfacelab as sl
+with warnings.catch_warnings(record=True) as seen:
+    warnings.simplefilter("always")
+    for _ in range(2):
+        lm = sl.load_lm(sys.argv[1], server=sys.argv[2])
+print(json.dumps([str(w.message) for w in seen if "computes every prompt whole" in str(w.message)]))
+"""
+
+
+def test_a_plain_server_is_warned_about_once_per_process(vllm_server, api_key):
+    # a process of its own: this one may have loaded the server before; the key as a user gives it, for that server
+    env = {**os.environ, "SURFACELAB_SERVER": vllm_server.url, "SURFACELAB_API_KEY": api_key}
+    before = route_calls(vllm_server.url)
+    done = subprocess.run([sys.executable, "-c", LOAD_TWICE, SERVED, vllm_server.url], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    warned = json.loads(done.stdout.strip().splitlines()[-1])
+    # vLLM 0.32 answers 403 on the route of a server started without it; not an API-key problem
+    assert len(warned) == 1 and re.search(
+        r"computes every prompt whole through /v1/completions: no token route \(refused POST "
+        r"/inference/v1/generate \(HTTP 403\): Scale-out endpoints are disabled.*start vLLM with "
+        r"--enable-scale-out --enable-prompt-tokens-details", warned[0]), warned
+    assert route_calls(vllm_server.url) == before + 1  # the first load's probe; the second sent none
 
 
 def test_a_route_without_cached_token_counts_is_not_read(proxy, fewshot_requests, reference):
