@@ -230,7 +230,7 @@ def test_a_server_without_the_route_scores_whole_through_completions(vllm_server
 def route_calls(url: str) -> int:
     """POSTs the server has answered on its token route (its ``/metrics``: ``http_requests_total``), any status."""
     text = httpx.get(url.removesuffix("/v1") + "/metrics", timeout=30).text
-    return int(sum(float(v) for v in re.findall(rf'^http_requests_total{{[^}}]*handler="{ROUTE}"[^}}]*}} (\\S+)$',
+    return int(sum(float(v) for v in re.findall(rf'^http_requests_total{{[^}}]*handler="{ROUTE}"[^}}]*}} (\S+)$',
                                                text, re.M)))
 
 
