@@ -12,7 +12,7 @@ warm-up on its first requests, the prefix cache emptied after the warm-up:
     as text (`` <option>``) after ``Answer:`` and under the domain premise ``Answer:`` alone;
   * ``arc``: ARC-Challenge 0-shot, every option under the question and under " the answer is:" (``bench_engine``);
   * ``explorer``: the explorer's default Run (``widgets.Explorer``: ARC-Challenge's first ``--explorer-items`` test
-    items, template "code", scorers lm / per_char / dcpmi, scored chunk by chunk with the verdict labels:
+    items, template "paper", scorers lm / per_char / dcpmi, scored chunk by chunk with the verdict labels:
     ``explore.evaluate_in_chunks``). surfacelab times that whole run (its labels' extra next-token call included);
     lm-eval, which has no such run, scores the run's own requests (each option under the question and under the
     domain premise), and its numbers are compared with the run's raw log-probs.
@@ -92,7 +92,7 @@ def explorer_task(items: int):
     """The task of the explorer's default Run (``widgets.Explorer``'s source fields) with ``items`` items."""
     from surfacelab import tasks
 
-    return tasks.load("arc-challenge", None, limit=items, variant="code")
+    return tasks.load("arc-challenge", None, limit=items, variant="paper")
 
 
 def explorer_requests(items: int) -> list[tuple[str, str]]:
