@@ -156,7 +156,7 @@ def test_the_rescue_cell_filters_and_a_row_click_shows_the_item_in_the_workbench
     # the origin line changes after the fields it names (widgets' values reach the page in no set order)
     page.locator(f"{bench} .sl-origin").filter(has_text=frames[0]["id"]).wait_for(timeout=30_000)
     origin = page.locator(f"{bench} .sl-origin").inner_text()
-    assert "arc-challenge" in origin and "run code" in origin, origin
+    assert "arc-challenge" in origin and "run paper" in origin, origin
     assert in_view(page, bench)
     page.wait_for_selector(f"{bench} .sl-view-scores.sl-view-ready", timeout=120_000)
     scores = page.inner_text(f"{bench} .sl-view-scores .sl-score-table")
