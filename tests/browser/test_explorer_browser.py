@@ -184,6 +184,35 @@ def test_the_rescue_cell_filters_and_a_row_click_shows_the_item_in_the_workbench
                            arg=[f"{bench} .sl-premise textarea", frames[0]["context"]], timeout=60_000)
 
 
+def test_a_focused_row_opens_from_the_keyboard(session):
+    # rows opened only on a click: a person on the keyboard could reach none
+    page = session["page"]
+    box = explorer(page, 0)
+    kernel_json(page, "ex.filter().tolist()")
+    box.locator(".sl-x-count").filter(has_text=f"{N} of {N} items").wait_for(timeout=30_000)
+    premise = ".sl-explorer .sl-workbench .sl-premise textarea"
+    rows = box.locator(".sl-item-table tbody tr[data-k]")
+    items = [int(rows.nth(k).get_attribute("data-item")) for k in range(rows.count())]
+    contexts = kernel_json(page, f"(lambda s: [s[s['item'] == i]['context'].iloc[0] for i in {items}])"
+                                 "(ex.runs['paper'].scores)")
+    shut = [k for k in range(len(items)) if contexts[k] != page.locator(premise).input_value()]  # not open now
+    assert len(shut) >= 3
+    for k, key in ((shut[0], "Enter"), (shut[2], "Space")):
+        context = contexts[k]
+        rows.nth(k).focus()
+        page.keyboard.press(key)
+        page.wait_for_function("([s, v]) => document.querySelector(s).value === v", arg=[premise, context],
+                               timeout=60_000)
+        box.locator(f".sl-item-table tbody tr.selected[data-k='{k}']").wait_for(timeout=30_000)
+    # the open row keeps the focus through the redraw; the up arrow moves it to the row above, opening nothing
+    k = shut[2]
+    page.wait_for_function(f"() => document.activeElement?.dataset?.k === '{k}'", timeout=10_000)
+    page.keyboard.press("ArrowUp")
+    page.wait_for_function(f"() => document.activeElement?.dataset?.k === '{k - 1}'", timeout=10_000)
+    time.sleep(0.5)
+    assert box.locator(".sl-item-table tbody tr.selected").get_attribute("data-k") == str(k)
+
+
 def test_an_ablation_of_the_domain_premise_adds_a_run_and_its_flips(session):
     page = session["page"]
     box = explorer(page, 0)

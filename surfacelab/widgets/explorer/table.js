@@ -39,6 +39,7 @@ function render({ model, el: root }) {
   const head = el("thead");
   const body = el("tbody");
   table.append(cols, head, body);
+  body.dataset.lmSuppressShortcuts = "true"; // Enter, Space and the arrows on a row are the table's, not JupyterLab's
   scroll.append(table);
 
   const bottom = el("div", "sl-t-bottom");
@@ -121,11 +122,14 @@ function render({ model, el: root }) {
     const positions = model.get("positions");
     const first = model.get("first");
     const selected = model.get("selected");
+    // the row that has the keyboard's focus keeps it across a redraw (opening it redraws the page)
+    const focused = body.contains(document.activeElement) ? document.activeElement.dataset.k : undefined;
     const rows = [];
     cells.forEach((values, i) => {
       const tr = el("tr");
       tr.dataset.k = String(first + i);
       tr.dataset.item = String(positions[i]);
+      tr.tabIndex = 0; // a row opens from the keyboard (Enter or Space) as from a click
       if (first + i === selected) tr.classList.add("selected");
       values.forEach((text, j) => {
         const td = el("td", `sl-c-${(columns[j] || {}).kind || "short"}`, text);
@@ -142,6 +146,7 @@ function render({ model, el: root }) {
       rows.push(tr);
     }
     body.replaceChildren(...rows);
+    if (focused !== undefined) body.querySelector(`tr[data-k="${focused}"]`)?.focus({ preventScroll: true });
   }
 
   function drawFoot() {
@@ -175,10 +180,25 @@ function render({ model, el: root }) {
   }
 
   // --- what the person does, sent to the kernel
-  body.addEventListener("click", (event) => {
+  const rowOf = (event) => {
     const tr = event.target instanceof Element ? event.target.closest("tr[data-k]") : null;
-    if (!tr || !body.contains(tr)) return;
-    send({ event: "click", row: Number(tr.dataset.k), item: Number(tr.dataset.item) });
+    return tr && body.contains(tr) ? tr : null;
+  };
+  const open = (tr) => send({ event: "click", row: Number(tr.dataset.k), item: Number(tr.dataset.item) });
+  body.addEventListener("click", (event) => {
+    const tr = rowOf(event);
+    if (tr) open(tr);
+  });
+  // a focused row: Enter or Space opens it, the up and down arrows move to the row above or below
+  body.addEventListener("keydown", (event) => {
+    const tr = rowOf(event);
+    if (!tr || event.altKey || event.ctrlKey || event.metaKey) return;
+    const next = { ArrowDown: tr.nextElementSibling, ArrowUp: tr.previousElementSibling }[event.key];
+    if (event.key === "Enter" || event.key === " ") open(tr);
+    else if (next && next.dataset.k !== undefined) next.focus();
+    else return;
+    event.preventDefault(); // no page scroll on Space or an arrow, no notebook shortcut
+    event.stopPropagation();
   });
   size.addEventListener("change", () => send({ event: "size", size: Number(size.value) }));
   firstButton.addEventListener("click", () => goTo(0));
