@@ -184,3 +184,28 @@ def test_the_fingerprint_follows_in_place_edits_and_replaced_parameters(monkeypa
     assert lm.refresh_fingerprint() == changed and lm.refresh_fingerprint(full=True) != changed
     lm.model.load_state_dict(tiny_causal()[0].state_dict())  # the weights it was loaded with
     assert lm.refresh_fingerprint() == loaded
+
+
+def test_the_first_forwards_are_a_step_of_the_load_not_of_the_first_score(monkeypatch):
+    # the backend's self-check (the model's first forwards) ran inside the first score: a workbench charged its
+    # seconds to whichever view scored first
+    from surfacelab import engine
+    from surfacelab.backends.transformers import TransformersBackend
+    from surfacelab.models.progress import WARM_UP
+
+    steps, checks, threads, before = [], [], [], torch.get_num_threads()
+    probe = TransformersBackend._check_shortcuts  # the self-check's forwards (selfcheck runs them once)
+
+    def spy(self):
+        checks.append(steps[-1] if steps else None)
+        threads.append(torch.get_num_threads())
+        return probe(self)
+
+    monkeypatch.setattr(TransformersBackend, "_check_shortcuts", spy)
+    lm = sl.load_lm(tiny_causal(), device="cpu", progress=lambda fraction, step: steps.append(step))
+    assert steps[-1] == WARM_UP and checks == [WARM_UP]
+    # on one torch thread (short probes: a second thread waits for a core on a busy machine), then as before
+    assert threads == [1] and torch.get_num_threads() == before
+    steps.append("scoring")
+    engine.logprobs(lm, [("the dog", " ate")], cache=False, progress=False)
+    assert checks == [WARM_UP]  # the score's own forwards only (the check ran once, in the load)

@@ -18,7 +18,9 @@ from __future__ import annotations
 import ctypes
 import functools
 import threading
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 #: ``omp_pause_soft`` (OpenMP 5.0): the runtime frees its threads; a later parallel region starts them again.
 PAUSE_SOFT = 1
@@ -43,3 +45,18 @@ def release() -> bool:
         return False
     lib = _runtime()
     return lib is not None and lib.omp_pause_resource_all(PAUSE_SOFT) == 0
+
+
+@contextmanager
+def torch_threads(n: int, after: int) -> Iterator[None]:
+    """Run the block on ``n`` torch threads, then set ``after`` (the process default read on the main thread). torch
+    keeps the setting per running thread, but also records it as the default of threads started later: setting
+    ``after`` keeps that default from drifting."""
+    import torch
+
+    torch.get_num_threads()  # a new thread first takes the default (lazily, at its first call): before ours
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(after)

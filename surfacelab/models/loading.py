@@ -14,12 +14,13 @@ import torch
 from .._checks import is_int
 from ..backends import BACKENDS, BackendSpec, openmp
 from ..backends.arch import TABLE_KEYS, position_table
+from ..backends.transformers import TransformersBackend
 from ..fingerprint import Fingerprint
 from ..paths import cache_dir
 from .devices import auto_device, resolve_dtype
 from .handles import LM, MLM
 from .presets import DEFAULT_LM, DEFAULT_MLM, PRESETS, PresetNotInstalled
-from .progress import Progress, bars_off, report_step, start_progress
+from .progress import WARM_UP, Progress, bars_off, report_step, start_progress
 
 #: The backend each kind of model runs on unless ``backend=`` names another: (kind, place) -> name.
 DEFAULT_BACKENDS = {("causal", "in-process"): "transformers", ("causal", "server"): "vllm",
@@ -196,6 +197,11 @@ def load_lm(
     report_step(0.97, "fingerprinting the weights")
     fingerprint = Fingerprint(model, tokenizer, dt)
     runner = spec.make(model, tokenizer, dev, dt, name=name, identity=fingerprint.current)
+    if isinstance(runner, TransformersBackend):
+        report_step(0.98, WARM_UP)
+        with openmp.torch_threads(1, torch.get_num_threads()):  # short probes: a second thread only waits for a core
+            runner.selfcheck()
+        openmp.release()
     return LM(name=name, model=model, tokenizer=tokenizer, device=dev, dtype=dt, fingerprint=runner.identity(),
               max_length=_window(model, max_length), source=source, note=note, identity=fingerprint, add_bos=add_bos,
               prefix_id=int(prefix), backend=runner)

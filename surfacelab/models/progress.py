@@ -15,6 +15,10 @@ _CURRENT: ContextVar[Progress | None] = ContextVar("surfacelab_load_progress", d
 
 #: The first step of every load: the caller names the model (the workbench's status line says "loading <name>: <step>").
 FIRST_STEP = "reading the model's files"
+#: The last step of an in-process causal load: the model's first forward passes (the backend's self-check of its
+#: shortcuts against a plain forward). They cost a first call seconds (the CPU kernels' first use, lazy set-up in
+#: torch and transformers) that would otherwise be charged to whichever view scores first (docs/benchmarks.md).
+WARM_UP = "first forwards (warm-up)"
 
 
 def start_progress(progress: Progress | None) -> None:

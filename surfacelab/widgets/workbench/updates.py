@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import threading
 import time
-from contextlib import contextmanager
 from enum import Enum
-from typing import Any, Callable, Iterator, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 import torch
 
+from ...backends.openmp import torch_threads
 from ...engine import Cancelled, cancelled_when
 from ..kit.runner import Job, Runner
 from .timing import Timing
@@ -48,19 +48,6 @@ class Lane(Enum):
     SLOW = "slow"  # its preview now, the rest in the slow lane
     NOW = "now"  # computed in this pass
     READY = "ready"  # up to date
-
-
-@contextmanager
-def torch_threads(n: int, after: int) -> Iterator[None]:
-    """Run the block (a background run) on ``n`` torch threads, then set ``after`` (the process default read on
-    the main thread). torch keeps the setting per running thread, but also records it as the default of threads
-    started later: setting ``after`` keeps that default from drifting."""
-    torch.get_num_threads()  # a new thread first takes the default (lazily, at its first call): before ours
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(after)
 
 
 class Scheduled(Protocol):
