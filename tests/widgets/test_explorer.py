@@ -444,3 +444,10 @@ def test_the_calibrations_are_columns_with_a_filter_each(tiny_lm, bench, task):
         for s in ("pred_batch_cal", "pred_domain_cal"):  # the whole run's batch and words, not a chunk's
             assert res.items[s].tolist() == ref.items[s].tolist(), s
     ex.close()
+
+
+@pytest.mark.parametrize("template", ["code", "nonsense"])
+def test_an_unknown_template_family_is_refused_naming_it(template):
+    # "code" (the family's old name) made the template picker fail with a TraitError, then an AttributeError
+    with pytest.raises(ValueError, match=f"template: unknown template family {template!r}; one of .*'paper'"):
+        Explorer(template=template)

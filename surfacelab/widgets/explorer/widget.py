@@ -104,6 +104,8 @@ class Explorer(w.VBox):
             raise TypeError(f"policy: expected an AppPolicy or None, got {type(policy).__name__}")
         if folder is not None and self.policy.app:
             raise ValueError("folder: in the app every visitor writes into a folder of their own; leave it out")
+        if isinstance(template, str) and template not in tasks.registry.FAMILIES:
+            raise ValueError(f"template: unknown template family {template!r}; one of {list(tasks.registry.FAMILIES)}")
         self.lm, self.scorers, self.chunk, self.chat_template = lm, list(scorers), chunk, chat_template
         self.runs: dict[str, EvalResult] = {}
         self.sources: dict[str, dict] = {}
