@@ -822,6 +822,7 @@ def test_model_load_shows_progress(wb, tmp_path, tiny_lm):
     assert wb.lm.name == str(folder)
     texts = [s for s in seen if isinstance(s, str)]
     assert any("loading" in t and "fingerprinting" in t for t in texts), texts
+    assert any("loading" in t and "first forwards (warm-up)" in t for t in texts), texts  # the load's, not a view's
     assert 0.97 in [s for s in seen if isinstance(s, float)]
     assert wb.frames()["scores"]["option"].tolist() == wb.options
     loading = {name for name, values in cues.items() if any("loading model" in v for v in values)}
