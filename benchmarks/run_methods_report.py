@@ -1,0 +1,361 @@
+"""Measured table of issue #38's methods beside the baselines: docs/results_methods.md.
+
+Every method is one entry of ``METHODS``: a scorer of the registry (run by one ``surfacelab.evaluate`` call per split)
+or an option-ID method (run by one ``surfacelab.letters.evaluate`` call per split, on the splits whose items carry a
+raw question and choices). Per model and split the item frame (gold, prediction, correct, tie per method) is written to
+``--runs`` as CSV, so the work goes in pieces (``--only``, ``--cap MODEL=0``) and ``render`` rebuilds the report from
+the frames: accuracy per method with a 95% percentile bootstrap CI (``runs.accuracy_table``), the exact McNemar test
+(``runs.mcnemar``) against LM and against DC-PMI, and per method a sentence on its paper's direction, counted from the
+same numbers. The engine's disk cache is keyed by model and token ids, so a rerun of a finished piece is cheap.
+
+    flock /tmp/surfacelab-cpu.lock python benchmarks/run_methods_report.py run --only copa,cb
+    python benchmarks/run_methods_report.py render --out docs/results_methods.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import shlex
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from report_kit import p_text, parse_caps, pct_ci  # noqa: E402
+
+MODELS = ["smollm2-135m", "gemma-3-270m"]
+#: items per split and model (a split with fewer is complete): what fits one evening on the 2-core box
+DEFAULT_CAPS = {"smollm2-135m": 200, "gemma-3-270m": 40}
+SPLITS = [("sst-2", "test"), ("sst-5", "test"), ("trec", "test"), ("rte", "dev"), ("cb", "dev"), ("boolq", "dev"),
+          ("copa", "dev"), ("arc-challenge", "test"), ("commonsenseqa", "dev"), ("mmlu", "test")]
+REFERENCES = ("lm", "dcpmi")  # every method is tested against these two
+
+
+@dataclasses.dataclass(frozen=True)
+class Method:
+    """One column of the report.
+
+    Attributes:
+        key: its column suffix in the item frames (``correct_<key>``).
+        kind: "scorer" (a name in ``surfacelab.scorers.SCORERS``) or "letters" (a name in ``letters.METHODS``).
+        name: the scorer's or letter method's name.
+        label: the name the tables show.
+        paper: who proposed it.
+        baseline: the key its paper compares it against ("" for a baseline).
+        direction: +1 when the paper finds it above ``baseline``, -1 below.
+        claim: the paper's finding in words (completes "the paper finds ...").
+    """
+
+    key: str
+    kind: str
+    name: str
+    label: str
+    paper: str = ""
+    baseline: str = ""
+    direction: int = 1
+    claim: str = ""
+
+
+METHODS: list[Method] = [
+    Method("lm", "scorer", "lm", "LM", "Holtzman et al. 2021 (baseline)"),
+    Method("avg", "scorer", "avg", "Avg", "Holtzman et al. 2021", "lm", 1,
+           "the per-token average is the stronger of the two length baselines on most of their datasets"),
+    Method("per_char", "scorer", "per_char", "per char", "lm-evaluation-harness acc_norm; OLMES", "lm", 1,
+           "per-character normalisation helps over the raw sum on most multiple-choice tasks (OLMES)"),
+    Method("unc", "scorer", "unc", "Unc", "Holtzman et al. 2021", "lm", -1,
+           "the option prior alone (premise ignored) is below LM"),
+    Method("dcpmi", "scorer", "dcpmi", "DC-PMI", "Holtzman et al. 2021", "lm", 1,
+           "DC-PMI is above LM (best or tied on most datasets)"),
+    Method("pmi_null", "scorer", "pmi_null", "PMI-null", "lm-evaluation-harness acc_mutual_info", "lm", 1,
+           "PMI against an empty context corrects LM much as DC-PMI does"),
+    Method("mcf", "letters", "default", "MCF (letters)", "Gu et al. 2024, OLMES", "lm", -1,
+           "models this small score near chance in the multiple-choice (letter) formulation, below cloze"),
+    Method("mcf_calibrated", "letters", "calibrated", "MCF + contextual calibration", "Zhao et al. 2021", "mcf", 1,
+           "contextual calibration is above the uncalibrated letters"),
+    Method("mcf_batch", "letters", "batch", "MCF + Batch Calibration", "Zhou et al. 2024", "mcf", 1,
+           "Batch Calibration is above the uncalibrated letters (and above contextual calibration)"),
+    Method("mcf_domain", "letters", "domain", "MCF + domain-context calibration", "Fei et al. 2023",
+           "mcf_calibrated", 1, "domain-context calibration is above contextual calibration"),
+]
+
+
+def method(key: str) -> Method:
+    """The entry of ``METHODS`` with this key."""
+    for m in METHODS:
+        if m.key == key:
+            return m
+    raise ValueError(f"method: expected one of {[m.key for m in METHODS]}, got {key!r}")
+
+
+def sample(name: str, split: str, n: int, data_dir: str):
+    """The items of a split the report scores: MMLU a subject-stratified sample of ``n`` (seed 0), any other split a
+    seeded sample of ``n`` (``tasks.load(sample=n, seed=0)``); a split of at most ``n`` items whole."""
+    from surfacelab import letters, tasks
+
+    task = tasks.load(name, split, source=data_dir)
+    if len(task.items) <= n:
+        return task
+    if name == "mmlu":
+        return letters.stratified_sample(task, n, seed=0)
+    return tasks.load(name, split, source=data_dir, sample=n, seed=0)
+
+
+def _letters_frame(run, names: list[tuple[str, str]]) -> pd.DataFrame:
+    """pred / correct / tie columns per letter method from a ``LetterEval``'s item rows."""
+    out = {}
+    for key, name in names:
+        rows = run.items[run.items["method"] == name].sort_values("item")
+        probs = rows["probs"].map(np.asarray)
+        out[f"pred_{key}"] = probs.map(np.argmax).to_numpy()
+        out[f"correct_{key}"] = rows["correct"].to_numpy(dtype=bool)
+        out[f"tie_{key}"] = probs.map(lambda p: int((p == p.max()).sum()) > 1).to_numpy()
+        out["letters_id"] = rows["item_id"].astype(str).to_numpy()  # to check the alignment with the scorers
+    return pd.DataFrame(out)
+
+
+def run_split(lm, task, methods: Sequence[Method]) -> tuple[pd.DataFrame, list[str]]:
+    """Every method on one split: the item frame (``id``, ``gold``, ``n_options`` and per method ``pred_``,
+    ``correct_``, ``tie_``) and the keys of the methods that do not apply to it (letters on items without a raw
+    question and choices)."""
+    from surfacelab import letters
+    from surfacelab.evaluate import evaluate
+
+    scorers = [m for m in methods if m.kind == "scorer"]
+    res = evaluate(lm, task, [m.name for m in scorers], progress=False, n_boot=0)
+    cols = ["id", "gold", "n_options"]
+    for m in scorers:
+        cols += [f"{p}_{m.name}" for p in ("pred", "correct", "tie")]
+    items = res.items[cols].rename(columns={f"{p}_{m.name}": f"{p}_{m.key}" for m in scorers
+                                            for p in ("pred", "correct", "tie")})
+    items["id"] = items["id"].astype(str)
+    skipped = []
+    by_letters = [(m.key, m.name) for m in methods if m.kind == "letters"]
+    if by_letters:
+        try:
+            letters.as_items(task)
+        except ValueError:
+            skipped = [k for k, _ in by_letters]
+        else:
+            frame = _letters_frame(letters.evaluate(lm, task, [n for _, n in by_letters], seed=0), by_letters)
+            if list(frame.pop("letters_id")) != list(items["id"]):
+                raise RuntimeError(f"{task.name}: the letter methods' items are not the scorers' items")
+            items = pd.concat([items.reset_index(drop=True), frame], axis=1)
+    return items, skipped
+
+
+def summarise(items: pd.DataFrame, keys: Sequence[str], n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """One row per method key present in ``items``: ``n``, ``accuracy`` with ``ci_low`` / ``ci_high`` (95% percentile
+    bootstrap, ``runs.accuracy_table``), and for each reference (LM, DC-PMI) present, ``only_<ref>`` (items the
+    method gets right and the reference wrong), ``only_<ref>_ref`` (the reverse) and ``p_<ref>`` (exact McNemar)."""
+    from surfacelab.runs import accuracy_table, mcnemar
+
+    keys = [k for k in keys if f"correct_{k}" in items]
+    table = accuracy_table(items, keys, n_boot, seed).rename(columns={"scorer": "method"})
+    for ref in REFERENCES:
+        if f"correct_{ref}" not in items:
+            continue
+        tests = [mcnemar(items[f"correct_{k}"], items[f"correct_{ref}"]) for k in keys]
+        table[f"only_{ref}"] = [t[0] for t in tests]
+        table[f"only_{ref}_ref"] = [t[1] for t in tests]
+        table[f"p_{ref}"] = [t[2] for t in tests]
+    return table
+
+
+def direction_sentence(m: Method, deltas: pd.DataFrame) -> str:
+    """Where ``m`` agrees with its paper: ``deltas`` has one row per (model, split) with ``delta`` (accuracy of ``m``
+    minus its baseline) and ``p`` (McNemar between the two)."""
+    if not m.baseline:
+        return f"**{m.label}** is the reference the others are tested against."
+    base = method(m.baseline).label
+    if not len(deltas):
+        return f"**{m.label}** ({m.paper}): not run on any split here."
+    signed = deltas["delta"] * m.direction
+    agree, against = int((signed > 0).sum()), int((signed < 0).sum())
+    sig_agree = int(((signed > 0) & (deltas["p"] < 0.05)).sum())
+    sig_against = int(((signed < 0) & (deltas["p"] < 0.05)).sum())
+    way = "above" if m.direction > 0 else "below"
+    if sig_agree > sig_against and agree > against:
+        verdict = "agrees"
+    elif sig_against > sig_agree and against > agree:
+        verdict = "disagrees"
+    elif agree > against:
+        verdict = "leans the paper's way, without significance"
+    elif against > agree:
+        verdict = "leans against the paper, without significance"
+    else:
+        verdict = "shows no direction"
+    against_where = ", ".join(f"{r.model} {r.split}" for r in deltas[(signed < 0) & (deltas["p"] < 0.05)].itertuples())
+    return (f"**{m.label}** ({m.paper}; the paper finds {m.claim}): {way} {base} on {agree} of {len(deltas)} "
+            f"(model, split) pairs, {sig_agree} of them significantly (McNemar p < 0.05); the other way on {against}"
+            f"{f', significantly on {sig_against} ({against_where})' if sig_against else ''}; here it {verdict}.")
+
+
+def _deltas(frames: dict[tuple[str, str], pd.DataFrame], m: Method) -> pd.DataFrame:
+    from surfacelab.runs import mcnemar
+
+    rows = []
+    for (model, split), items in frames.items():
+        a, b = f"correct_{m.key}", f"correct_{m.baseline}"
+        if a in items and b in items:
+            rows.append({"model": model, "split": split, "delta": items[a].mean() - items[b].mean(),
+                         "p": mcnemar(items[a], items[b])[2]})
+    return pd.DataFrame(rows, columns=["model", "split", "delta", "p"])
+
+
+def split_table(items: pd.DataFrame, methods: Sequence[Method]) -> list[str]:
+    """The markdown table of one (model, split): per method accuracy with CI, Δ and McNemar p against LM and DC-PMI."""
+    table = summarise(items, [m.key for m in methods]).set_index("method")
+    top = table["accuracy"].max()
+    out = ["| method | accuracy % [95% CI] | Δ vs LM | only it / only LM right | p vs LM | Δ vs DC-PMI | "
+           "only it / only DC-PMI right | p vs DC-PMI |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for m in methods:
+        if m.key not in table.index:
+            continue
+        r = table.loc[m.key]
+        cells = [m.label, pct_ci(r.accuracy, r.ci_low, r.ci_high, r.accuracy == top)]
+        for ref in REFERENCES:
+            if ref == m.key or f"p_{ref}" not in table:
+                cells += ["", "", ""]
+                continue
+            delta = 100 * (r.accuracy - table.loc[ref, "accuracy"])
+            cells += [f"{delta:+.1f}", f"{int(r[f'only_{ref}'])} / {int(r[f'only_{ref}_ref'])}", p_text(r[f"p_{ref}"])]
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
+def overview(frames: dict[tuple[str, str], pd.DataFrame], model: str, methods: Sequence[Method]) -> list[str]:
+    """One row per split of ``model``: every method's accuracy (bold: the best of the row; blank: not applicable)."""
+    out = ["| split | n | " + " | ".join(m.label for m in methods) + " |",
+           "|---|---:|" + "---:|" * len(methods)]
+    for (mod, split), items in frames.items():
+        if mod != model:
+            continue
+        acc = {m.key: items[f"correct_{m.key}"].mean() for m in methods if f"correct_{m.key}" in items}
+        top = max(acc.values())
+        cells = [("" if m.key not in acc else f"**{100 * acc[m.key]:.1f}**" if acc[m.key] == top
+                  else f"{100 * acc[m.key]:.1f}") for m in methods]
+        out.append(f"| {split} | {len(items)} | " + " | ".join(cells) + " |")
+    return out
+
+
+def read_frames(runs: Path) -> dict[tuple[str, str], pd.DataFrame]:
+    """The item frames under ``runs`` (``<model>/<task>--<split>.csv``), in ``MODELS`` x ``SPLITS`` order."""
+    frames = {}
+    for model in MODELS:
+        for name, split in SPLITS:
+            path = runs / model / f"{name}--{split}.csv"
+            if path.is_file():
+                frames[(model, f"{name}/{split}")] = pd.read_csv(path, dtype={"id": str})
+    return frames
+
+
+def render(frames: dict[tuple[str, str], pd.DataFrame], caps: dict[str, int], commands: Sequence[str],
+           notes: Sequence[str] = ()) -> str:
+    """The whole report as markdown."""
+    out = [
+        "# Issue #38's methods beside the baselines (measured)",
+        "",
+        "Generated by `benchmarks/run_methods_report.py`; every number below comes from these commands "
+        "(the run pieces in any order, then render):",
+        "",
+        "```",
+        *commands,
+        "```",
+        "",
+        "Setup: zero-shot, the tasks' own templates and domain premises (the paper's public code, `variant=\"code\"`). "
+        "Scorers run through `surfacelab.evaluate`; the letter (MCF) methods through `surfacelab.letters.evaluate` "
+        "with its PriDe prompt (`Question: ...` / `A. ...` / `Answer:`), only on splits whose items carry a raw "
+        "question and choices (blank cells elsewhere). Accuracy in % with a 95% percentile bootstrap CI over items "
+        "(1000 resamples, seed 0). McNemar: the exact two-sided binomial test on the items where the method and the "
+        "reference (LM, DC-PMI) disagree in correctness; bold p < 0.05. A method predicts the option with the "
+        "highest score (the first on an exact tie).",
+        "",
+        "Items per split: " + "; ".join(f"`{m}` {c}" for m, c in caps.items()) + " (a seeded sample, "
+        "`tasks.load(sample=N, seed=0)`; MMLU a subject-stratified sample of the test split, "
+        "`letters.stratified_sample(task, N, seed=0)`; a split with fewer items is complete). These sizes are what "
+        "fitted the evening's CPU time: CIs are wide, and only large differences reach p < 0.05.",
+        "",
+        *notes,
+        "",
+        "## Where each method agrees with its paper",
+        "",
+    ]
+    for m in METHODS:
+        out += ["- " + direction_sentence(m, _deltas(frames, m) if m.baseline else pd.DataFrame())]
+    for model in caps:
+        out += ["", f"## {model}", ""]
+        if not any(mod == model for mod, _ in frames):
+            out += ["(not run)"]
+            continue
+        out += ["Accuracy % per split and method (bold: best of the row):", ""]
+        out += overview(frames, model, METHODS)
+        for (mod, split), items in frames.items():
+            if mod == model:
+                out += ["", f"### {model} · {split} ({len(items)} items)", ""] + split_table(items, METHODS)
+    return "\n".join(out) + "\n"
+
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    import surfacelab as sl
+
+    caps = parse_caps(parser, args.cap, DEFAULT_CAPS)
+    only = set(args.only.split(",")) if args.only else None
+    runs = Path(args.runs)
+    for model, cap in caps.items():
+        if not cap:
+            continue
+        lm = sl.load_lm(model, device="cpu")
+        for name, split in SPLITS:
+            if only and name not in only:
+                continue
+            t0 = time.time()
+            items, skipped = run_split(lm, sample(name, split, cap, args.data_dir), METHODS)
+            path = runs / model / f"{name}--{split}.csv"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            items.to_csv(path, index=False)
+            acc = " ".join(f"{m.key}={items[f'correct_{m.key}'].mean():.3f}" for m in METHODS
+                           if f"correct_{m.key}" in items)
+            print(f"{model} {name}/{split} n={len(items)} {time.time() - t0:.0f}s {acc}"
+                  + (f" (not applicable: {', '.join(skipped)})" if skipped else ""), flush=True)
+
+
+def render_cmd(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    caps = parse_caps(parser, args.cap, DEFAULT_CAPS)
+    frames = read_frames(Path(args.runs))
+    run_cmd = "flock /tmp/surfacelab-cpu.lock python benchmarks/run_methods_report.py run"
+    extra = [f"--cap {m}={c}" for m, c in caps.items() if c != DEFAULT_CAPS[m]]
+    commands = [" ".join([run_cmd, *extra]) + " [--only TASK,...]",
+                "python benchmarks/run_methods_report.py render " + shlex.join(sys.argv[2:])]
+    out = Path(args.out)
+    out.write_text(render(frames, caps, commands, args.note))
+    print(f"wrote {out} ({len(frames)} model x split frames)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    for name, fn in (("run", run), ("render", render_cmd)):
+        p = sub.add_parser(name)
+        p.add_argument("--runs", default="benchmarks/runs_methods", help="folder of the item frames")
+        p.add_argument("--cap", action="append", default=[], metavar="MODEL=N",
+                       help="items per split for a model (default: "
+                       + ", ".join(f"{m}={c}" for m, c in DEFAULT_CAPS.items()) + "; N=0 skips it)")
+        p.set_defaults(fn=fn)
+        if name == "run":
+            p.add_argument("--data-dir", default="data/eval")
+            p.add_argument("--only", default=None, help="comma-separated task names (default: all)")
+        else:
+            p.add_argument("--out", default="docs/results_methods.md")
+            p.add_argument("--note", action="append", default=[], help="a paragraph to add under the setup")
+    args = parser.parse_args(argv)
+    args.fn(args, parser)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
