@@ -55,9 +55,9 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 import pandas as pd
 
-from . import chat, tasks, text
+from . import chat, formats, tasks, text
 from ._checks import check_int
-from .engine.requests import CONDITIONS, Entry, Plan, Scores
+from .engine.requests import CONDITIONS, Plan, Scores
 from .runs import EvalResult, accuracy_table, items_frame, mcnemar, paired_table, scorer_columns
 from .scorers import check_scorers, get_scorer
 from .scoring import plan_table, result_meta, warn_truncation
@@ -113,7 +113,7 @@ def _misfits(lm: LM, plan: Plan, task: int) -> dict[int, str]:
 def _fit_to_window(lm: LM, task: Task, conditions: list[str], too_long: str) -> tuple[Task, list[str]]:
     """The task without the items that cannot be scored (``too_long="skip"``) and their ids, or a ValueError
     naming the first such item (``"error"``)."""
-    misfits = _misfits(lm, Plan([[Entry.of(it) for it in task.items]], conditions), 0)
+    misfits = _misfits(lm, Plan([formats.entries(task.name, task.items, conditions)], conditions), 0)
     keep, skipped = [], []
     for i, it in enumerate(task.items):
         why = misfits.get(i)
@@ -206,7 +206,7 @@ def _evaluate_many(lm: LM, task_list: list[Task], scorers: list[str], *, batch_s
     conditions = _conditions(scorers)
     fitted = [_fit_to_window(lm, t, conditions, too_long) for t in task_list]
     task_list = [t for t, _ in fitted]
-    plan = Plan([[Entry.of(it) for it in t.items] for t in task_list], conditions)
+    plan = Plan([formats.entries(t.name, t.items, conditions) for t in task_list], conditions)
     scores = plan.run(lm, batch_size=batch_size, progress=progress)
     counters = _counters(scores.stats)
     frames = [_scores_frame(task, plan, scores, j, scorers) for j, task in enumerate(task_list)]

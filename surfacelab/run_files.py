@@ -22,7 +22,7 @@ import pandas as pd
 
 from ._results import read_json
 from . import files
-from .engine.requests import CUT_COLUMNS, LOGPROB_COLUMNS
+from .engine.requests import CUT_COLUMNS, EXTRA_CONDITIONS, LOGPROB_COLUMNS
 from .safecsv import restore, to_csv
 from .scorers import SCORERS
 
@@ -45,13 +45,19 @@ COLUMNS: dict[str, dict[str, str]] = {
               "pred_{}": "int", "correct_{}": "bool", "tie_{}": "bool"},
     "scores": {"item": "int", "id": "any", "option_index": "int", "is_gold": "bool", "context": "text",
                "option": "text", "n_tokens": "number", "n_chars": "int", "n_bytes": "int",
-               **{c: "number" for c in LOGPROB_COLUMNS.values()}, **{c: "int" for c in CUT_COLUMNS.values()},
-               "rank_{}": "number"},
+               **{LOGPROB_COLUMNS[c]: "number" for c in LOGPROB_COLUMNS if c not in EXTRA_CONDITIONS},
+               **{CUT_COLUMNS[c]: "int" for c in CUT_COLUMNS if c not in EXTRA_CONDITIONS}, "rank_{}": "number"},
     "accuracy": {"scorer": "text", "n": "int", "correct": "int", "accuracy": "number", "ci_low": "number",
                  "ci_high": "number", "ties": "int"},
     "paired": {"scorer_a": "text", "scorer_b": "text", "acc_a": "number", "acc_b": "number", "only_a": "int",
                "only_b": "int", "p_value": "number"},
     "labels": {"why": "text", "n": "int", "share": "number"},
+}
+#: Columns a file holds where its run scored them, checked when there: the conditions a run only has from a task's
+#: fields (``engine.requests.EXTRA_CONDITIONS``; a run saved before they existed has none).
+OPTIONAL: dict[str, dict[str, str]] = {
+    "scores": {**{LOGPROB_COLUMNS[c]: "number" for c in EXTRA_CONDITIONS}, **{CUT_COLUMNS[c]: "int" for c in
+                                                                            EXTRA_CONDITIONS}},
 }
 _KINDS = {"int": (pd.api.types.is_integer_dtype, "integers"),
           "bool": (pd.api.types.is_bool_dtype, "True / False"),
@@ -171,6 +177,7 @@ def check_frame(frame: pd.DataFrame, name: str, scorers: list[str], where: str) 
     missing = [c for c in columns if c not in frame]
     if missing:
         raise ValueError(f"{where}: no column {missing[0]!r}" + (f" (nor {missing[1:]})" if missing[1:] else ""))
+    columns |= {c: kind for c, kind in OPTIONAL.get(name, {}).items() if c in frame}
     for c, kind in columns.items():
         test, words = _KINDS.get(kind, (None, ""))
         if test is not None and not test(frame[c].dtype):

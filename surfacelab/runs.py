@@ -171,7 +171,8 @@ def items_frame(tasks: str | Sequence[str], ids: Sequence[Any], golds: Sequence[
 
 
 def accuracy_table(items: pd.DataFrame, scorers: list[str], n_boot: int, seed: int) -> pd.DataFrame:
-    """Accuracy per scorer with a seeded 95% percentile bootstrap CI (items resampled with replacement)."""
+    """Accuracy per scorer with a seeded 95% percentile bootstrap CI (items resampled with replacement), each scorer's
+    ``formulation`` (``scorers.FORMULATIONS``) and ``olmes`` (``olmes_rows``)."""
     correct = items[[f"correct_{s}" for s in scorers]].to_numpy(dtype=bool)
     n = len(correct)
     acc = correct.mean(axis=0)
@@ -189,7 +190,24 @@ def accuracy_table(items: pd.DataFrame, scorers: list[str], n_boot: int, seed: i
         "ci_low": low,
         "ci_high": high,
         "ties": [int(items[f"tie_{s}"].sum()) for s in scorers],
-    })
+        "formulation": [get_scorer(s).formulation for s in scorers],
+    }).assign(olmes=lambda t: olmes_rows(t))
+
+
+def olmes_rows(accuracy: pd.DataFrame) -> np.ndarray:
+    """Which rows of an accuracy table OLMES (Gu et al. 2024) reports for the task: the better of its two
+    formulations, the cloze one (its most accurate ``cloze`` scorer: the options as text, with or without a
+    normalisation) and the multiple-choice one (``mcf``); both where they tie, none unless the run has both.
+
+    >>> olmes_rows(pd.DataFrame({"formulation": ["cloze", "cloze", "mcf"], "accuracy": [0.4, 0.5, 0.45]}))
+    array([False,  True, False])
+    """
+    form, acc = accuracy["formulation"].to_numpy(), accuracy["accuracy"].to_numpy(dtype=float)
+    cloze, mcf = form == "cloze", form == "mcf"
+    if not cloze.any() or not mcf.any():
+        return np.zeros(len(accuracy), dtype=bool)
+    best = max(acc[cloze].max(), acc[mcf].max())
+    return (cloze | mcf) & (acc == best)
 
 
 def mcnemar(a: Sequence[bool], b: Sequence[bool]) -> tuple[int, int, float]:

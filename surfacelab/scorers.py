@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 
 import pandas as pd
 
-from .engine.requests import CONDITIONS, LOGPROB_COLUMNS
+from .engine.requests import CONDITIONS, EXTRA_CONDITIONS, LOGPROB_COLUMNS
 from .registry import Derived, Registry
 
 
@@ -21,8 +21,9 @@ class Scorer:
     """A way to turn an option table into one number per option (higher is better).
 
     ``compute`` gets the whole option table (raw columns: ``logprob``, ``n_tokens``, ``n_chars``,
-    ``n_bytes``, ``domain_logprob``, ``null_logprob``) and must work row by row; ``label`` is the
-    header views show (default: the name).
+    ``n_bytes``, and the log-prob column of every other condition, NaN where not scored) and must work row by row;
+    ``label`` is the header views show (default: the name); ``formulation`` how the item is put to the model
+    (``FORMULATIONS``: what ``evaluate``'s accuracy table reports beside each scorer).
     """
 
     name: str
@@ -32,10 +33,20 @@ class Scorer:
     description: str
     compute: Callable[[pd.DataFrame], pd.Series]
     label: str = ""
+    formulation: str = "cloze"
 
     def __post_init__(self) -> None:
         if not self.label:
             object.__setattr__(self, "label", self.name)
+        if self.formulation not in FORMULATIONS:
+            raise ValueError(f"formulation: expected one of {list(FORMULATIONS)}, got {self.formulation!r}")
+
+
+#: How a scorer puts an item to the model: ``cloze`` (each option as text after the question, OLMES's cloze
+#: formulation, with or without a normalisation), ``prior`` (the option without the question), ``channel`` (the
+#: question after the option), ``mcf`` (the option's letter after the lettered question, OLMES's multiple-choice
+#: formulation) and ``choices-only`` (the letter after the lettered options, no question).
+FORMULATIONS = ("cloze", "prior", "channel", "mcf", "choices-only")
 
 
 #: Top scores closer than this are a tie in ``explain`` (float noise of separately batched requests, not a preference).
@@ -60,14 +71,16 @@ def register_scorer(scorer: Scorer, *, overwrite: bool = False) -> Scorer:
     if bad:
         raise ValueError(f"scorer: unknown condition(s) {sorted(bad)}; known: {tuple(CONDITIONS)}")
     clash = [s.name for s in SCORERS.values() if s.column == scorer.column and s.name != scorer.name]
-    if clash or scorer.column in (*RAW_COLUMNS["domain"], *RAW_COLUMNS["null"], *RAW_COLUMNS["premise"][1:]):
+    raw = {c for cols in RAW_COLUMNS.values() for c in cols} - {LOGPROB_COLUMNS["premise"]}  # lm reads its own
+    if clash or scorer.column in raw:
         raise ValueError(f"scorer: column {scorer.column!r} is already used by "
                          f"{clash[0] if clash else 'the raw table'}")
     return SCORERS.register(scorer.name, scorer, overwrite=overwrite)
 
 
-#: The raw columns the built-in scorers read: the premise, domain and null conditions' log-probs.
-_LP, _DOM, _NULL = (LOGPROB_COLUMNS[c] for c in ("premise", "domain", "null"))
+#: The raw columns the built-in scorers read: each condition's log-probs.
+_LP, _DOM, _NULL, _CH, _MCF, _CHO = (LOGPROB_COLUMNS[c] for c in ("premise", "domain", "null", "channel", "mcf",
+                                                                  "choices"))
 for _s in [
     Scorer("lm", _LP, ("premise",), "Σ log P(y|x)", "summed log-prob of the option", lambda t: t[_LP],
            "LM"),
@@ -78,18 +91,30 @@ for _s in [
     Scorer("per_byte", "per_byte", ("premise",), "lm / bytes(y)", "per UTF-8 byte (lm-eval acc_bytes)",
            lambda t: t[_LP] / t["n_bytes"], "per byte"),
     Scorer("unc", "unc", ("domain",), "Σ log P(y|x_dom)", "option prior in the domain, premise ignored",
-           lambda t: t[_DOM], "Unc"),
+           lambda t: t[_DOM], "Unc", "prior"),
     Scorer("dcpmi", "dcpmi", ("premise", "domain"), "lm − unc", "domain-conditional PMI (Holtzman et al. 2021)",
            lambda t: t[_LP] - t[_DOM], "DC-PMI"),
     Scorer("pmi_null", "pmi_null", ("premise", "null"), "lm − Σ log P(y|BOS)",
            "PMI against an empty context (lm-eval acc_mutual_info)", lambda t: t[_LP] - t[_NULL],
            "PMI-null"),
+    Scorer("channel", "channel", ("channel",), "Σ log P(x|y)",
+           "noisy channel (Min et al. 2022): the input scored after the option or its label word, so every option "
+           "is scored on the same tokens and the scores compare without a normalisation", lambda t: t[_CH],
+           "channel", "channel"),
+    Scorer("mcf", "mcf", ("mcf",), "log P(' A'|x, lettered options)",
+           "multiple-choice formulation (OLMES, Gu et al. 2024): the option's letter after the question, its "
+           "lettered options and 'Answer:'", lambda t: t[_MCF], "MCF", "mcf"),
+    Scorer("choices", "choices", ("choices",), "log P(' A'|lettered options)",
+           "choices-only baseline (Balepur et al. 2024): the MCF prompt with the question left out; an item right "
+           "under it is answered from the options alone", lambda t: t[_CHO], "choices only", "choices-only"),
 ]:
     register_scorer(_s)
 
 #: Live views for figures: scorer column -> display label, scorer column -> its rank column.
 SCORER_LABELS = Derived(SCORERS, lambda s: s.column, lambda s: s.label)
 SCORER_RANKS = Derived(SCORERS, lambda s: s.column, lambda s: f"rank_{s.name}")
+#: The columns of the built-in scorers that read a task's texts (``EXTRA_CONDITIONS``): only where a run scored them.
+TASK_TEXT_COLUMNS = frozenset(s.column for s in SCORERS.values() if set(s.needs) & set(EXTRA_CONDITIONS))
 
 
 def list_scorers() -> pd.DataFrame:

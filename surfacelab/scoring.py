@@ -13,7 +13,13 @@ per_byte      per_byte                        lm / UTF-8 bytes(y)  (``acc_bytes`
 unc           unc                             Σ log P(y | x_dom)
 dcpmi         dcpmi                           lm − unc  (domain-conditional PMI)
 pmi_null      pmi_null                        lm − Σ log P(y | empty context = BOS/EOS)
+channel       channel                         Σ log P(x | y)  (noisy channel, Min et al. 2022)
+mcf           mcf                             log P(" A" | x with lettered options, "Answer:")  (OLMES MCF)
+choices       choices                         log P(" A" | lettered options, "Answer:")  (choices-only)
 ============  ==============================  =========================================
+
+``channel``, ``mcf`` and ``choices`` need request texts written from a task's fields (:mod:`surfacelab.formats`):
+``evaluate`` scores them; a free-text ``score`` leaves their columns NaN (``MCResult.winners`` skips them).
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -30,7 +36,7 @@ from . import chat
 from ._checks import is_int
 from ._format import gap
 from ._results import JSONResult, model_meta
-from .engine.requests import CUT_COLUMNS, LOGPROB_COLUMNS, Entry, Plan, Scores
+from .engine.requests import CONDITIONS, CUT_COLUMNS, LOGPROB_COLUMNS, Entry, Plan, Scores
 from .safecsv import to_csv
 from .scorers import RAW_COLUMNS, SCORERS, TIE_TOL, Scorer, get_scorer
 from .text import check_options, check_text, glued
@@ -130,34 +136,38 @@ def _fmt(x: float) -> str:
     return f"{x:+.2f}" if np.isfinite(x) else "n/a"
 
 
-def truncation_note(options: Sequence[str], premise_cut: Sequence[int], domain_cut: Sequence[int] = ()) -> str | None:
+def truncation_note(options: Sequence[str], cuts: Mapping[str, Sequence[int]]) -> str | None:
     """One sentence on the context tokens cut to fit the model's window, or None when nothing was cut.
 
     Args:
         options: the options of one item.
-        premise_cut: tokens dropped from the left of the premise, per option (``MCResult.table["truncated"]``).
-        domain_cut: the same for the domain premise (``domain_truncated``), if scored.
+        cuts: condition name (``CONDITIONS``) -> the tokens dropped from the left of its context, per option (the
+            condition's ``CUT_COLUMNS`` column of ``MCResult.table``; a condition not scored may be left out).
     """
     clauses = []
-    for what, cuts in (("premise", list(premise_cut)), ("domain premise", list(domain_cut))):
-        if not any(cuts):
+    for condition, cut in cuts.items():
+        cut, what = [int(c) for c in cut], CONDITIONS[condition].under
+        if not any(cut):
             continue
-        if len(set(cuts)) == 1:
-            clauses.append(f"the {what} lost its first {cuts[0]} tokens for every option")
+        if len(set(cut)) == 1:
+            clauses.append(f"{what} lost its first {cut[0]} tokens for every option")
         else:
-            each = ", ".join(f"{int(c)} before {o!r}" for o, c in zip(options, cuts))
-            clauses.append(f"the {what} lost its first tokens ({each}), so the options were scored on "
-                           f"different contexts")
+            each = ", ".join(f"{c} before {o!r}" for o, c in zip(options, cut))
+            clauses.append(f"{what} lost its first tokens ({each}), so the options were scored on different contexts")
     if not clauses:
         return None
     return "Truncated to fit the model's window: " + "; ".join(clauses) + "."
 
 
+def _cuts(table: pd.DataFrame) -> dict[str, pd.Series]:
+    """Condition -> its truncation column of an option table (the conditions whose column it holds)."""
+    return {c: table[col] for c, col in CUT_COLUMNS.items() if col in table}
+
+
 def explain(result: MCResult) -> str:
     """Plain-language account of an ``MCResult``: LM winner vs DC-PMI winner and why (and any truncation)."""
     t = result.table
-    cut = [t[c] for c in CUT_COLUMNS.values() if c in t]
-    note = truncation_note(t["option"], *cut) if cut else None
+    note = truncation_note(t["option"], _cuts(t))
     return _explain(result) if note is None else f"{note} {_explain(result)}"
 
 
@@ -238,7 +248,7 @@ def option_table(raw: pd.DataFrame, *, by: str | None = None) -> pd.DataFrame:
         The table of ``MCResult.table`` (plus the extra columns). Scorer columns are computed on all rows at
         once, so a scorer's ``compute`` must work row by row (every built-in scorer does).
     """
-    t = raw.copy()
+    t = with_raw_columns(raw, cuts=False)
     if "n_chars" not in t:
         t["n_chars"] = [len(o) for o in t["option"]]
     if "n_bytes" not in t:
@@ -272,6 +282,20 @@ def plan_table(plan: Plan, scores: Scores, task: int = 0, *, delimiter: str = ""
     return _with_cuts(plan.frame(scores, task, delimiter=delimiter), by="item")
 
 
+def with_raw_columns(rows: pd.DataFrame, *, cuts: bool = True) -> pd.DataFrame:
+    """A copy of raw option rows with every condition's log-prob column (NaN: not scored) and, with ``cuts``,
+    truncation column (0) that they lack: rows read from a log, or saved before a condition existed, hold no scores
+    under it."""
+    t = rows.copy()
+    for cond, column in LOGPROB_COLUMNS.items():
+        if column not in t:
+            t[column] = np.nan
+        cut = CUT_COLUMNS.get(cond)
+        if cuts and cut and cut not in t:
+            t[cut] = 0
+    return t
+
+
 def item_table(rows: pd.DataFrame) -> pd.DataFrame:
     """One item's ``MCResult.table`` from its raw option rows (of ``Plan.frame`` or ``EvalResult.scores``).
 
@@ -283,12 +307,13 @@ def item_table(rows: pd.DataFrame) -> pd.DataFrame:
         ``option_table`` of the raw columns, then ``truncated`` / ``domain_truncated``.
     """
     raw = ["option", *(c for cols in RAW_COLUMNS.values() for c in cols), *CUT_COLUMNS.values()]
-    return _with_cuts(rows[raw].reset_index(drop=True))
+    return _with_cuts(with_raw_columns(rows)[raw].reset_index(drop=True))
 
 
 def _with_cuts(raw: pd.DataFrame, by: str | None = None) -> pd.DataFrame:
     """``option_table`` of raw rows with their truncation columns kept at the end."""
     cut = list(CUT_COLUMNS.values())
+    raw = with_raw_columns(raw)
     table = option_table(raw.drop(columns=cut), by=by)
     table[cut] = raw[cut].to_numpy()
     return table
@@ -386,14 +411,13 @@ def warn_truncation(rows: pd.DataFrame, window: int, where: str) -> None:
         window: the model's window, in tokens.
         where: the columns a person reads the cuts in.
     """
-    cut_columns = list(CUT_COLUMNS.values())
-    cuts = rows[cut_columns].to_numpy()
+    cuts = with_raw_columns(rows)[list(CUT_COLUMNS.values())].to_numpy()
     hit = cuts.any(axis=1)
     if not hit.any():
         return
     n_items = rows["item"].nunique()
     if n_items == 1:
-        msg = truncation_note(rows["option"], *(rows[c] for c in cut_columns))
+        msg = truncation_note(rows["option"], _cuts(rows))
     else:
         premise = rows[CUT_COLUMNS["premise"]].groupby(rows["item"])
         differs = int((premise.max() != premise.min()).sum())

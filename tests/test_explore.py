@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from large_runs import mmlu_log_run
+import surfacelab as sl
 from surfacelab import engine, explore, tasks
 from surfacelab.evaluate import evaluate
 from surfacelab.runs import mcnemar
@@ -267,3 +268,38 @@ def test_a_session_round_trips_and_a_tampered_one_is_refused(runs, tmp_path):
         explore.load_session(tmp_path / "s")
     with pytest.raises(ValueError, match="no session.json"):
         explore.load_session(tmp_path / "nothing")
+
+
+ARC = [{"question": "What is wet?", "A": "water", "B": "sand", "answer": "A"},
+       {"question": "Cats eat?", "A": "rocks", "B": "fish", "C": "air", "answer": "B"}]
+
+
+def test_the_explorer_filters_the_items_right_without_the_question(tmp_path, tiny_lm):
+    from surfacelab.widgets import Explorer
+
+    path = tmp_path / "arc.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in ARC * 3), encoding="utf-8")
+    res = sl.evaluate(tiny_lm, tasks.load("arc-challenge", source=str(path)), "lm,channel,mcf,choices", n_boot=0,
+                      progress=False)
+    scores = res.scores.sort_values(["item", "option_index"])
+    picked = scores.groupby("item")["choices"].apply(lambda v: int(np.argmax(v.to_numpy()))).to_numpy()
+    right = np.flatnonzero(picked == res.items["gold"].to_numpy())
+    assert 0 < len(right) < len(res.items)  # the filter below could fail both ways
+    runs = {"r": res}
+    assert list(explore.select(runs, right=["r:choices"])) == list(right)
+    table = explore.item_table(runs)
+    assert {"r:channel", "r:mcf", "r:choices"} <= set(table.columns)
+    assert table.loc[right, "r:choices"].str.startswith("✓").all()
+    assert explore.filter_choices("r:choices") == [("right without the question", "right"),
+                                                    ("wrong without the question", "wrong")]
+    assert explore.filter_choices("r:mcf") == [("right", "right"), ("wrong", "wrong")]
+    ex = Explorer(runs=runs)
+    try:
+        dropdown = ex._filters["r:choices"]
+        assert set(ex._filters) >= {"r:channel", "r:mcf"}
+        dropdown.value = "right"
+        assert dropdown.label == "right without the question"
+        assert ex.selection()["right"] == ["r:choices"]
+        assert list(ex.item_frame()["item"]) == list(res.items["item"].iloc[right])
+    finally:
+        ex.close()

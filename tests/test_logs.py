@@ -124,6 +124,8 @@ def test_browse_without_a_model_gives_only_what_the_log_holds():
     assert first.premise == _log()[0]["arguments"]["gen_args_0"]["arg_0"] and first.domain_premise is None
     with pytest.raises(ValueError, match="scorers: 'dcpmi'.*domain_premise="):
         from_lm_eval(MC, scorers="lm,dcpmi")
+    with pytest.raises(ValueError, match="scorers: 'choices'.*task's fields.*sl.evaluate"):
+        from_lm_eval(MC, scorers="lm,choices")  # a log keeps the rendered prompts, not the question and options
     with pytest.raises(ValueError, match="domain_premise: .*lm="):
         from_lm_eval(MC, domain_premise=" the answer is:")
 

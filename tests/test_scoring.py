@@ -8,6 +8,7 @@ import pytest
 
 import surfacelab as sl
 from surfacelab import engine, scorers, scoring
+from surfacelab.engine.requests import EXTRA_CONDITIONS
 
 OPTIONS = [" bathtub", " a bathtub.", " tub", " xylophone"]
 
@@ -46,6 +47,9 @@ def test_scores_match_independent_engine_calls(tiny_lm, result):
 def test_ranks_and_winners(result):
     t = result.table
     for s in sl.list_scorers().itertuples():
+        if set(s.needs.split(",")) & set(EXTRA_CONDITIONS):  # texts from a task's fields: a free text has none
+            assert t[s.column].isna().all() and s.scorer not in result.winners()
+            continue
         best = t.loc[t[s.column].idxmax(), "option"]
         assert result.winner(s.scorer) == best
         assert t.loc[t["option"] == best, f"rank_{s.scorer}"].item() == 1
@@ -121,8 +125,10 @@ def test_option_table_columns_follow_the_registry_with_raw_columns_first_needed(
                         "domain_logprob": [-1.0, -1.0], "null_logprob": [0.0, 0.0]})
     cols = scoring.option_table(raw).columns.tolist()
     assert cols == ["x", "option", "logprob", "n_tokens", "n_chars", "n_bytes", "avg_token", "per_char", "per_byte",
-                    "domain_logprob", "unc", "dcpmi", "null_logprob", "pmi_null",
-                    *(f"rank_{s}" for s in ("lm", "avg", "per_char", "per_byte", "unc", "dcpmi", "pmi_null"))]
+                    "domain_logprob", "unc", "dcpmi", "null_logprob", "pmi_null", "channel_logprob", "channel",
+                    "mcf_logprob", "mcf", "choices_logprob", "choices",
+                    *(f"rank_{s}" for s in ("lm", "avg", "per_char", "per_byte", "unc", "dcpmi", "pmi_null", "channel",
+                                            "mcf", "choices"))]
 
 
 def test_register_scorer_refuses_a_taken_name_or_column():

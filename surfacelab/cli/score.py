@@ -16,7 +16,7 @@ import warnings
 from typing import Any
 
 from .. import text
-from ..engine.requests import CUT_COLUMNS
+from ..engine.requests import CUT_COLUMNS, EXTRA_CONDITIONS
 from . import _checks, _output
 from ..paths import write_atomic
 
@@ -52,7 +52,7 @@ def view(result: Any, scorers: list[str]) -> _output.TableSpec:
         if table[col].notna().any():
             columns.append(col)
             best[col] = table[f"rank_{name}"] == 1
-    cut = list(CUT_COLUMNS.values())
+    cut = [c for cond, c in CUT_COLUMNS.items() if cond not in EXTRA_CONDITIONS]  # score reads no task's texts
     if table[cut].to_numpy().any():
         columns += cut
     headers = {"n_tokens": "tokens", "logprob": "lm", "avg_token": "avg", CUT_COLUMNS["domain"]: "dom. truncated"}

@@ -3,8 +3,11 @@
 
 Every option of every item is scored under some conditions: ``premise`` (its context: the premise, or
 its own context on a flipped task), ``domain`` (the domain premise, for Unc / DC-PMI; left out for an
-item without one) and ``null`` (the empty context, for PMI-null). A :class:`Plan` lays out one
-:class:`Request` per (task, item, condition, option) and each carries that :class:`Key`, as
+item without one), ``null`` (the empty context, for PMI-null), and, where the item's ``Entry`` carries their
+request texts (``Entry.extra``, written by :mod:`surfacelab.formats`), the conditions whose texts are not the option
+after a context: ``channel`` (the input given the option, Min et al. 2022), ``mcf`` (the option's letter after the
+question with its lettered options, OLMES) and ``choices`` (the same without the question, Balepur et al. 2024).
+A :class:`Plan` lays out one :class:`Request` per (task, item, condition, option) and each carries that :class:`Key`, as
 lm-eval's ``Instance`` carries its task, doc and index. ``Plan.run`` sends every request to
 :func:`surfacelab.engine.logprobs` in ONE call and hands the results back as :class:`Scores`, a
 mapping from key to ``engine.Scored``; ``Plan.frame`` reads them into the long (item, option) frame
@@ -19,8 +22,8 @@ that :func:`surfacelab.scoring.option_table` completes. No reader counts positio
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 import pandas as pd
@@ -46,50 +49,77 @@ class Request:
     continuation: str
 
 
+#: The (context, continuation) request of every option of an item under one condition, in option order.
+Pairs = tuple[tuple[str, str], ...]
+
+
 @dataclass(frozen=True)
 class Entry:
-    """What the plan needs of one item: the context of each option, the options, and the domain premise
-    (None: the item has no ``domain`` condition)."""
+    """What the plan needs of one item: the context of each option, the options, the domain premise (None: the
+    item has no ``domain`` condition) and ``extra``: condition name (one of ``EXTRA_CONDITIONS``) -> the ``Pairs`` of
+    a condition whose texts are not the option after a context (absent: the item is not scored under it)."""
 
     contexts: tuple[str, ...]
     options: tuple[str, ...]
     domain: str | None = None
+    extra: Mapping[str, Pairs] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name, pairs in self.extra.items():
+            if name not in EXTRA_CONDITIONS or len(pairs) != len(self.options) or not all(
+                    isinstance(p, tuple) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in pairs):
+                raise ValueError(f"extra: expected one of {EXTRA_CONDITIONS} with one (context, continuation) pair of "
+                                 f"strings per option ({len(self.options)}), got {name!r} with {pairs!r:.200}")
 
     @classmethod
     def of(cls, item: Any) -> "Entry":
         """The entry of a ``tasks.Item`` (its ``contexts()``, ``options`` and ``domain_premise``)."""
         return cls(tuple(item.contexts()), tuple(item.options), item.domain_premise)
 
-    def pairs(self, condition: str) -> list[tuple[str, str]]:
-        """The (context, continuation) pair of every option under ``condition`` ([] when not scored)."""
-        contexts = CONDITIONS[condition].contexts(self)
-        return [] if contexts is None else list(zip(contexts, self.options))
+    def pairs(self, condition: str) -> Pairs:
+        """The (context, continuation) pair of every option under ``condition`` (() when not scored)."""
+        return CONDITIONS[condition].pairs(self) or ()
+
+
+def _after(contexts: Sequence[str] | None, entry: Entry) -> Pairs | None:
+    """Each option after its own context."""
+    return None if contexts is None else tuple(zip(contexts, entry.options))
 
 
 @dataclass(frozen=True)
 class Condition:
     """A context every option of an item is scored under: the one place a condition is declared.
 
-    ``contexts`` gives each option's context for an ``Entry`` (None: the item is not scored under it),
+    ``pairs`` gives each option's (context, continuation) for an ``Entry`` (None: the item is not scored under it),
     ``column`` names the raw log-prob column it fills in ``Plan.frame``, ``cut`` its truncation column
-    (None: its context is never cut), ``under`` how an error names it.
+    (None: its context is never cut), ``under`` how an error or a truncation note names its context.
     """
 
     name: str
-    contexts: Callable[[Entry], Sequence[str] | None]
+    pairs: Callable[[Entry], Pairs | None]
     column: str
     cut: str | None
     under: str
 
 
 #: Every condition, in column order: ``premise`` (each option's own context: the premise, or the option's context
-#: on a flipped task), ``domain`` (the domain premise, for Unc / DC-PMI) and ``null`` (the empty context).
+#: on a flipped task), ``domain`` (the domain premise, for Unc / DC-PMI), ``null`` (the empty context), ``channel``
+#: (the input as the continuation of the option's channel context), ``mcf`` (the option's letter " A" after the
+#: question with its lettered options and the answer cue) and ``choices`` (the same prompt without the question).
 CONDITIONS: dict[str, Condition] = {c.name: c for c in [
-    Condition("premise", lambda e: e.contexts, "logprob", "truncated", "the premise"),
-    Condition("domain", lambda e: None if e.domain is None else [e.domain] * len(e.options), "domain_logprob",
-              "domain_truncated", "the domain premise"),
-    Condition("null", lambda e: [""] * len(e.options), "null_logprob", None, "the null (empty) context"),
+    Condition("premise", lambda e: _after(e.contexts, e), "logprob", "truncated", "the premise"),
+    Condition("domain", lambda e: None if e.domain is None else _after([e.domain] * len(e.options), e),
+              "domain_logprob", "domain_truncated", "the domain premise"),
+    Condition("null", lambda e: _after([""] * len(e.options), e), "null_logprob", None, "the null (empty) context"),
+    Condition("channel", lambda e: e.extra.get("channel"), "channel_logprob", "channel_truncated",
+              "the channel context (the option before the input)"),
+    Condition("mcf", lambda e: e.extra.get("mcf"), "mcf_logprob", "mcf_truncated",
+              "the lettered question (MCF)"),
+    Condition("choices", lambda e: e.extra.get("choices"), "choices_logprob", "choices_truncated",
+              "the lettered options without the question"),
 ]}
+#: The conditions whose requests an ``Entry`` carries in ``extra`` (written by :mod:`surfacelab.formats`).
+EXTRA_CONDITIONS = ("channel", "mcf", "choices")
 #: The raw log-prob column of each condition in ``Plan.frame`` (what a scorer reads).
 LOGPROB_COLUMNS = {c.name: c.column for c in CONDITIONS.values()}
 #: Truncation columns of ``Plan.frame``: context tokens cut from the left, per condition that has them.
@@ -173,8 +203,9 @@ class Plan:
 
         Returns:
             One row per (item, option): ``item``, ``option_index``, ``context``, ``option``, ``logprob``,
-            ``n_tokens``, ``n_chars``, ``n_bytes``, ``domain_logprob`` and ``null_logprob`` (NaN where that
-            condition was not scored), ``truncated`` and ``domain_truncated`` (0 where not scored).
+            ``n_tokens``, ``n_chars``, ``n_bytes``, then the log-prob column of every other condition (NaN where
+            that condition was not scored), then every condition's truncation column (``CUT_COLUMNS``: context
+            tokens cut from the left; 0 where not scored).
         """
         keys = [(i, k) for i, e in enumerate(self.tasks[task]) for k in range(len(e.options))]
         options = [self.tasks[task][i].options[k] for i, k in keys]

@@ -50,8 +50,8 @@ class LetterTemplate:
 
     Attributes:
         name: short identifier.
-        prompt: format string with ``{instruction}``, ``{question}`` (stripped) and ``{options}``
-            (one rendered line per option, joined by newlines); must end with ``cue``.
+        prompt: format string with ``{options}`` (one rendered line per option, joined by newlines) and, but for a
+            choices-only prompt, ``{question}`` (stripped) and ``{instruction}``; must end with ``cue``.
         option: format string for one option line, with ``{id}`` and ``{option}`` (the line is stripped).
         instruction: format string for ``{instruction}``, with ``{about}`` = " about <subject>" or "".
         cue: the answer cue; ends without whitespace.
@@ -68,9 +68,8 @@ class LetterTemplate:
             raise ValueError(f"cue: must be a non-empty string without trailing whitespace, got {self.cue!r}")
         if not isinstance(self.prompt, str) or not self.prompt.endswith(self.cue):
             raise ValueError(f"prompt: must end with the cue {self.cue!r}, got {self.prompt!r}")
-        for key in ("{question}", "{options}"):
-            if key not in self.prompt:
-                raise ValueError(f"prompt: must contain {key}, got {self.prompt!r}")
+        if "{options}" not in self.prompt:
+            raise ValueError(f"prompt: must contain {{options}}, got {self.prompt!r}")
         if "{id}" not in self.option:
             raise ValueError(f"option: must contain {{id}}, got {self.option!r}")
 
@@ -94,6 +93,10 @@ PRIDE = LetterTemplate(
 #: A bare template: "Question: ...", the option lines, "Answer:".
 PLAIN = LetterTemplate(name="plain", prompt="Question: {question}\n{options}\nAnswer:")
 
+#: PLAIN without its question line: the choices-only prompt (Balepur et al. 2024, "Artifacts or Abduction"): an item
+#: answered right from it was answered from the options alone.
+CHOICES_ONLY = LetterTemplate(name="choices-only", prompt="{options}\nAnswer:")
+
 #: The letter templates by name (``register_letter_template`` adds to it).
 TEMPLATES: Registry[LetterTemplate] = Registry("letter template", argument="template")
 
@@ -105,7 +108,7 @@ def register_letter_template(template: LetterTemplate, *, overwrite: bool = Fals
     return TEMPLATES.register(template.name, template, overwrite=overwrite)
 
 
-for _t in (PRIDE, PLAIN):
+for _t in (PRIDE, PLAIN, CHOICES_ONLY):
     register_letter_template(_t)
 
 

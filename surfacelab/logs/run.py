@@ -32,7 +32,7 @@ import pandas as pd
 from ..runs import EvalResult, accuracy_table, items_frame, paired_table, scorer_columns, task_label
 from ..task_groups import task_leaves
 from ..scorers import SCORERS, check_scorers
-from ..engine.requests import CONDITIONS, CUT_COLUMNS, LOGPROB_COLUMNS
+from ..engine.requests import CONDITIONS, CUT_COLUMNS, EXTRA_CONDITIONS, LOGPROB_COLUMNS
 from ..scoring import option_table, result_meta, score_items
 from ..text import glued
 from .. import chat
@@ -345,8 +345,9 @@ def _usable_scorers(table: pd.DataFrame, scorers: str | Sequence[str] | None) ->
     for s in SCORERS.values():
         values = table[s.column].to_numpy(dtype=float)
         if np.isnan(values).all():
-            missing[s.name] = ("a domain premise: pass lm= and domain_premise=" if "domain" in s.needs else
-                               "the model: pass lm=")
+            missing[s.name] = ("the task's fields, which a log does not keep: run sl.evaluate on the task" if
+                               set(s.needs) & set(EXTRA_CONDITIONS) else "a domain premise: pass lm= and "
+                               "domain_premise=" if "domain" in s.needs else "the model: pass lm=")
         elif not np.isfinite(values).all():
             i = int(np.flatnonzero(~np.isfinite(values))[0])
             doc_id = table["id"].iloc[i]

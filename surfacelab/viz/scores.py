@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 
 from .._checks import is_number
 from .._format import visible
-from ..scorers import SCORER_LABELS, SCORER_RANKS
+from ..scorers import SCORER_LABELS, SCORER_RANKS, TASK_TEXT_COLUMNS
 from .base import (GOLD_FILL, PLAIN_FILL, WINNER_FILL, check_frame, check_gold, esc, figure, base_layout,
                   option_label, panel_title, plain)
 
@@ -16,9 +16,11 @@ from .base import (GOLD_FILL, PLAIN_FILL, WINNER_FILL, check_frame, check_gold, 
 def scorer_cells(table: pd.DataFrame, gold: int | None = None) -> tuple[list[str], list[list[str]], list[np.ndarray]]:
     """What a scorer table shows, for any renderer: the scorer columns that have a value, each
     column's cells (3 decimals, "–" where not finite) and its winner mask (``rank_<scorer>`` == 1)."""
-    table = check_frame(table, "table", ["option", *SCORER_LABELS, *SCORER_RANKS.values()])
+    # a table made before the scorers of a task's texts (channel, mcf, choices) existed has none of their columns
+    needed = [c for c in SCORER_LABELS if c not in TASK_TEXT_COLUMNS or c in table]
+    table = check_frame(table, "table", ["option", *needed, *(SCORER_RANKS[c] for c in needed)])
     check_gold(gold, len(table))
-    cols = [c for c in SCORER_LABELS if table[c].notna().any()]
+    cols = [c for c in needed if table[c].notna().any()]
     cells = [[f"{x:.3f}" if np.isfinite(x) else "–" for x in table[c].to_numpy(dtype=float)] for c in cols]
     won = [(table[SCORER_RANKS[c]] == 1).to_numpy() for c in cols]
     return cols, cells, won

@@ -62,6 +62,7 @@ def test_update_fills_every_view_from_the_library(wb, tiny_lm, tiny_mlm):
     best = int(np.argmax(ref.table["logprob"]))
     html = wb.views["scores"].table.value
     assert html.count("sl-win") >= 1 and "★" in html and "␣bathtub" in html
+    assert "sl-task-scorers" in html and "Channel" in html and "choices-only" in html  # scored per task, said where
     assert wb.views["scores"].figure.data[0].cells.values[0][best].replace("\u00a0", " ").strip("★ ")  # exports
     # view 2: token rows for 4 options x 2 conditions, contribution sums to dcpmi
     tv = frames["tokens"]

@@ -349,8 +349,8 @@ class Explorer(w.VBox):
     def _build_filters(self, runs: Mapping[str, EvalResult], cols: list[str]) -> None:
         if list(self._filters) != cols:
             old = {c: d.value for c, d in self._filters.items()}
-            self._filters = {c: w.Dropdown(options=[ANY, "right", "wrong"], value=old.get(c, ANY), description=c,
-                                           style={"description_width": "initial"},
+            self._filters = {c: w.Dropdown(options=[(ANY, ANY), *explore.filter_choices(c)], value=old.get(c, ANY),
+                                           description=c, style={"description_width": "initial"},
                                            layout=w.Layout(width="auto")) for c in cols}
             for d in self._filters.values():
                 d.observe(lambda _: self._filter_changed(), "value")

@@ -10,7 +10,7 @@ import ipywidgets as w
 import pandas as pd
 import plotly.graph_objects as go
 
-from .... import viz
+from .... import formats, viz
 from ...._format import visible
 from ....scorers import SCORER_LABELS
 from ....scoring import score_items
@@ -62,7 +62,8 @@ class ScoresView(View):
         table = result.table.copy()
         table.insert(1, "gold", [i == inp.gold for i in range(len(table))])
         self.frames = {"table": table, "tokens": result.tokens}
-        self.table.value = score_table_html(result.table, inp.gold)
+        self.table.value = (score_table_html(result.table, inp.gold)
+                            + f"<div class='sl-hint sl-task-scorers'>{html.escape(formats.NOTE)}</div>")
         self.text.value = f"<div class='sl-explain'>{html.escape(result.explain())}</div>"
 
     def make_figure(self) -> go.Figure | None:
