@@ -4,7 +4,7 @@ Every method is one entry of ``METHODS``: a scorer of the registry (run by one `
 or an option-ID method (run by one ``surfacelab.letters.evaluate`` call per split, on the splits whose items carry a
 raw question and choices). Per model and split the item frame (gold, prediction, correct, tie per method) is written to
 ``--runs`` as CSV, so the work goes in pieces (``--only``, ``--cap MODEL=0``) and ``render`` rebuilds the report from
-the frames: accuracy per method with a 95% percentile bootstrap CI (``runs.accuracy_table``), the exact McNemar test
+the frames: accuracy per method with a 95% percentile bootstrap CI (``runs.accuracy_ci``), the exact McNemar test
 (``runs.mcnemar``) against LM and against DC-PMI, and per method a sentence on its paper's direction, counted from the
 same numbers. The engine's disk cache is keyed by model and token ids, so a rerun of a finished piece is cheap.
 
@@ -34,6 +34,7 @@ DEFAULT_CAPS = {"smollm2-135m": 200, "gemma-3-270m": 40}
 SPLITS = [("sst-2", "test"), ("sst-5", "test"), ("trec", "test"), ("rte", "dev"), ("cb", "dev"), ("boolq", "dev"),
           ("copa", "dev"), ("arc-challenge", "test"), ("commonsenseqa", "dev"), ("mmlu", "test")]
 REFERENCES = ("lm", "dcpmi")  # every method is tested against these two
+CHANCE = "chance"  # a baseline: the mean of 1 / options over the items (an exact binomial test against it)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,11 +43,12 @@ class Method:
 
     Attributes:
         key: its column suffix in the item frames (``correct_<key>``).
-        kind: "scorer" (a name in ``surfacelab.scorers.SCORERS``) or "letters" (a name in ``letters.METHODS``).
+        kind: "scorer" (a name in ``surfacelab.scorers.SCORERS``), "letters" (a name in ``letters.METHODS``) or
+            "olmes" (no run of its own: per split, the better of the scorers' two formulations, ``olmes_pick``).
         name: the scorer's or letter method's name.
         label: the name the tables show.
         paper: who proposed it.
-        baseline: the key its paper compares it against ("" for a baseline).
+        baseline: the key its paper compares it against ("" for a baseline, ``CHANCE`` for guessing).
         direction: +1 when the paper finds it above ``baseline``, -1 below.
         claim: the paper's finding in words (completes "the paper finds ...").
     """
@@ -73,14 +75,23 @@ METHODS: list[Method] = [
            "DC-PMI is above LM (best or tied on most datasets)"),
     Method("pmi_null", "scorer", "pmi_null", "PMI-null", "lm-evaluation-harness acc_mutual_info", "lm", 1,
            "PMI against an empty context corrects LM much as DC-PMI does"),
-    Method("mcf", "letters", "default", "MCF (letters)", "Gu et al. 2024, OLMES", "lm", -1,
-           "models this small score near chance in the multiple-choice (letter) formulation, below cloze"),
-    Method("mcf_calibrated", "letters", "calibrated", "MCF + contextual calibration", "Zhao et al. 2021", "mcf", 1,
-           "contextual calibration is above the uncalibrated letters"),
-    Method("mcf_batch", "letters", "batch", "MCF + Batch Calibration", "Zhou et al. 2024", "mcf", 1,
+    Method("channel", "scorer", "channel", "channel", "Min et al. 2022", "lm", 1,
+           "the noisy channel (the input scored after each option) is above the direct LM score, most on "
+           "classification with fixed labels"),
+    Method("mcf", "scorer", "mcf", "MCF", "Gu et al. 2024, OLMES", "lm", -1,
+           "models this small are near chance in the multiple-choice (letter) formulation, below cloze"),
+    Method("choices", "scorer", "choices", "choices only", "Balepur et al. 2024", "chance", 1,
+           "the options alone, with the question removed, score above chance on most datasets"),
+    Method("olmes", "olmes", "", "OLMES (better of cloze, MCF)", "Gu et al. 2024, OLMES", "", 1,
+           "MCF is the better formulation only for larger models; for small ones the best cloze score wins"),
+    Method("letters", "letters", "default", "letters", "Zheng et al. 2024 (PriDe's prompt, uncalibrated)", "lm", -1,
+           "as MCF: below cloze at this size"),
+    Method("letters_cc", "letters", "calibrated", "letters + contextual calibration", "Zhao et al. 2021", "letters",
+           1, "contextual calibration is above the uncalibrated letters"),
+    Method("letters_bc", "letters", "batch", "letters + Batch Calibration", "Zhou et al. 2024", "letters", 1,
            "Batch Calibration is above the uncalibrated letters (and above contextual calibration)"),
-    Method("mcf_domain", "letters", "domain", "MCF + domain-context calibration", "Fei et al. 2023",
-           "mcf_calibrated", 1, "domain-context calibration is above contextual calibration"),
+    Method("letters_dc", "letters", "domain", "letters + domain-context calibration", "Fei et al. 2023",
+           "letters_cc", 1, "domain-context calibration is above contextual calibration"),
 ]
 
 
@@ -150,12 +161,14 @@ def run_split(lm, task, methods: Sequence[Method]) -> tuple[pd.DataFrame, list[s
 
 def summarise(items: pd.DataFrame, keys: Sequence[str], n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
     """One row per method key present in ``items``: ``n``, ``accuracy`` with ``ci_low`` / ``ci_high`` (95% percentile
-    bootstrap, ``runs.accuracy_table``), and for each reference (LM, DC-PMI) present, ``only_<ref>`` (items the
+    bootstrap, ``runs.accuracy_ci``), and for each reference (LM, DC-PMI) present, ``only_<ref>`` (items the
     method gets right and the reference wrong), ``only_<ref>_ref`` (the reverse) and ``p_<ref>`` (exact McNemar)."""
-    from surfacelab.runs import accuracy_table, mcnemar
+    from surfacelab.runs import accuracy_ci, mcnemar
 
     keys = [k for k in keys if f"correct_{k}" in items]
-    table = accuracy_table(items, keys, n_boot, seed).rename(columns={"scorer": "method"})
+    correct = items[[f"correct_{k}" for k in keys]].to_numpy(dtype=bool)
+    acc, low, high = accuracy_ci(correct, n_boot, seed)
+    table = pd.DataFrame({"method": keys, "n": len(items), "accuracy": acc, "ci_low": low, "ci_high": high})
     for ref in REFERENCES:
         if f"correct_{ref}" not in items:
             continue
@@ -166,12 +179,46 @@ def summarise(items: pd.DataFrame, keys: Sequence[str], n_boot: int = 1000, seed
     return table
 
 
+def olmes_pick(items: pd.DataFrame) -> str | None:
+    """The scorer OLMES reports for a split (``runs.olmes_rows``: the better of the most accurate cloze scorer and MCF,
+    the first in ``METHODS`` order on a tie); None unless the split ran both formulations."""
+    from surfacelab.runs import olmes_rows
+    from surfacelab.scorers import get_scorer
+
+    ran = [m for m in METHODS if m.kind == "scorer" and f"correct_{m.key}" in items]
+    table = pd.DataFrame({"formulation": [get_scorer(m.name).formulation for m in ran],
+                          "accuracy": [items[f"correct_{m.key}"].mean() for m in ran]})
+    picked = [m.key for m, flag in zip(ran, olmes_rows(table)) if flag]
+    return picked[0] if picked else None
+
+
+def with_olmes(items: pd.DataFrame) -> pd.DataFrame:
+    """``items`` with the OLMES columns (``pred_olmes``, ``correct_olmes``, ``tie_olmes``: those of ``olmes_pick``)."""
+    key = olmes_pick(items)
+    if key is None:
+        return items
+    return items.assign(**{f"{p}_olmes": items[f"{p}_{key}"] for p in ("pred", "correct", "tie")})
+
+
+def olmes_sentence(m: Method, frames: dict[tuple[str, str], pd.DataFrame]) -> str:
+    """Which formulation OLMES's rule picks on how many (model, split) pairs, next to its paper's finding."""
+    from surfacelab.scorers import get_scorer
+
+    picks = [olmes_pick(items) for items in frames.values()]
+    forms = [get_scorer(method(k).name).formulation for k in picks if k]
+    cloze, mcf = forms.count("cloze"), forms.count("mcf")
+    verdict = "agrees" if cloze > mcf else "disagrees" if mcf > cloze else "shows no direction"
+    return (f"**{m.label}** ({m.paper}; the paper finds {m.claim}): the better formulation here is cloze on {cloze} "
+            f"and MCF on {mcf} of {len(forms)} (model, split) pairs; here it {verdict}.")
+
+
 def direction_sentence(m: Method, deltas: pd.DataFrame) -> str:
     """Where ``m`` agrees with its paper: ``deltas`` has one row per (model, split) with ``delta`` (accuracy of ``m``
     minus its baseline) and ``p`` (McNemar between the two)."""
     if not m.baseline:
         return f"**{m.label}** is the reference the others are tested against."
-    base = method(m.baseline).label
+    base = "chance" if m.baseline == CHANCE else method(m.baseline).label
+    test = "binomial test against chance" if m.baseline == CHANCE else "McNemar"
     if not len(deltas):
         return f"**{m.label}** ({m.paper}): not run on any split here."
     signed = deltas["delta"] * m.direction
@@ -191,17 +238,27 @@ def direction_sentence(m: Method, deltas: pd.DataFrame) -> str:
         verdict = "shows no direction"
     against_where = ", ".join(f"{r.model} {r.split}" for r in deltas[(signed < 0) & (deltas["p"] < 0.05)].itertuples())
     return (f"**{m.label}** ({m.paper}; the paper finds {m.claim}): {way} {base} on {agree} of {len(deltas)} "
-            f"(model, split) pairs, {sig_agree} of them significantly (McNemar p < 0.05); the other way on {against}"
+            f"(model, split) pairs, {sig_agree} of them significantly ({test} p < 0.05); the other way on {against}"
             f"{f', significantly on {sig_against} ({against_where})' if sig_against else ''}; here it {verdict}.")
 
 
-def _deltas(frames: dict[tuple[str, str], pd.DataFrame], m: Method) -> pd.DataFrame:
+def deltas(frames: dict[tuple[str, str], pd.DataFrame], m: Method) -> pd.DataFrame:
+    """One row per (model, split) that ran ``m`` and its baseline: ``delta`` (accuracy of ``m`` minus the baseline's)
+    and ``p`` (exact McNemar between the two; against chance, the exact binomial test of ``m``'s correct count)."""
+    from scipy.stats import binomtest
+
     from surfacelab.runs import mcnemar
 
     rows = []
     for (model, split), items in frames.items():
         a, b = f"correct_{m.key}", f"correct_{m.baseline}"
-        if a in items and b in items:
+        if a not in items:
+            continue
+        if m.baseline == CHANCE:
+            chance = float((1 / items["n_options"]).mean())
+            rows.append({"model": model, "split": split, "delta": items[a].mean() - chance,
+                         "p": binomtest(int(items[a].sum()), len(items), chance).pvalue})
+        elif b in items:
             rows.append({"model": model, "split": split, "delta": items[a].mean() - items[b].mean(),
                          "p": mcnemar(items[a], items[b])[2]})
     return pd.DataFrame(rows, columns=["model", "split", "delta", "p"])
@@ -244,13 +301,14 @@ def overview(frames: dict[tuple[str, str], pd.DataFrame], model: str, methods: S
 
 
 def read_frames(runs: Path) -> dict[tuple[str, str], pd.DataFrame]:
-    """The item frames under ``runs`` (``<model>/<task>--<split>.csv``), in ``MODELS`` x ``SPLITS`` order."""
+    """The item frames under ``runs`` (``<model>/<task>--<split>.csv``), in ``MODELS`` x ``SPLITS`` order, with the
+    OLMES columns (``with_olmes``)."""
     frames = {}
     for model in MODELS:
         for name, split in SPLITS:
             path = runs / model / f"{name}--{split}.csv"
             if path.is_file():
-                frames[(model, f"{name}/{split}")] = pd.read_csv(path, dtype={"id": str})
+                frames[(model, f"{name}/{split}")] = with_olmes(pd.read_csv(path, dtype={"id": str}))
     return frames
 
 
@@ -286,7 +344,8 @@ def render(frames: dict[tuple[str, str], pd.DataFrame], caps: dict[str, int], co
         "",
     ]
     for m in METHODS:
-        out += ["- " + direction_sentence(m, _deltas(frames, m) if m.baseline else pd.DataFrame())]
+        out += ["- " + (olmes_sentence(m, frames) if m.kind == "olmes"
+                         else direction_sentence(m, deltas(frames, m) if m.baseline else pd.DataFrame()))]
     for model in caps:
         out += ["", f"## {model}", ""]
         if not any(mod == model for mod, _ in frames):

@@ -4,6 +4,7 @@ scripts share): the statistics and the markdown on hand-built item frames, one s
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -19,11 +20,13 @@ from surfacelab import tasks  # noqa: E402
 
 
 def _items(**correct: list[bool]) -> pd.DataFrame:
-    """An item frame with a ``correct_<key>`` (and a ``tie_<key>``) column per keyword."""
+    """An item frame with ``correct_<key>``, ``pred_<key>`` (gold 0: 0 when right, 1 when wrong) and ``tie_<key>``
+    columns per keyword."""
     n = len(next(iter(correct.values())))
     frame = pd.DataFrame({"id": [str(i) for i in range(n)], "gold": 0, "n_options": 2})
     for key, values in correct.items():
         frame[f"correct_{key}"] = values
+        frame[f"pred_{key}"] = [0 if v else 1 for v in values]
         frame[f"tie_{key}"] = False
     return frame
 
@@ -80,12 +83,32 @@ def test_split_table_rows():
     assert lm[2:5] == ["", "", ""]  # LM is not tested against itself
 
 
+def test_choices_only_is_tested_against_chance():
+    # 10 two-option items, 9 right under choices-only: binomial P(X >= 9) * 2 = 2 * 11 / 1024
+    frames = {("m", "copa/dev"): _items(lm=[True] * 10, choices=[True] * 9 + [False])}
+    deltas = rep.deltas(frames, rep.method("choices"))
+    assert deltas["delta"].tolist() == [pytest.approx(0.4)]
+    assert deltas["p"].tolist() == [pytest.approx(22 / 1024)]
+
+
+def test_olmes_reports_the_better_formulation():
+    cloze_wins = _items(lm=LM, per_char=AVG, mcf=DCPMI)  # per char 75%, MCF 67%: the best cloze scorer
+    assert rep.olmes_pick(cloze_wins) == "per_char"
+    assert rep.with_olmes(cloze_wins)["correct_olmes"].tolist() == AVG
+    assert rep.olmes_pick(_items(lm=LM, mcf=DCPMI)) == "mcf"  # MCF 67% against LM's 50%
+    assert rep.olmes_pick(_items(lm=LM, dcpmi=DCPMI)) is None  # no MCF run: nothing to report
+    assert "correct_olmes" not in rep.with_olmes(_items(lm=LM, dcpmi=DCPMI))
+    frames = {("m", "a"): cloze_wins, ("m", "b"): _items(lm=LM, mcf=DCPMI), ("n", "a"): cloze_wins}
+    text = rep.olmes_sentence(rep.method("olmes"), frames)
+    assert "cloze on 2 and MCF on 1 of 3" in text and text.endswith("here it agrees.")
+
+
 def test_overview_blank_where_a_method_does_not_apply():
     frames = {("m", "copa/dev"): _items(lm=LM, dcpmi=DCPMI),
               ("m", "arc-challenge/test"): _items(lm=LM, dcpmi=DCPMI, mcf=AVG),
               ("other", "copa/dev"): _items(lm=AVG)}
     lines = rep.overview(frames, "m", [rep.method("lm"), rep.method("dcpmi"), rep.method("mcf")])
-    assert lines[0] == "| split | n | LM | DC-PMI | MCF (letters) |"
+    assert lines[0] == "| split | n | LM | DC-PMI | MCF |"
     assert lines[2] == "| copa/dev | 12 | 50.0 | **66.7** |  |"
     assert lines[3] == "| arc-challenge/test | 12 | 50.0 | 66.7 | **75.0** |"
     assert len(lines) == 4  # the other model's split is not in this model's table
@@ -106,6 +129,9 @@ def test_direction_sentences_count_splits_and_significance():
     unc = rep.method("unc")  # the paper: below LM, so a drop agrees
     assert rep.direction_sentence(unc, _deltas((-0.1, 0.001), (-0.1, 0.001))).endswith("here it agrees.")
     assert "not run" in rep.direction_sentence(dcpmi, _deltas())
+    choices = rep.method("choices")  # against guessing, with a binomial test
+    text = rep.direction_sentence(choices, _deltas((0.2, 0.001), (0.1, 0.2)))
+    assert "above chance on 2 of 2" in text and "binomial test against chance p < 0.05" in text
     with pytest.raises(ValueError, match="method"):
         rep.method("nope")
 
@@ -117,33 +143,39 @@ def test_every_method_names_a_known_baseline_and_runner():
     keys = [m.key for m in rep.METHODS]
     assert len(set(keys)) == len(keys)
     for m in rep.METHODS:
-        assert m.name in (SCORERS if m.kind == "scorer" else LETTER_METHODS), m
-        assert not m.baseline or m.baseline in keys, m
+        if m.kind != "olmes":
+            assert m.name in (SCORERS if m.kind == "scorer" else LETTER_METHODS), m
+        assert m.baseline in ("", rep.CHANCE, *keys), m
         assert m.direction in (1, -1)
     assert {"lm", "dcpmi"} <= set(keys)  # the references every method is tested against
 
 
 @pytest.mark.filterwarnings("ignore:.*window:UserWarning")
 def test_one_split_on_the_tiny_model(tiny_lm, tmp_path):
-    arc = rep.sample("arc-challenge", "test", 4, "data/eval")
-    assert len(arc.items) == 4 and arc.items[0].id == tasks.load("arc-challenge", "test", sample=4, seed=0).items[0].id
+    drawn = rep.sample("arc-challenge", "test", 4, "data/eval")
+    same = tasks.load("arc-challenge", "test", sample=4, seed=0)
+    assert [it.id for it in drawn.items] == [it.id for it in same.items]
+    assert len(rep.sample("cb", "dev", 100, "data/eval").items) == 56  # a smaller split is whole
+    arc = tasks.load("arc-challenge", "test")  # four short questions: every condition fits the tiny model's window
+    arc = dataclasses.replace(arc, items=[it for it in arc.items if len(it.premise) < 60][:4])
     items, skipped = rep.run_split(tiny_lm, arc, rep.METHODS)
     assert skipped == [] and list(items["id"]) == [str(it.id) for it in arc.items]
-    for m in rep.METHODS:
+    for m in (m for m in rep.METHODS if m.kind != "olmes"):  # OLMES is derived when the frames are read
         assert items[f"correct_{m.key}"].tolist() == (items[f"pred_{m.key}"] == items["gold"]).tolist(), m.key
     from surfacelab import letters
 
     direct = letters.evaluate(tiny_lm, arc, ["batch"]).items
-    assert items["correct_mcf_batch"].tolist() == direct["correct"].tolist()
-    cb, skipped = rep.run_split(tiny_lm, rep.sample("cb", "dev", 3, "data/eval"), rep.METHODS)
-    assert skipped == [m.key for m in rep.METHODS if m.kind == "letters"]  # cb items have no raw question
-    assert "correct_mcf" not in cb and cb["correct_lm"].dtype == bool
+    assert items["correct_letters_bc"].tolist() == direct["correct"].tolist()
+    copa = tasks.load("copa", "val", limit=3)
+    cb, skipped = rep.run_split(tiny_lm, copa, rep.METHODS)
+    assert skipped == [m.key for m in rep.METHODS if m.kind == "letters"]  # COPA items have no raw question
+    assert "correct_letters" not in cb and cb["correct_lm"].dtype == bool
     # the frames as the run writes them, read back and rendered
-    for name, frame in (("arc-challenge--test", items), ("cb--dev", cb)):
+    for name, frame in (("arc-challenge--test", items), ("copa--dev", cb)):
         (tmp_path / "smollm2-135m").mkdir(exist_ok=True)
         frame.to_csv(tmp_path / "smollm2-135m" / f"{name}.csv", index=False)
     frames = rep.read_frames(tmp_path)
-    assert list(frames) == [("smollm2-135m", "cb/dev"), ("smollm2-135m", "arc-challenge/test")]
+    assert list(frames) == [("smollm2-135m", "copa/dev"), ("smollm2-135m", "arc-challenge/test")]
     text = rep.render(frames, {"smollm2-135m": 4, "gemma-3-270m": 0}, ["cmd"])
     assert "### smollm2-135m · arc-challenge/test (4 items)" in text and "## gemma-3-270m\n\n(not run)" in text
     arc_section = text.split("### smollm2-135m · arc-challenge/test")[1]
