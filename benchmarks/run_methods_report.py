@@ -66,15 +66,15 @@ class Method:
 METHODS: list[Method] = [
     Method("lm", "scorer", "lm", "LM", "Holtzman et al. 2021 (baseline)"),
     Method("avg", "scorer", "avg", "Avg", "Holtzman et al. 2021", "lm", 1,
-           "the per-token average is the stronger of the two length baselines on most of their datasets"),
-    Method("per_char", "scorer", "per_char", "per char", "lm-evaluation-harness acc_norm; OLMES", "lm", 1,
-           "per-character normalisation helps over the raw sum on most multiple-choice tasks (OLMES)"),
+           "the per-token average often above the raw sum"),
+    Method("per_char", "scorer", "per_char", "per char", "lm-evaluation-harness acc_norm; Gu et al. 2024, OLMES",
+           "lm", 1, "per-character normalisation above the raw sum on most multiple-choice tasks"),
     Method("unc", "scorer", "unc", "Unc", "Holtzman et al. 2021", "lm", -1,
-           "the option prior alone (premise ignored) is below LM"),
+           "the option prior alone (premise ignored) below LM"),
     Method("dcpmi", "scorer", "dcpmi", "DC-PMI", "Holtzman et al. 2021", "lm", 1,
-           "DC-PMI is above LM (best or tied on most datasets)"),
+           "DC-PMI above LM (best or tied on most datasets)"),
     Method("pmi_null", "scorer", "pmi_null", "PMI-null", "lm-evaluation-harness acc_mutual_info", "lm", 1,
-           "PMI against an empty context corrects LM much as DC-PMI does"),
+           "PMI against an empty context correcting LM much as DC-PMI does"),
     Method("channel", "scorer", "channel", "channel", "Min et al. 2022", "lm", 1,
            "the noisy channel (the input scored after each option) is above the direct LM score, most on "
            "classification with fixed labels"),
@@ -226,10 +226,12 @@ def direction_sentence(m: Method, deltas: pd.DataFrame) -> str:
     sig_agree = int(((signed > 0) & (deltas["p"] < 0.05)).sum())
     sig_against = int(((signed < 0) & (deltas["p"] < 0.05)).sum())
     way = "above" if m.direction > 0 else "below"
-    if sig_agree > sig_against and agree > against:
+    if sig_agree > sig_against and agree >= against:
         verdict = "agrees"
-    elif sig_against > sig_agree and against > agree:
+    elif sig_against > sig_agree and against >= agree:
         verdict = "disagrees"
+    elif sig_agree or sig_against:
+        verdict = "is mixed (significant differences both ways)"
     elif agree > against:
         verdict = "leans the paper's way, without significance"
     elif against > agree:
@@ -326,9 +328,16 @@ def render(frames: dict[tuple[str, str], pd.DataFrame], caps: dict[str, int], co
         "```",
         "",
         "Setup: zero-shot, the tasks' own templates and domain premises (the paper's public code, `variant=\"code\"`). "
-        "Scorers run through `surfacelab.evaluate`; the letter (MCF) methods through `surfacelab.letters.evaluate` "
-        "with its PriDe prompt (`Question: ...` / `A. ...` / `Answer:`), only on splits whose items carry a raw "
-        "question and choices (blank cells elsewhere). Accuracy in % with a 95% percentile bootstrap CI over items "
+        "The scorers run through one `surfacelab.evaluate` call per split: the cloze ones (LM ... PMI-null) on the "
+        "task's prompt, the noisy channel, MCF and choices-only on the texts `surfacelab/formats.py` writes per task "
+        "(channel: the input after each option or its label word; MCF: the option's letter after the lettered "
+        "question and `Answer:`; choices-only: the same without the question). OLMES is no run of its own: per split, "
+        "the better of the most accurate cloze scorer and MCF (`runs.olmes_rows`), so it is at least LM by "
+        "construction. The letter methods run through `surfacelab.letters.evaluate` with PriDe's prompt "
+        "(`Question: ...` / `A. ...` / `Answer:`, the letters' \" A\" and \"A\" summed), only on splits whose items "
+        "carry a raw question and choices (blank cells elsewhere); domain-context calibration averages 20 random "
+        "in-domain texts (seed 0). Choices-only is tested against chance (the mean of 1 / options; exact binomial "
+        "test) in the sentences below. Accuracy in % with a 95% percentile bootstrap CI over items "
         "(1000 resamples, seed 0). McNemar: the exact two-sided binomial test on the items where the method and the "
         "reference (LM, DC-PMI) disagree in correctness; bold p < 0.05. A method predicts the option with the "
         "highest score (the first on an exact tie).",

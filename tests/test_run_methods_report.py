@@ -126,6 +126,8 @@ def test_direction_sentences_count_splits_and_significance():
     text = rep.direction_sentence(dcpmi, _deltas((-0.05, 0.01), (-0.02, 0.4), (0.01, 0.9)))
     assert text.endswith("here it disagrees.") and "significantly on 1 (m s0)" in text
     assert rep.direction_sentence(dcpmi, _deltas((0.02, 0.3))).endswith("leans the paper's way, without significance.")
+    mixed = rep.direction_sentence(dcpmi, _deltas((0.05, 0.01), (-0.05, 0.01), (-0.05, 0.01), (0.01, 0.5), (0.01, 0.5)))
+    assert mixed.endswith("here it is mixed (significant differences both ways).")
     unc = rep.method("unc")  # the paper: below LM, so a drop agrees
     assert rep.direction_sentence(unc, _deltas((-0.1, 0.001), (-0.1, 0.001))).endswith("here it agrees.")
     assert "not run" in rep.direction_sentence(dcpmi, _deltas())
