@@ -373,6 +373,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
 
     caps = parse_caps(parser, args.cap, DEFAULT_CAPS)
     only = set(args.only.split(",")) if args.only else None
+    methods = [m for m in METHODS if not (args.no_letters and m.kind == "letters")]
     runs = Path(args.runs)
     for model, cap in caps.items():
         if not cap:
@@ -382,7 +383,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
             if only and name not in only:
                 continue
             t0 = time.time()
-            items, skipped = run_split(lm, sample(name, split, cap, args.data_dir), METHODS)
+            items, skipped = run_split(lm, sample(name, split, cap, args.data_dir), methods)
             path = runs / model / f"{name}--{split}.csv"
             path.parent.mkdir(parents=True, exist_ok=True)
             items.to_csv(path, index=False)
@@ -392,13 +393,27 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
                   + (f" (not applicable: {', '.join(skipped)})" if skipped else ""), flush=True)
 
 
+def run_commands(frames: dict[tuple[str, str], pd.DataFrame], caps: dict[str, int]) -> list[str]:
+    """The run command of each model as its frames were made: its cap, and ``--no-letters`` where no split of it has
+    a letter method's column."""
+    out = []
+    for model, cap in caps.items():
+        mine = [items for (mod, _), items in frames.items() if mod == model]
+        if not cap or not mine:
+            continue
+        letters = any(f"correct_{m.key}" in items for items in mine for m in METHODS if m.kind == "letters")
+        others = " ".join(f"--cap {m}=0" for m in caps if m != model)
+        out.append(f"flock /tmp/surfacelab-cpu.lock python benchmarks/run_methods_report.py run {others} "
+                   f"--cap {model}={cap}{'' if letters else ' --no-letters'} [--only TASK,...]")
+    return out
+
+
 def render_cmd(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     caps = parse_caps(parser, args.cap, DEFAULT_CAPS)
     frames = read_frames(Path(args.runs))
-    run_cmd = "flock /tmp/surfacelab-cpu.lock python benchmarks/run_methods_report.py run"
-    extra = [f"--cap {m}={c}" for m, c in caps.items() if c != DEFAULT_CAPS[m]]
-    commands = [" ".join([run_cmd, *extra]) + " [--only TASK,...]",
-                "python benchmarks/run_methods_report.py render " + shlex.join(sys.argv[2:])]
+    given = sys.argv[2:]
+    kept = [a for k, a in enumerate(given) if a != "--note" and (k == 0 or given[k - 1] != "--note")]
+    commands = [*run_commands(frames, caps), "python benchmarks/run_methods_report.py render " + shlex.join(kept)]
     out = Path(args.out)
     out.write_text(render(frames, caps, commands, args.note))
     print(f"wrote {out} ({len(frames)} model x split frames)")
@@ -417,9 +432,12 @@ def main(argv: list[str] | None = None) -> int:
         if name == "run":
             p.add_argument("--data-dir", default="data/eval")
             p.add_argument("--only", default=None, help="comma-separated task names (default: all)")
+            p.add_argument("--no-letters", action="store_true",
+                           help="run the scorers only (the letter methods cost 24 forwards per item)")
         else:
             p.add_argument("--out", default="docs/results_methods.md")
-            p.add_argument("--note", action="append", default=[], help="a paragraph to add under the setup")
+            p.add_argument("--note", action="append", default=[],
+                           help="a paragraph to add under the setup (not repeated in the recorded command)")
     args = parser.parse_args(argv)
     args.fn(args, parser)
     return 0

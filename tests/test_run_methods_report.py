@@ -103,6 +103,17 @@ def test_olmes_reports_the_better_formulation():
     assert "cloze on 2 and MCF on 1 of 3" in text and text.endswith("here it agrees.")
 
 
+def test_run_commands_say_how_each_model_was_run():
+    frames = {("a", "copa/dev"): _items(lm=LM), ("a", "arc-challenge/test"): _items(lm=LM, letters_bc=AVG),
+              ("b", "copa/dev"): _items(lm=LM)}
+    lines = rep.run_commands(frames, {"a": 200, "b": 40, "c": 0})
+    assert lines == [
+        "flock /tmp/surfacelab-cpu.lock python benchmarks/run_methods_report.py run --cap b=0 --cap c=0 --cap a=200 "
+        "[--only TASK,...]",
+        "flock /tmp/surfacelab-cpu.lock python benchmarks/run_methods_report.py run --cap a=0 --cap c=0 --cap b=40 "
+        "--no-letters [--only TASK,...]"]
+
+
 def test_overview_blank_where_a_method_does_not_apply():
     frames = {("m", "copa/dev"): _items(lm=LM, dcpmi=DCPMI),
               ("m", "arc-challenge/test"): _items(lm=LM, dcpmi=DCPMI, mcf=AVG),
