@@ -57,9 +57,12 @@ import pandas as pd
 
 from . import chat, formats, tasks, text
 from ._checks import check_int
+from .calibration import domain_contexts, with_samples
 from .engine.requests import CONDITIONS, Plan, Scores
-from .runs import EvalResult, accuracy_table, items_frame, mcnemar, paired_table, scorer_columns
-from .scorers import check_scorers, get_scorer
+from .letters.prompts import DOMAIN_SAMPLES
+from .runs import (EvalResult, accuracy_table, items_frame, mcnemar, na_notes, paired_table, rescued_by,
+                   scorer_columns)
+from .scorers import check_scorers, get_scorer, not_applicable
 from .scoring import plan_table, result_meta, warn_truncation
 from .tasks import LMEvalTemplate, Task, Template
 from .tasks.harness import lm_eval_metric
@@ -167,12 +170,7 @@ def _items_frame(task: Task, scores: pd.DataFrame, scorers: list[str],
     if any(subjects):
         items["subject"] = subjects
     items = items.join(verdict_columns(task, scores, mass if mass is not None else {}))
-    lost = (items["why"] != "right").to_numpy()
-    names = np.full(len(its), "", dtype=object)
-    for s in scorers:
-        if s != "lm":
-            names = names + np.where(lost & items[f"correct_{s}"].to_numpy(dtype=bool), s + ",", "").astype(object)
-    items["rescued_by"] = pd.Series(names, index=items.index).str[:-1]  # without the last comma ("" stays "")
+    items["rescued_by"] = rescued_by(items, scorers)
     return items
 
 
@@ -191,12 +189,21 @@ def _counters(stats: Any) -> dict[str, int]:
     return {"requests": stats.requests, "cached": stats.cached, "tokens_forwarded": stats.tokens_forwarded}
 
 
+def _domain_contexts(lm: LM, task: Task, template: chat.ChatTemplate | None, samples: int,
+                     seed: int, source: Task | None) -> list[list[str]] | None:
+    """Domain-context calibration's contexts of the task's items (``calibration.domain_contexts``), rendered through
+    the run's chat template where it has one."""
+    render = None if template is None else (lambda item: chat.render_item(lm, template, item, task.template))
+    return domain_contexts(task, samples, seed, render, source)
+
+
 def _evaluate_many(lm: LM, task_list: list[Task], scorers: list[str], *, batch_size: int | str, progress: bool,
-                   n_boot: int, seed: int, too_long: str, labels: bool = False,
-                   chat_template: Any = None) -> list[EvalResult]:
+                   n_boot: int, seed: int, too_long: str, labels: bool = False, chat_template: Any = None,
+                   domain_samples: int = DOMAIN_SAMPLES, domain_source: Task | None = None) -> list[EvalResult]:
     """Evaluate several tasks with ONE engine call (and, with ``labels``, one next-token call for split mass)."""
     check_int("n_boot", n_boot, 0)
     check_int("seed", seed, 0)
+    check_int("domain_samples", domain_samples, 1)
     if too_long not in ("error", "skip"):
         raise ValueError(f"too_long: expected 'error' or 'skip', got {too_long!r}")
     template = chat.resolve(lm, chat_template)
@@ -206,7 +213,10 @@ def _evaluate_many(lm: LM, task_list: list[Task], scorers: list[str], *, batch_s
     conditions = _conditions(scorers)
     fitted = [_fit_to_window(lm, t, conditions, too_long) for t in task_list]
     task_list = [t for t, _ in fitted]
-    plan = Plan([formats.entries(t.name, t.items, conditions) for t in task_list], conditions)
+    contexts = [_domain_contexts(lm, t, template, domain_samples, seed, domain_source)
+                if "domain_ctx" in conditions else None for t in task_list]
+    plan = Plan([with_samples(formats.entries(t.name, t.items, conditions), c) for t, c in zip(task_list, contexts)],
+                conditions)
     scores = plan.run(lm, batch_size=batch_size, progress=progress)
     counters = _counters(scores.stats)
     frames = [_scores_frame(task, plan, scores, j, scorers) for j, task in enumerate(task_list)]
@@ -219,9 +229,12 @@ def _evaluate_many(lm: LM, task_list: list[Task], scorers: list[str], *, batch_s
         items["truncation_differs"] = (cut.max() != cut.min()).to_numpy()
         accuracy = accuracy_table(items, scorers, n_boot, seed)
         accuracy["lm_eval_metric"], accuracy["lm_eval_reports"] = _harness_names(scorers, task.template)
+        na = na_notes(accuracy, [{"not_applicable": {s: not_applicable(get_scorer(s), scores) for s in scorers}}])
         meta = {"source": task.source, "variant": task.variant, "n_shot": task.n_shot, "n_boot": n_boot,
                 "seed": seed, "flipped": task.template.per_option_premise is not None, "skipped_too_long": skipped,
-                "why_cost": cost, "engine": counters, **result_meta(lm, scorers=scorers)}
+                "why_cost": cost, "engine": counters, "not_applicable": na, **result_meta(lm, scorers=scorers)}
+        if contexts[j] is not None:
+            meta["domain_samples"] = domain_samples
         if isinstance(task.template, LMEvalTemplate):
             meta.update(lm_eval_task=task.template.lm_eval_task, lm_eval_yaml=task.template.yaml)
         if template is not None:
@@ -252,6 +265,8 @@ def evaluate(
     seed: int = 0,
     too_long: str = "error",
     chat_template: Any = None,
+    domain_samples: int = DOMAIN_SAMPLES,
+    domain_source: Task | None = None,
 ) -> EvalResult:
     """Score every item of a task with every scorer; accuracy with CIs, paired tests and why labels.
 
@@ -280,6 +295,10 @@ def evaluate(
             examples as turns, the generation prompt last) and the options are scored without the target
             delimiter. ``scores["context"]`` is then the rendered premise, ``items["domain_context"]`` the rendered
             domain premise, ``meta["chat_template"]`` the template. None: plain text.
+        domain_samples: how many content-free inputs of random in-domain words ``domain_cal`` averages over (Fei et
+            al. 2023: 20), drawn with ``seed`` from the evaluated items (:mod:`surfacelab.calibration`).
+        domain_source: the task whose items those words are drawn from instead (``explore.evaluate_in_chunks``
+            passes the whole task, so every chunk is calibrated alike); None: the evaluated task.
 
     Returns:
         an :class:`EvalResult` (see the module docstring for ties, COPA-flipped and the why labels).
@@ -289,7 +308,8 @@ def evaluate(
     if template is not None:
         task = task.with_template(template)
     return _evaluate_many(lm, [task], scorers, batch_size=batch_size, progress=progress, n_boot=n_boot,
-                          seed=seed, too_long=too_long, labels=True, chat_template=chat_template)[0]
+                          seed=seed, too_long=too_long, labels=True, chat_template=chat_template,
+                          domain_samples=domain_samples, domain_source=domain_source)[0]
 
 
 def evaluate_fewshot(

@@ -27,7 +27,7 @@ import pandas as pd
 from ._results import read_json
 from .engine import Cancelled, reporting
 from .evaluate import evaluate
-from .runs import EvalResult, accuracy_table, item_keys, mcnemar, paired_table, task_label
+from .runs import EvalResult, accuracy_table, item_keys, join_batch, mcnemar, na_notes, paired_table, task_label
 from .logs import LOG_SOURCE, log_notes
 from .rows import matching, shown_premises
 from .run_files import MAX_ROWS
@@ -127,7 +127,7 @@ def evaluate_in_chunks(lm: LM, task: Task, scorers: str | Sequence[str] | None =
         try:
             with reporting(_items_done(start, size, total, t0, on_progress) if on_progress is not None else None):
                 parts.append(evaluate(lm, sub, scorers, batch_size=batch_size, progress=False, n_boot=0, seed=seed,
-                                      too_long=too_long, chat_template=chat_template))
+                                      too_long=too_long, chat_template=chat_template, domain_source=task))
         except Cancelled:
             if not parts:
                 raise
@@ -156,8 +156,8 @@ def _items_done(start: int, size: int, total: int, t0: float,
 
 def combine(parts: Sequence[EvalResult], *, n_boot: int = 1000, seed: int = 0) -> EvalResult:
     """Runs of consecutive chunks of one task (or runs of different tasks) as one run: rows renumbered, each item
-    keeping its task, accuracy with CIs, paired tests and label counts over all of them, engine counters summed; the
-    run is named after its tasks (``runs.task_label``). The same item (task and id) in two parts is refused."""
+    keeping its task, batch scorers, accuracy with CIs, paired tests and label counts over all of them (``join_batch``),
+    engine counters summed; the run is named after its tasks (``runs.task_label``). An item in two parts is refused."""
     if not parts:
         raise ValueError("parts: no runs to combine")
     first = parts[0]
@@ -170,19 +170,19 @@ def combine(parts: Sequence[EvalResult], *, n_boot: int = 1000, seed: int = 0) -
         scores.append(p.scores.assign(item=p.scores["item"] + offset))
         items.append(p.items.assign(item=p.items["item"] + offset))
         offset += len(p.items)
-    items_all = pd.concat(items, ignore_index=True)
+    scores_all, items_all = join_batch(scores, items, first.scorers)
     accuracy = accuracy_table(items_all, first.scorers, n_boot, seed)
     for col in ("lm_eval_metric", "lm_eval_reports"):
         if col in first.accuracy:
             accuracy[col] = first.accuracy[col].to_numpy()
-    meta = dict(first.meta, n_boot=n_boot, seed=seed)
+    meta = dict(first.meta, n_boot=n_boot, seed=seed, not_applicable=na_notes(accuracy, [p.meta for p in parts]))
     meta["skipped_too_long"] = [i for p in parts for i in p.meta.get("skipped_too_long", [])]
     counters = [p.meta["engine"] for p in parts if "engine" in p.meta]
     if counters:
         meta["engine"] = {k: sum(c[k] for c in counters) for k in counters[0]}
     return EvalResult(task=task_label(items_all["task"]), split="+".join(dict.fromkeys(p.split for p in parts)),
                       model=first.model, template=first.template, scorers=list(first.scorers),
-                      scores=pd.concat(scores, ignore_index=True), items=items_all, accuracy=accuracy,
+                      scores=scores_all, items=items_all, accuracy=accuracy,
                       paired=paired_table(items_all, first.scorers), meta=meta,
                       labels=label_counts(items_all, first.scorers) if "why" in items_all else pd.DataFrame())
 

@@ -16,7 +16,7 @@ from scipy.stats import binomtest
 
 from ._checks import is_int
 from .engine.requests import LOGPROB_COLUMNS
-from .scorers import SCORERS, get_scorer
+from .scorers import SCORERS, get_scorer, not_applicable
 from .run_files import read_run, write_run
 from .scoring import MCResult, item_table
 
@@ -121,6 +121,7 @@ class EvalResult:
         tokens = pd.DataFrame({"option": pd.Series(dtype=str), "condition": pd.Series(dtype=str),
                                "token": pd.Series(dtype=str), "logprob": pd.Series(dtype=float)})
         kept = {k: self.meta.get(k) for k in ("fingerprint", "backend", "seed")}
+        kept.update({"not_applicable": self.meta["not_applicable"]} if self.meta.get("not_applicable") else {})
         kept.update({"chat_template": self.meta["chat_template"]} if "chat_template" in self.meta else {})
         return MCResult(premise, [str(o) for o in table["option"]], domain, self.model, table, tokens,
                         int(row["gold"]), meta={"template": self.template, **kept, "scorers": self.scorers})
@@ -159,14 +160,8 @@ def items_frame(tasks: str | Sequence[str], ids: Sequence[Any], golds: Sequence[
     items = pd.DataFrame({"item": np.arange(n_items), "task": tasks if isinstance(tasks, str) else list(tasks),
                           "id": list(ids), "gold": gold, "gold_option": list(gold_options),
                           "n_options": list(n_options), "premise": list(premises), "domain_premise": domain_premises})
-    by_item = scores["item"].to_numpy()
     for s in scorers:
-        is_top = (scores[f"rank_{s}"] == 1).to_numpy()
-        pred = pd.Series(scores["option_index"].to_numpy()[is_top], index=by_item[is_top]).groupby(level=0).min()
-        pred = pred.reindex(range(n_items)).fillna(-1).astype(int).to_numpy()
-        items[f"pred_{s}"] = pred
-        items[f"correct_{s}"] = pred == gold
-        items[f"tie_{s}"] = np.bincount(by_item[is_top], minlength=n_items) > 1
+        _predict(items, scores, s)
     return items
 
 
@@ -182,14 +177,69 @@ def accuracy_ci(correct: np.ndarray, n_boot: int, seed: int) -> tuple[np.ndarray
     return correct.mean(axis=0), low, high
 
 
+def _predict(items: pd.DataFrame, scores: pd.DataFrame, scorer: str) -> None:
+    """``pred_<scorer>``, ``correct_<scorer>`` and ``tie_<scorer>`` of ``items`` from the ranks in ``scores``."""
+    n_items, by_item = len(items), scores["item"].to_numpy()
+    is_top = (scores[f"rank_{scorer}"] == 1).to_numpy()
+    pred = pd.Series(scores["option_index"].to_numpy()[is_top], index=by_item[is_top]).groupby(level=0).min()
+    pred = pred.reindex(range(n_items)).fillna(-1).astype(int).to_numpy()
+    items[f"pred_{scorer}"] = pred
+    items[f"correct_{scorer}"] = pred == items["gold"].to_numpy()
+    items[f"tie_{scorer}"] = np.bincount(by_item[is_top], minlength=n_items) > 1
+
+
+def rescued_by(items: pd.DataFrame, scorers: Sequence[str]) -> pd.Series:
+    """Per item that LM loses (``why`` is not "right"), the other scorers that get it right, comma-separated."""
+    lost = (items["why"] != "right").to_numpy()
+    names = np.full(len(items), "", dtype=object)
+    for s in scorers:
+        if s != "lm":
+            names = names + np.where(lost & items[f"correct_{s}"].to_numpy(dtype=bool), s + ",", "").astype(object)
+    return pd.Series(names, index=items.index).str[:-1]  # without the last comma ("" stays "")
+
+
+def join_batch(scores: Sequence[pd.DataFrame], items: Sequence[pd.DataFrame],
+               scorers: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The ``scores`` and ``items`` frames of runs (numbered consecutively) joined, their batch scorers
+    (``Scorer.batch``: Batch Calibration) computed again over all the items of each task, with their ranks,
+    predictions and ``rescued_by``: a run made in chunks gets the scores of one run."""
+    scores, items = pd.concat(scores, ignore_index=True), pd.concat(items, ignore_index=True)
+    batch = [get_scorer(s) for s in scorers if get_scorer(s).batch]
+    if not batch:
+        return scores, items
+    task = scores["item"].map(items.set_index("item")["task"])
+    for _, rows in scores.groupby(task, sort=False):
+        for s in batch:
+            scores.loc[rows.index, s.column] = np.nan if not_applicable(s, rows) else s.compute(rows)
+    for s in batch:
+        scores[f"rank_{s.name}"] = scores.groupby("item", sort=False)[s.column].rank(ascending=False, method="min")
+        _predict(items, scores, s.name)
+    if "why" in items:
+        items["rescued_by"] = rescued_by(items, scorers)
+    return scores, items
+
+
+def na_notes(accuracy: pd.DataFrame, metas: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """Write ``accuracy["note"]``: why each scorer that scored no item does not apply (the first of the runs'
+    ``meta["not_applicable"]`` that names it: ``scorers.not_applicable``), "" for the others; returns those reasons
+    (the joined run's ``meta["not_applicable"]``)."""
+    given = {s: why for m in metas for s, why in m.get("not_applicable", {}).items() if why}
+    na = {s: given[s] for s, n in zip(accuracy["scorer"], accuracy["n"]) if n == 0 and s in given}
+    accuracy["note"] = [na.get(s, "") for s in accuracy["scorer"]]
+    return na
+
+
 def accuracy_table(items: pd.DataFrame, scorers: list[str], n_boot: int, seed: int) -> pd.DataFrame:
     """Accuracy per scorer with a seeded 95% percentile bootstrap CI (items resampled with replacement), each scorer's
-    ``formulation`` (``scorers.FORMULATIONS``) and ``olmes`` (``olmes_rows``)."""
+    ``formulation`` (``scorers.FORMULATIONS``) and ``olmes`` (``olmes_rows``); NaN, with ``n`` 0, for a scorer that
+    scored no item (one that does not apply to the task: ``scorers.not_applicable``)."""
     correct = items[[f"correct_{s}" for s in scorers]].to_numpy(dtype=bool)
     acc, low, high = accuracy_ci(correct, n_boot, seed)
+    scored = (items[[f"pred_{s}" for s in scorers]].to_numpy() >= 0).any(axis=0)
+    acc, low, high = (np.where(scored, v, np.nan) for v in (acc, low, high))
     return pd.DataFrame({
         "scorer": scorers,
-        "n": len(correct),
+        "n": np.where(scored, len(correct), 0),
         "correct": correct.sum(axis=0),
         "accuracy": acc,
         "ci_low": low,
@@ -211,7 +261,9 @@ def olmes_rows(accuracy: pd.DataFrame) -> np.ndarray:
     cloze, mcf = form == "cloze", form == "mcf"
     if not cloze.any() or not mcf.any():
         return np.zeros(len(accuracy), dtype=bool)
-    best = max(acc[cloze].max(), acc[mcf].max())
+    if np.isnan(acc[cloze]).all() or np.isnan(acc[mcf]).all():  # a scorer that does not apply has NaN accuracy
+        return np.zeros(len(accuracy), dtype=bool)
+    best = max(np.nanmax(acc[cloze]), np.nanmax(acc[mcf]))
     return (cloze | mcf) & (acc == best)
 
 
@@ -232,13 +284,17 @@ def mcnemar(a: Sequence[bool], b: Sequence[bool]) -> tuple[int, int, float]:
 
 
 def paired_table(items: pd.DataFrame, scorers: list[str]) -> pd.DataFrame:
-    """Exact McNemar test (``mcnemar``) for every pair of scorers, in ``EvalResult.paired``'s columns."""
+    """Exact McNemar test (``mcnemar``) for every pair of scorers, in ``EvalResult.paired``'s columns (NaN where a
+    scorer scored no item)."""
     rows = []
+    scored = {s: bool((items[f"pred_{s}"] >= 0).any()) for s in scorers}
     for a, b in itertools.combinations(scorers, 2):
         ca, cb = items[f"correct_{a}"].to_numpy(), items[f"correct_{b}"].to_numpy()
         only_a, only_b, p = mcnemar(ca, cb)
-        rows.append({"scorer_a": a, "scorer_b": b, "acc_a": ca.mean(), "acc_b": cb.mean(),
-                     "only_a": only_a, "only_b": only_b, "p_value": p})
+        if not (scored[a] and scored[b]):  # a scorer that does not apply: nothing to compare
+            only_a, only_b, p = 0, 0, np.nan
+        rows.append({"scorer_a": a, "scorer_b": b, "acc_a": ca.mean() if scored[a] else np.nan,
+                     "acc_b": cb.mean() if scored[b] else np.nan, "only_a": only_a, "only_b": only_b, "p_value": p})
     return pd.DataFrame(rows, columns=["scorer_a", "scorer_b", "acc_a", "acc_b", "only_a", "only_b", "p_value"])
 
 

@@ -3,6 +3,19 @@
 A scorer reads the raw columns of the conditions it ``needs`` (:data:`surfacelab.engine.requests.CONDITIONS`);
 ``register_scorer`` adds one to every option table, run and scorer view. The built-in scorers and their formulas
 are listed in :mod:`surfacelab.scoring`.
+
+Two built-in scorers calibrate a task whose options are the same label verbalizers for every item (SST-2, SST-5,
+TREC, RTE, CB, BoolQ) and are not defined elsewhere (:func:`not_applicable` says why):
+
+* ``batch_cal``, Batch Calibration (Zhou et al., ICLR 2024, arXiv 2309.17249): log p(y|x) − log 1/M Σ_i p(y|x_i),
+  where p is the model's distribution over the label set (each item's option probabilities normalised over its
+  options, as the paper's p(y|x_i, C) is a distribution over the labels) and the mean runs over the M items of the
+  run. Label-free and with no content-free input, but it needs the other items: on one item it is not defined.
+* ``domain_cal``, domain-context calibration (Fei et al., ACL 2023, arXiv 2305.19148): log P(y|x) − log 1/S Σ_s
+  P(y|x̃_s), where x̃_s are S content-free inputs made of random in-domain words rendered through the task's template
+  (condition ``domain_ctx``, :mod:`surfacelab.calibration`). The paper (as contextual calibration) divides by the
+  prior normalised over the labels and normalises the result; both move every option of an item by the same amount,
+  so the ranking is the paper's. Its inputs come from a task's items: on one item it is not defined.
 """
 
 from __future__ import annotations
@@ -10,9 +23,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+import numpy as np
 import pandas as pd
 
 from .engine.requests import CONDITIONS, EXTRA_CONDITIONS, LOGPROB_COLUMNS
+from .letters.math import batch_prior, log_normalise
 from .registry import Derived, Registry
 
 
@@ -21,9 +36,14 @@ class Scorer:
     """A way to turn an option table into one number per option (higher is better).
 
     ``compute`` gets the whole option table (raw columns: ``logprob``, ``n_tokens``, ``n_chars``,
-    ``n_bytes``, and the log-prob column of every other condition, NaN where not scored) and must work row by row;
-    ``label`` is the header views show (default: the name); ``formulation`` how the item is put to the model
-    (``FORMULATIONS``: what ``evaluate``'s accuracy table reports beside each scorer).
+    ``n_bytes``, and the log-prob column of every other condition, NaN where not scored) and must work row by row,
+    unless ``batch``; ``label`` is the header views show (default: the name); ``formulation`` how the item is put to
+    the model (``FORMULATIONS``: what ``evaluate``'s accuracy table reports beside each scorer).
+
+    ``fixed_labels``: the scorer is defined only where every item has the same options (a classification task's
+    label verbalizers); elsewhere its column is NaN (:func:`not_applicable`). ``batch``: the reason the scorer is not
+    defined on one item ("" when it is), because ``compute`` reads every item of a run (rows grouped by the table's
+    ``item`` column) or its inputs come from a task's items; a run's item keeps the score the run gave it.
     """
 
     name: str
@@ -34,6 +54,8 @@ class Scorer:
     compute: Callable[[pd.DataFrame], pd.Series]
     label: str = ""
     formulation: str = "cloze"
+    fixed_labels: bool = False
+    batch: str = ""
 
     def __post_init__(self) -> None:
         if not self.label:
@@ -110,11 +132,59 @@ for _s in [
 ]:
     register_scorer(_s)
 
+#: What a fixed-label scorer says where the items' options differ (COPA, ARC, MMLU, ...).
+OPTIONS_DIFFER = "not applicable: options differ per item"
+
+
+def label_sets(table: pd.DataFrame) -> int:
+    """How many different option lists the items of an option table have (1: a fixed label set)."""
+    if "item" not in table:
+        return 1
+    return table.groupby("item", sort=False)["option"].agg(tuple).nunique()
+
+
+def not_applicable(scorer: Scorer, table: pd.DataFrame) -> str:
+    """Why ``scorer`` gives no score on ``table`` ("" when it does): a batch scorer on one item, or a fixed-label
+    scorer on items whose options differ."""
+    if scorer.batch and ("item" not in table or table["item"].nunique() < 2):
+        return f"not applicable to one item: {scorer.batch} (sl.evaluate a task with a fixed label set)"
+    if scorer.fixed_labels and label_sets(table) > 1:
+        return OPTIONS_DIFFER
+    return ""
+
+
+def batch_calibrated(table: pd.DataFrame) -> pd.Series:
+    """Batch Calibration of an option table of several items that share one label set: per row,
+    log p(y|x) − log mean_i p(y|x_i), p normalised over each item's options (``letters.math.batch_prior``)."""
+    if "item" not in table or not len(table):
+        return pd.Series(np.nan, index=table.index)
+    position = table.groupby("item", sort=False).cumcount()
+    grid = table.assign(position=position).pivot(index="item", columns="position", values=_LP)
+    logp = log_normalise(grid.to_numpy(dtype=np.float64))
+    calibrated = logp - np.log(batch_prior(np.exp(logp)))
+    rows = grid.index.get_indexer(table["item"])
+    return pd.Series(calibrated[rows, position.to_numpy()], index=table.index)
+
+
+register_scorer(Scorer(
+    "batch_cal", "batch_cal", ("premise",), "log p(y|x) − log mean_i p(y|x_i)",
+    "Batch Calibration (Zhou et al. 2024): the run's mean label distribution divided out; p normalised over the "
+    "label set; fixed label sets only", batch_calibrated, "BC", fixed_labels=True,
+    batch="Batch Calibration divides by the mean label distribution of a run's items"))
+
+_DCTX = LOGPROB_COLUMNS["domain_ctx"]
+register_scorer(Scorer(
+    "domain_cal", "domain_cal", ("premise", "domain_ctx"), "lm − log mean_s P(y|x̃_s)",
+    "domain-context calibration (Fei et al. 2023): the prior of random in-domain words through the task's template "
+    "divided out; fixed label sets only", lambda t: t[_LP] - t[_DCTX], "DomainCal", fixed_labels=True,
+    batch="domain-context calibration's content-free inputs are random words of a task's items through its template"))
+
 #: Live views for figures: scorer column -> display label, scorer column -> its rank column.
 SCORER_LABELS = Derived(SCORERS, lambda s: s.column, lambda s: s.label)
 SCORER_RANKS = Derived(SCORERS, lambda s: s.column, lambda s: f"rank_{s.name}")
-#: The columns of the built-in scorers that read a task's texts (``EXTRA_CONDITIONS``): only where a run scored them.
-TASK_TEXT_COLUMNS = frozenset(s.column for s in SCORERS.values() if set(s.needs) & set(EXTRA_CONDITIONS))
+#: The columns of the built-in scorers that read a task's texts (``EXTRA_CONDITIONS``) or a run's items (``batch``):
+#: only where a run scored them.
+TASK_TEXT_COLUMNS = frozenset(s.column for s in SCORERS.values() if set(s.needs) & set(EXTRA_CONDITIONS) or s.batch)
 
 
 def list_scorers() -> pd.DataFrame:

@@ -16,10 +16,15 @@ pmi_null      pmi_null                        lm − Σ log P(y | empty context 
 channel       channel                         Σ log P(x | y)  (noisy channel, Min et al. 2022)
 mcf           mcf                             log P(" A" | x with lettered options, "Answer:")  (OLMES MCF)
 choices       choices                         log P(" A" | lettered options, "Answer:")  (choices-only)
+batch_cal     batch_cal                       log p(y | x) − log mean_i p(y | x_i), p over the label set
+domain_cal    domain_cal                      lm − log mean_s P(y | x̃_s), x̃_s random in-domain words
 ============  ==============================  =========================================
 
 ``channel``, ``mcf`` and ``choices`` need request texts written from a task's fields (:mod:`surfacelab.formats`):
 ``evaluate`` scores them; a free-text ``score`` leaves their columns NaN (``MCResult.winners`` skips them).
+``batch_cal`` (Batch Calibration) reads every item of a run and ``domain_cal`` (domain-context calibration) random
+words of a task's items through its template (:mod:`surfacelab.calibration`), both of a fixed label set: on one item,
+or where the options differ per item, they are NaN and ``MCResult.not_applicable`` says why.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from ._format import gap
 from ._results import JSONResult, model_meta
 from .engine.requests import CONDITIONS, CUT_COLUMNS, LOGPROB_COLUMNS, Entry, Plan, Scores
 from .safecsv import to_csv
-from .scorers import RAW_COLUMNS, SCORERS, TIE_TOL, Scorer, get_scorer
+from .scorers import RAW_COLUMNS, SCORERS, TIE_TOL, Scorer, get_scorer, not_applicable
 from .text import check_options, check_text, glued
 
 if TYPE_CHECKING:
@@ -80,6 +85,9 @@ class MCResult(JSONResult):
         s = self.scores(scorer)
         if np.isfinite(s.to_numpy(dtype=float)).all():
             return s
+        reason = self.not_applicable(scorer)
+        if reason:
+            raise ValueError(f"scorer: {scorer!r} is {reason}")
         lacking = self._lacks(get_scorer(scorer))
         if lacking == "domain":
             raise ValueError(f"scorer: {scorer!r} needs a domain premise, and this result has none")
@@ -88,6 +96,14 @@ class MCResult(JSONResult):
         bad = ", ".join(f"{o!r} ({v})" for o, v in s.items() if not np.isfinite(v))
         raise ValueError(f"scorer: the scores of {scorer!r} are not finite ({bad}), so they rank nothing; the raw "
                          "log-prob columns of the table show which condition holds the NaN or infinity")
+
+    def not_applicable(self, scorer: str) -> str:
+        """Why ``scorer`` gives this result no scores ("" when it does): ``scorers.not_applicable`` on its table, or
+        the reason its run recorded (``meta["not_applicable"]``: a run's item of a task whose options differ)."""
+        s = get_scorer(scorer)
+        if s.column in self.table and np.isfinite(self.table[s.column].to_numpy(dtype=float)).all():
+            return ""
+        return self.meta.get("not_applicable", {}).get(scorer) or not_applicable(s, self.table)
 
     def _lacks(self, scorer: Scorer) -> str:
         """The condition ``scorer`` reads that this result has no scores for ("" if none): the domain condition
@@ -106,9 +122,10 @@ class MCResult(JSONResult):
         return str(self.finite_scores(scorer).idxmax())
 
     def winners(self) -> pd.Series:
-        """The winning option under every scorer whose conditions this result has."""
+        """The winning option under every scorer whose conditions this result has and that applies to it."""
         return pd.Series({name: self.winner(name) for name, s in SCORERS.items()
-                          if s.column in self.table and not self._lacks(s)}, name="winner")
+                          if s.column in self.table and not self._lacks(s) and not self.not_applicable(name)},
+                         name="winner")
 
     def explain(self) -> str:
         """Plain words on why the LM winner differs from the DC-PMI winner (length, prior, costly tokens)."""
@@ -238,15 +255,18 @@ def option_table(raw: pd.DataFrame, *, by: str | None = None) -> pd.DataFrame:
     """Complete raw option rows into a scorer table: lengths, every scorer's column and ``rank_<scorer>``.
 
     Args:
-        raw: one row per option with ``option``, ``logprob`` (Σ log P(y|x)), ``n_tokens``, ``domain_logprob``
-            and ``null_logprob`` (NaN where that condition was not scored); optionally ``n_chars`` / ``n_bytes``
+        raw: one row per option with ``option``, ``logprob`` (Σ log P(y|x)), ``n_tokens``, and each other
+            condition's log-prob column (``domain_logprob``, ``null_logprob``, ...: NaN, or left out, where that
+            condition was not scored); optionally ``n_chars`` / ``n_bytes``
             (the lengths per_char / per_byte divide by; default: of the whole option string); any other columns
-            are kept, in front.
+            are kept, in front; a batch scorer's column (``Scorer.batch``) given with one item's rows is the score
+            its run gave and is kept.
         by: column that groups the rows into items (ranks are taken within each group); None: one item.
 
     Returns:
         The table of ``MCResult.table`` (plus the extra columns). Scorer columns are computed on all rows at
-        once, so a scorer's ``compute`` must work row by row (every built-in scorer does).
+        once, so a scorer's ``compute`` must work row by row, except a batch scorer's (it reads the ``by`` groups);
+        a scorer that does not apply (``scorers.not_applicable``) is NaN.
     """
     t = with_raw_columns(raw, cuts=False)
     if "n_chars" not in t:
@@ -254,8 +274,9 @@ def option_table(raw: pd.DataFrame, *, by: str | None = None) -> pd.DataFrame:
     if "n_bytes" not in t:
         t["n_bytes"] = [len(o.encode("utf-8")) for o in t["option"]]
     for s in SCORERS.values():
-        if s.column not in LOGPROB_COLUMNS.values():  # a raw column (lm, unc) is there already
-            t[s.column] = s.compute(t)
+        if s.column in LOGPROB_COLUMNS.values() or (s.batch and s.column in raw and by is None):
+            continue  # a raw column (lm, unc), or a run's item's batch score: there already
+        t[s.column] = np.nan if not_applicable(s, t) else s.compute(t)
     for s in SCORERS.values():
         col = t.groupby(by, sort=False)[s.column] if by is not None else t[s.column]
         t[f"rank_{s.name}"] = col.rank(ascending=False, method="min")
@@ -300,13 +321,15 @@ def item_table(rows: pd.DataFrame) -> pd.DataFrame:
     """One item's ``MCResult.table`` from its raw option rows (of ``Plan.frame`` or ``EvalResult.scores``).
 
     Args:
-        rows: the item's rows, in option order, with the raw columns of ``Plan.frame`` (other columns,
-            such as scorer columns a run left out, are ignored: every registered scorer is computed anew).
+        rows: the item's rows, in option order, with the raw columns of ``Plan.frame`` (other columns are ignored:
+            every registered scorer is computed anew, except that a batch scorer's column, which one item cannot
+            give, is kept as its run computed it).
 
     Returns:
         ``option_table`` of the raw columns, then ``truncated`` / ``domain_truncated``.
     """
-    raw = ["option", *(c for cols in RAW_COLUMNS.values() for c in cols), *CUT_COLUMNS.values()]
+    batch = [s.column for s in SCORERS.values() if s.batch and s.column in rows]
+    raw = ["option", *(c for cols in RAW_COLUMNS.values() for c in cols), *batch, *CUT_COLUMNS.values()]
     return _with_cuts(with_raw_columns(rows)[raw].reset_index(drop=True))
 
 

@@ -50,6 +50,9 @@ def test_ranks_and_winners(result):
         if set(s.needs.split(",")) & set(EXTRA_CONDITIONS):  # texts from a task's fields: a free text has none
             assert t[s.column].isna().all() and s.scorer not in result.winners()
             continue
+        if s.scorer in ("batch_cal", "domain_cal"):  # a task's items: one item has none
+            assert t[s.column].isna().all() and t[f"rank_{s.scorer}"].isna().all() and s.scorer not in result.winners()
+            continue
         best = t.loc[t[s.column].idxmax(), "option"]
         assert result.winner(s.scorer) == best
         assert t.loc[t["option"] == best, f"rank_{s.scorer}"].item() == 1
@@ -126,9 +129,10 @@ def test_option_table_columns_follow_the_registry_with_raw_columns_first_needed(
     cols = scoring.option_table(raw).columns.tolist()
     assert cols == ["x", "option", "logprob", "n_tokens", "n_chars", "n_bytes", "avg_token", "per_char", "per_byte",
                     "domain_logprob", "unc", "dcpmi", "null_logprob", "pmi_null", "channel_logprob", "channel",
-                    "mcf_logprob", "mcf", "choices_logprob", "choices",
+                    "mcf_logprob", "mcf", "choices_logprob", "choices", "batch_cal", "domain_ctx_logprob",
+                    "domain_cal",
                     *(f"rank_{s}" for s in ("lm", "avg", "per_char", "per_byte", "unc", "dcpmi", "pmi_null", "channel",
-                                            "mcf", "choices"))]
+                                            "mcf", "choices", "batch_cal", "domain_cal"))]
 
 
 def test_register_scorer_refuses_a_taken_name_or_column():

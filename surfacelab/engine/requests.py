@@ -6,8 +6,11 @@ its own context on a flipped task), ``domain`` (the domain premise, for Unc / DC
 item without one), ``null`` (the empty context, for PMI-null), and, where the item's ``Entry`` carries their
 request texts (``Entry.extra``, written by :mod:`surfacelab.formats`), the conditions whose texts are not the option
 after a context: ``channel`` (the input given the option, Min et al. 2022), ``mcf`` (the option's letter after the
-question with its lettered options, OLMES) and ``choices`` (the same without the question, Balepur et al. 2024).
-A :class:`Plan` lays out one :class:`Request` per (task, item, condition, option) and each carries that :class:`Key`, as
+question with its lettered options, OLMES) and ``choices`` (the same without the question, Balepur et al. 2024);
+where it carries content-free contexts (``Entry.samples``, written by :mod:`surfacelab.calibration`), ``domain_ctx``
+(every option after each of them, their probabilities averaged: domain-context calibration, Fei et al. 2023).
+A :class:`Plan` lays out one :class:`Request` per (task, item, condition, option, variant) and each carries that
+:class:`Key`, as
 lm-eval's ``Instance`` carries its task, doc and index. ``Plan.run`` sends every request to
 :func:`surfacelab.engine.logprobs` in ONE call and hands the results back as :class:`Scores`, a
 mapping from key to ``engine.Scored``; ``Plan.frame`` reads them into the long (item, option) frame
@@ -32,12 +35,14 @@ from .. import engine
 
 class Key(NamedTuple):
     """Where a request belongs: ``task`` (position in the plan; 0 for a plain ``score``), ``item``
-    (position in that task), ``condition`` (one of ``CONDITIONS``) and ``option`` (index in the item)."""
+    (position in that task), ``condition`` (one of ``CONDITIONS``), ``option`` (index in the item) and ``variant``
+    (which of a sampled condition's contexts; 0 elsewhere)."""
 
     task: int
     item: int
     condition: str
     option: int
+    variant: int = 0
 
 
 @dataclass(frozen=True)
@@ -56,13 +61,15 @@ Pairs = tuple[tuple[str, str], ...]
 @dataclass(frozen=True)
 class Entry:
     """What the plan needs of one item: the context of each option, the options, the domain premise (None: the
-    item has no ``domain`` condition) and ``extra``: condition name (one of ``EXTRA_CONDITIONS``) -> the ``Pairs`` of
-    a condition whose texts are not the option after a context (absent: the item is not scored under it)."""
+    item has no ``domain`` condition), ``extra``: condition name (one of ``EXTRA_CONDITIONS``) -> the ``Pairs`` of
+    a condition whose texts are not the option after a context (absent: the item is not scored under it), and
+    ``samples``: the content-free contexts every option is scored after under ``domain_ctx`` (empty: not scored)."""
 
     contexts: tuple[str, ...]
     options: tuple[str, ...]
     domain: str | None = None
     extra: Mapping[str, Pairs] = field(default_factory=dict)
+    samples: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name, pairs in self.extra.items():
@@ -92,7 +99,9 @@ class Condition:
 
     ``pairs`` gives each option's (context, continuation) for an ``Entry`` (None: the item is not scored under it),
     ``column`` names the raw log-prob column it fills in ``Plan.frame``, ``cut`` its truncation column
-    (None: its context is never cut), ``under`` how an error or a truncation note names its context.
+    (None: its context is never cut), ``under`` how an error or a truncation note names its context. ``sampled``:
+    every option is scored after each of the entry's ``samples`` instead (one request per variant), and its value is
+    the log of their mean probability.
     """
 
     name: str
@@ -100,12 +109,14 @@ class Condition:
     column: str
     cut: str | None
     under: str
+    sampled: bool = False
 
 
 #: Every condition, in column order: ``premise`` (each option's own context: the premise, or the option's context
 #: on a flipped task), ``domain`` (the domain premise, for Unc / DC-PMI), ``null`` (the empty context), ``channel``
 #: (the input as the continuation of the option's channel context), ``mcf`` (the option's letter " A" after the
-#: question with its lettered options and the answer cue) and ``choices`` (the same prompt without the question).
+#: question with its lettered options and the answer cue), ``choices`` (the same prompt without the question) and
+#: ``domain_ctx`` (the entry's content-free contexts, their probabilities averaged: :mod:`surfacelab.calibration`).
 CONDITIONS: dict[str, Condition] = {c.name: c for c in [
     Condition("premise", lambda e: _after(e.contexts, e), "logprob", "truncated", "the premise"),
     Condition("domain", lambda e: None if e.domain is None else _after([e.domain] * len(e.options), e),
@@ -117,6 +128,8 @@ CONDITIONS: dict[str, Condition] = {c.name: c for c in [
               "the lettered question (MCF)"),
     Condition("choices", lambda e: e.extra.get("choices"), "choices_logprob", "choices_truncated",
               "the lettered options without the question"),
+    Condition("domain_ctx", lambda e: None, "domain_ctx_logprob", None,
+              "a domain-context input (random in-domain words through the task's template)", sampled=True),
 ]}
 #: The conditions whose requests an ``Entry`` carries in ``extra`` (written by :mod:`surfacelab.formats`).
 EXTRA_CONDITIONS = ("channel", "mcf", "choices")
@@ -153,6 +166,14 @@ def _check_finite(requests: Sequence[Request], results: Sequence[engine.Scored])
                      f"under {CONDITIONS[r.key.condition].under}{context} is {total}{more}. {why}.")
 
 
+def _averaged(scores: Scores, task: int, item: int, condition: str, option: int) -> float:
+    """The log of the mean probability of an option over a sampled condition's variants (NaN when not scored)."""
+    totals = []
+    while (s := scores.get(Key(task, item, condition, option, len(totals)))) is not None:
+        totals.append(s.total)
+    return float(np.logaddexp.reduce(totals) - np.log(len(totals))) if totals else np.nan
+
+
 class Plan:
     """Keyed requests of the items of one or more tasks under the given conditions.
 
@@ -176,10 +197,13 @@ class Plan:
         return len(self.requests)
 
     def of(self, task: int, item: int) -> list[Request]:
-        """The requests of one item, condition by condition, option by option."""
+        """The requests of one item, condition by condition, option by option (a sampled condition: variant by
+        variant)."""
         e = self.tasks[task][item]
-        return [Request(Key(task, item, c, k), ctx, cont) for c in self.conditions
-                for k, (ctx, cont) in enumerate(e.pairs(c))]
+        return [r for c in self.conditions for r in (
+            [Request(Key(task, item, c, k, v), ctx, o) for k, o in enumerate(e.options)
+             for v, ctx in enumerate(e.samples)] if CONDITIONS[c].sampled else
+            [Request(Key(task, item, c, k), ctx, cont) for k, (ctx, cont) in enumerate(e.pairs(c))])]
 
     def run(self, lm: Any, **engine_kwargs: Any) -> Scores:
         """Score every request with ONE ``engine.logprobs`` call (``engine_kwargs``: batch_size, progress,
@@ -204,7 +228,8 @@ class Plan:
         Returns:
             One row per (item, option): ``item``, ``option_index``, ``context``, ``option``, ``logprob``,
             ``n_tokens``, ``n_chars``, ``n_bytes``, then the log-prob column of every other condition (NaN where
-            that condition was not scored), then every condition's truncation column (``CUT_COLUMNS``: context
+            that condition was not scored; a sampled condition's: the log of the mean probability over its
+            variants), then every condition's truncation column (``CUT_COLUMNS``: context
             tokens cut from the left; 0 where not scored).
         """
         keys = [(i, k) for i, e in enumerate(self.tasks[task]) for k in range(len(e.options))]
@@ -223,7 +248,8 @@ class Plan:
             "n_tokens": read("premise", lambda s: s.n_tokens, 0),
             "n_chars": [len(o) - len(delimiter) for o in options],
             "n_bytes": [len(o.encode("utf-8")) - len(delimiter.encode("utf-8")) for o in options],
-            **{c.column: read(c.name, lambda s: s.total, np.nan) for c in CONDITIONS.values() if c.name != "premise"},
+            **{c.column: [_averaged(scores, task, i, c.name, k) for i, k in keys] if c.sampled else
+               read(c.name, lambda s: s.total, np.nan) for c in CONDITIONS.values() if c.name != "premise"},
         })
         for condition, column in CUT_COLUMNS.items():
             frame[column] = read(condition, lambda s: s.encoding.truncated, 0)

@@ -31,7 +31,7 @@ import pandas as pd
 
 from ..runs import EvalResult, accuracy_table, items_frame, paired_table, scorer_columns, task_label
 from ..task_groups import task_leaves
-from ..scorers import SCORERS, check_scorers
+from ..scorers import SCORERS, check_scorers, not_applicable
 from ..engine.requests import CONDITIONS, CUT_COLUMNS, EXTRA_CONDITIONS, LOGPROB_COLUMNS
 from ..scoring import option_table, result_meta, score_items
 from ..text import glued
@@ -345,9 +345,10 @@ def _usable_scorers(table: pd.DataFrame, scorers: str | Sequence[str] | None) ->
     for s in SCORERS.values():
         values = table[s.column].to_numpy(dtype=float)
         if np.isnan(values).all():
-            missing[s.name] = ("the task's fields, which a log does not keep: run sl.evaluate on the task" if
-                               set(s.needs) & set(EXTRA_CONDITIONS) else "a domain premise: pass lm= and "
-                               "domain_premise=" if "domain" in s.needs else "the model: pass lm=")
+            missing[s.name] = (not_applicable(s, table) or
+                               ("the task's fields, which a log does not keep: run sl.evaluate on the task" if
+                                set(s.needs) & (set(EXTRA_CONDITIONS) | {"domain_ctx"}) else "a domain premise: pass "
+                                "lm= and domain_premise=" if "domain" in s.needs else "the model: pass lm="))
         elif not np.isfinite(values).all():
             i = int(np.flatnonzero(~np.isfinite(values))[0])
             doc_id = table["id"].iloc[i]
@@ -359,6 +360,8 @@ def _usable_scorers(table: pd.DataFrame, scorers: str | Sequence[str] | None) ->
     chosen = check_scorers(scorers)
     for s in chosen:
         if s in missing:
+            if missing[s].startswith("not applicable"):
+                raise ValueError(f"scorers: {s!r} is {missing[s]}")
             raise ValueError(f"scorers: {s!r} cannot be computed from the log alone; it needs {missing[s]}")
         if s in not_finite:
             raise ValueError(f"scorers: {s!r} has no finite score for every option: {not_finite[s]}")

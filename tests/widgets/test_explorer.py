@@ -385,3 +385,27 @@ def test_the_source_domain_premise_is_text_as_the_workbench_takes_it(tiny_lm):
     task = ex.load_task()
     assert {it.domain_premise for it in task.items} == {" the {answer}:"}
     ex.close()
+
+
+@pytest.mark.filterwarnings("ignore:.*window")
+@pytest.mark.parametrize("task", ["sst-2", "copa"])
+def test_the_calibrations_are_columns_with_a_filter_each(tiny_lm, bench, task):
+    # sst-2 (a fixed label set): both scored over the whole run; copa (options differ): the run finishes, says why
+    scorers = ["lm", "batch_cal", "domain_cal"]
+    ex = Explorer(tiny_lm, workbench=bench, task=task, n=12, chunk=4, scorers=scorers)
+    run = ex.run()
+    assert run is not None and ex.wait(300) and run.error is None, run.error
+    res = ex.runs["code"]
+    assert {"code:batch_cal", "code:domain_cal"} <= set(ex._filters) and "code:batch_cal" in ex.item_frame()
+    ex._filters["code:batch_cal"].value = "right"
+    assert list(ex.table.rows) == np.flatnonzero(res.items["correct_batch_cal"]).tolist()
+    notes = res.accuracy.set_index("scorer")["note"]
+    if task == "copa":
+        assert notes["batch_cal"] == notes["domain_cal"] == "not applicable: options differ per item"
+        assert list(ex.table.rows) == [] and ex.summary.plot.figure["data"]
+    else:
+        ref = sl.evaluate(tiny_lm, sl.tasks.load(task, limit=12), scorers, progress=False, too_long="skip")
+        assert notes.tolist() == ["", "", ""]
+        for s in ("pred_batch_cal", "pred_domain_cal"):  # the whole run's batch and words, not a chunk's
+            assert res.items[s].tolist() == ref.items[s].tolist(), s
+    ex.close()

@@ -63,6 +63,10 @@ def test_update_fills_every_view_from_the_library(wb, tiny_lm, tiny_mlm):
     html = wb.views["scores"].table.value
     assert html.count("sl-win") >= 1 and "★" in html and "␣bathtub" in html
     assert "sl-task-scorers" in html and "Channel" in html and "choices-only" in html  # scored per task, said where
+    # the calibrations of a task's items are named under the table with the reason one item has none
+    note = html.split("sl-not-shown", 1)[1]
+    assert "BC: not applicable to one item: Batch Calibration divides by the mean label distribution of a run" in note
+    assert "DomainCal: not applicable to one item" in note and ">BC<" not in html
     assert wb.views["scores"].figure.data[0].cells.values[0][best].replace("\u00a0", " ").strip("★ ")  # exports
     # view 2: token rows for 4 options x 2 conditions, contribution sums to dcpmi
     tv = frames["tokens"]

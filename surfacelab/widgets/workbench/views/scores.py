@@ -1,5 +1,6 @@
 """The scorer view: LM, Avg, per-char, per-byte, Unc, DC-PMI, PMI-null per option, their winners and
-``MCResult.explain()``."""
+``MCResult.explain()``; a line names the scorers one item cannot have (Batch Calibration, domain-context calibration:
+they read a task's items) and why."""
 
 from __future__ import annotations
 
@@ -12,13 +13,23 @@ import plotly.graph_objects as go
 
 from .... import formats, viz
 from ...._format import visible
-from ....scorers import SCORER_LABELS
+from ....scorers import SCORER_LABELS, SCORERS
 from ....scoring import score_items
 from ..updates import ViewState
 from .base import GOLD_MARK, View, html_table
 
 if TYPE_CHECKING:
     from ..inputs import Inputs
+
+def not_shown_html(result: Any) -> str:
+    """One line under the table naming the scorers that give one item no score and why (Batch Calibration and
+    domain-context calibration read a task's items); "" when every scorer has a score."""
+    missing = [(SCORER_LABELS[s.column], why) for name, s in SCORERS.items() if (why := result.not_applicable(name))]
+    if not missing:
+        return ""
+    parts = "; ".join(f"{label}: {why}" for label, why in missing)
+    return f"<div class='sl-hint sl-not-shown'>Not shown — {html.escape(parts)}.</div>"
+
 
 def score_table_html(table: pd.DataFrame, gold: int | None) -> str:
     """The scorer table as HTML: the rank-1 option of every scorer highlighted, the gold row starred."""
@@ -63,7 +74,8 @@ class ScoresView(View):
         table.insert(1, "gold", [i == inp.gold for i in range(len(table))])
         self.frames = {"table": table, "tokens": result.tokens}
         self.table.value = (score_table_html(result.table, inp.gold)
-                            + f"<div class='sl-hint sl-task-scorers'>{html.escape(formats.NOTE)}</div>")
+                            + f"<div class='sl-hint sl-task-scorers'>{html.escape(formats.NOTE)}</div>"
+                            + not_shown_html(result))
         self.text.value = f"<div class='sl-explain'>{html.escape(result.explain())}</div>"
 
     def make_figure(self) -> go.Figure | None:
