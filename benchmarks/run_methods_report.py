@@ -75,6 +75,10 @@ METHODS: list[Method] = [
            "DC-PMI above LM (best or tied on most datasets)"),
     Method("pmi_null", "scorer", "pmi_null", "PMI-null", "lm-evaluation-harness acc_mutual_info", "lm", 1,
            "PMI against an empty context correcting LM much as DC-PMI does"),
+    Method("batch_cal", "scorer", "batch_cal", "BC (cloze)", "Zhou et al. 2024", "lm", 1,
+           "Batch Calibration above the uncalibrated score on fixed label sets"),
+    Method("domain_cal", "scorer", "domain_cal", "domain-context (cloze)", "Fei et al. 2023", "lm", 1,
+           "domain-context calibration above the uncalibrated score on fixed label sets"),
     Method("channel", "scorer", "channel", "channel", "Min et al. 2022", "lm", 1,
            "the noisy channel (the input scored after each option) is above the direct LM score, most on "
            "classification with fixed labels"),
@@ -131,26 +135,27 @@ def _letters_frame(run, names: list[tuple[str, str]]) -> pd.DataFrame:
 
 def run_split(lm, task, methods: Sequence[Method]) -> tuple[pd.DataFrame, list[str]]:
     """Every method on one split: the item frame (``id``, ``gold``, ``n_options`` and per method ``pred_``,
-    ``correct_``, ``tie_``) and the keys of the methods that do not apply to it (letters on items without a raw
-    question and choices)."""
+    ``correct_``, ``tie_``) and the keys of the methods that do not apply to it (a scorer that scored no item, such
+    as Batch Calibration where the options differ per item; letters on items without a raw question and choices)."""
     from surfacelab import letters
     from surfacelab.evaluate import evaluate
 
     scorers = [m for m in methods if m.kind == "scorer"]
     res = evaluate(lm, task, [m.name for m in scorers], progress=False, n_boot=0)
+    skipped = [m.key for m in scorers if (res.items[f"pred_{m.name}"] < 0).all()]  # does not apply to the task
+    scorers = [m for m in scorers if m.key not in skipped]
     cols = ["id", "gold", "n_options"]
     for m in scorers:
         cols += [f"{p}_{m.name}" for p in ("pred", "correct", "tie")]
     items = res.items[cols].rename(columns={f"{p}_{m.name}": f"{p}_{m.key}" for m in scorers
                                             for p in ("pred", "correct", "tie")})
     items["id"] = items["id"].astype(str)
-    skipped = []
     by_letters = [(m.key, m.name) for m in methods if m.kind == "letters"]
     if by_letters:
         try:
             letters.as_items(task)
         except ValueError:
-            skipped = [k for k, _ in by_letters]
+            skipped += [k for k, _ in by_letters]
         else:
             frame = _letters_frame(letters.evaluate(lm, task, [n for _, n in by_letters], seed=0), by_letters)
             if list(frame.pop("letters_id")) != list(items["id"]):
