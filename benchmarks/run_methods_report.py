@@ -217,6 +217,16 @@ def olmes_sentence(m: Method, frames: dict[tuple[str, str], pd.DataFrame]) -> st
             f"and MCF on {mcf} of {len(forms)} (model, split) pairs; here it {verdict}.")
 
 
+def first_option_share(frames: dict[tuple[str, str], pd.DataFrame], key: str) -> str:
+    """'<model> 97.5%, ...': per model, the share of the items ``key`` scored on which it picked the first option."""
+    parts = []
+    for model in MODELS:
+        preds = [items[f"pred_{key}"] for (mod, _), items in frames.items() if mod == model and f"pred_{key}" in items]
+        if preds:
+            parts.append(f"{model} {100 * (pd.concat(preds) == 0).mean():.1f}%")
+    return ", ".join(parts)
+
+
 def direction_sentence(m: Method, deltas: pd.DataFrame) -> str:
     """Where ``m`` agrees with its paper: ``deltas`` has one row per (model, split) with ``delta`` (accuracy of ``m``
     minus its baseline) and ``p`` (McNemar between the two)."""
@@ -360,6 +370,11 @@ def render(frames: dict[tuple[str, str], pd.DataFrame], caps: dict[str, int], co
     for m in METHODS:
         out += ["- " + (olmes_sentence(m, frames) if m.kind == "olmes"
                          else direction_sentence(m, deltas(frames, m) if m.baseline else pd.DataFrame()))]
+    shares = [f"{method(k).label} {share}" for k in ("mcf", "choices", "letters")
+              if (share := first_option_share(frames, k))]
+    if shares:
+        out += ["", "How often each letter formulation answers with the first option (A), over every item it scored: "
+                + "; ".join(shares) + "."]
     for model in caps:
         out += ["", f"## {model}", ""]
         if not any(mod == model for mod, _ in frames):

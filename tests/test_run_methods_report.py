@@ -114,6 +114,14 @@ def test_run_commands_say_how_each_model_was_run():
         "--no-letters [--only TASK,...]"]
 
 
+def test_first_option_share_per_model():
+    a = _items(mcf=[True, False, False, True])  # pred 0 where right: 2 of 4 first options
+    b = _items(mcf=[True, True])
+    frames = {("smollm2-135m", "x"): a, ("smollm2-135m", "y"): b, ("gemma-3-270m", "x"): _items(lm=[True])}
+    assert rep.first_option_share(frames, "mcf") == "smollm2-135m 66.7%"
+    assert rep.first_option_share(frames, "letters") == ""
+
+
 def test_overview_blank_where_a_method_does_not_apply():
     frames = {("m", "copa/dev"): _items(lm=LM, dcpmi=DCPMI),
               ("m", "arc-challenge/test"): _items(lm=LM, dcpmi=DCPMI, mcf=AVG),
