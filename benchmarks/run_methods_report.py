@@ -241,22 +241,23 @@ def direction_sentence(m: Method, deltas: pd.DataFrame) -> str:
     sig_agree = int(((signed > 0) & (deltas["p"] < 0.05)).sum())
     sig_against = int(((signed < 0) & (deltas["p"] < 0.05)).sum())
     way = "above" if m.direction > 0 else "below"
-    if sig_agree > sig_against and agree >= against:
+    if sig_agree > sig_against and agree > against:
         verdict = "agrees"
-    elif sig_against > sig_agree and against >= agree:
+    elif sig_against > sig_agree and against > agree:
         verdict = "disagrees"
-    elif sig_agree or sig_against:
+    elif sig_agree and sig_against:
         verdict = "is mixed (significant differences both ways)"
     elif agree > against:
-        verdict = "leans the paper's way, without significance"
+        verdict = "leans the paper's way"
     elif against > agree:
-        verdict = "leans against the paper, without significance"
+        verdict = "leans against the paper"
     else:
-        verdict = "shows no direction"
+        verdict = "shows no clear direction"
     against_where = ", ".join(f"{r.model} {r.split}" for r in deltas[(signed < 0) & (deltas["p"] < 0.05)].itertuples())
     return (f"**{m.label}** ({m.paper}; the paper finds {m.claim}): {way} {base} on {agree} of {len(deltas)} "
             f"(model, split) pairs, {sig_agree} of them significantly ({test} p < 0.05); the other way on {against}"
-            f"{f', significantly on {sig_against} ({against_where})' if sig_against else ''}; here it {verdict}.")
+            f"{f', significantly on {sig_against} ({against_where})' if sig_against else ''}; equal on "
+            f"{len(deltas) - agree - against}; here it {verdict}.")
 
 
 def deltas(frames: dict[tuple[str, str], pd.DataFrame], m: Method) -> pd.DataFrame:

@@ -141,10 +141,14 @@ def test_direction_sentences_count_splits_and_significance():
     dcpmi = rep.method("dcpmi")  # the paper: above LM
     text = rep.direction_sentence(dcpmi, _deltas((0.05, 0.01), (0.02, 0.4), (-0.01, 0.9)))
     assert "above LM on 2 of 3" in text and "1 of them significantly" in text and "the other way on 1;" in text
+    assert "equal on 0;" in text
     assert text.endswith("here it agrees.")
     text = rep.direction_sentence(dcpmi, _deltas((-0.05, 0.01), (-0.02, 0.4), (0.01, 0.9)))
     assert text.endswith("here it disagrees.") and "significantly on 1 (m s0)" in text
-    assert rep.direction_sentence(dcpmi, _deltas((0.02, 0.3))).endswith("leans the paper's way, without significance.")
+    assert rep.direction_sentence(dcpmi, _deltas((0.02, 0.3))).endswith("leans the paper's way.")
+    # one split significantly the paper's way, one the other way without significance, two equal: no direction
+    even = rep.direction_sentence(dcpmi, _deltas((0.05, 0.01), (-0.01, 0.8), (0.0, 1.0), (0.0, 1.0)))
+    assert "equal on 2;" in even and even.endswith("here it shows no clear direction.")
     mixed = rep.direction_sentence(dcpmi, _deltas((0.05, 0.01), (-0.05, 0.01), (-0.05, 0.01), (0.01, 0.5), (0.01, 0.5)))
     assert mixed.endswith("here it is mixed (significant differences both ways).")
     unc = rep.method("unc")  # the paper: below LM, so a drop agrees
