@@ -31,7 +31,6 @@ from .runs import EvalResult, accuracy_table, item_keys, join_batch, mcnemar, na
 from .logs import LOG_SOURCE, log_notes
 from .rows import matching, shown_premises
 from .run_files import MAX_ROWS
-from .scorers import SCORERS
 from .tasks import Task, Template
 from .tasks.core import check_pattern
 from .tasks.task import resolve_template
@@ -220,17 +219,6 @@ def _check_runs(runs: Mapping[str, EvalResult]) -> list[str]:
 def columns(runs: Mapping[str, EvalResult]) -> list[str]:
     """Every ``<run>:<scorer>`` of ``runs``, run by run."""
     return [f"{name}:{s}" for name, run in runs.items() for s in run.scorers]
-
-
-#: How a right / wrong filter says it of a scorer whose formulation means more than "right" (``scorers.FORMULATIONS``).
-FILTER_WORDS = {"choices-only": "without the question"}
-
-
-def filter_choices(col: str) -> list[tuple[str, str]]:
-    """The (words, value) choices of the right / wrong filter of a ``<run>:<scorer>`` column: ``right``, ``wrong``,
-    said in the scorer's words where its formulation has them (choices-only: "right without the question")."""
-    words = FILTER_WORDS.get(SCORERS[s].formulation) if (s := col.rpartition(":")[2]) in SCORERS else None
-    return [(f"{v} {words}" if words else v, v) for v in ("right", "wrong")]
 
 
 def _correct(runs: Mapping[str, EvalResult], col: str) -> np.ndarray:

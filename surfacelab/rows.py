@@ -1,8 +1,9 @@
 """The rows of a table as a person reads them, computed on the frame with no Python per row, so that a run of a whole
 dataset (14,042 MMLU items) sorts, searches and pages in milliseconds: the premise as a table shows it (the leading
 lines every item of its task shares left out: MMLU's "The following are multiple choice questions ... about
-<subject>."), the words search, the sort, and one page's cells as text. ``explore.item_table`` builds the item table
-with them; the explorer's table sorts, searches and pages it in the kernel and sends the browser one page.
+<subject>."), the words search, the sort, one page's cells as text, and the words of a column's right / wrong
+filter. ``explore.item_table`` builds the item table with them; the explorer's table sorts, searches and pages it in
+the kernel and sends the browser one page.
 
 >>> shown_premises(pd.Series(["Intro.\\n\\nWhat is 2+2?", "Intro.\\n\\nWho wrote it?"]), None, 80).tolist()
 ['What is 2+2?', 'Who wrote it?']
@@ -17,6 +18,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+
+from .scorers import SCORERS
 
 
 def shared_lines(texts: Sequence[str]) -> int:
@@ -76,3 +79,14 @@ def page_cells(table: pd.DataFrame, rows: np.ndarray, start: int, size: int) -> 
     text: one page, whatever the table's length."""
     part = table.iloc[np.asarray(rows)[start:start + size]]
     return [[cell_text(v) for v in row] for row in part.itertuples(index=False, name=None)]
+
+
+#: How a right / wrong filter says it of a scorer whose formulation means more than "right" (``scorers.FORMULATIONS``).
+FILTER_WORDS = {"choices-only": "without the question"}
+
+
+def filter_choices(col: str) -> list[tuple[str, str]]:
+    """The (words, value) choices of the right / wrong filter of a ``<run>:<scorer>`` column: ``right``, ``wrong``,
+    said in the scorer's words where its formulation has them (choices-only: "right without the question")."""
+    words = FILTER_WORDS.get(SCORERS[s].formulation) if (s := col.rpartition(":")[2]) in SCORERS else None
+    return [(f"{v} {words}" if words else v, v) for v in ("right", "wrong")]

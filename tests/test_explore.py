@@ -12,7 +12,7 @@ import pytest
 
 from large_runs import mmlu_log_run
 import surfacelab as sl
-from surfacelab import engine, explore, tasks
+from surfacelab import engine, explore, rows, tasks
 from surfacelab.evaluate import evaluate
 from surfacelab.runs import mcnemar
 
@@ -290,9 +290,9 @@ def test_the_explorer_filters_the_items_right_without_the_question(tmp_path, tin
     table = explore.item_table(runs)
     assert {"r:channel", "r:mcf", "r:choices"} <= set(table.columns)
     assert table.loc[right, "r:choices"].str.startswith("✓").all()
-    assert explore.filter_choices("r:choices") == [("right without the question", "right"),
+    assert rows.filter_choices("r:choices") == [("right without the question", "right"),
                                                     ("wrong without the question", "wrong")]
-    assert explore.filter_choices("r:mcf") == [("right", "right"), ("wrong", "wrong")]
+    assert rows.filter_choices("r:mcf") == [("right", "right"), ("wrong", "wrong")]
     ex = Explorer(runs=runs)
     try:
         dropdown = ex._filters["r:choices"]

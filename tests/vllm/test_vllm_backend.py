@@ -100,6 +100,16 @@ def test_evaluate_predictions_match(remote_lm, real_lm, data_root):
     assert grid[0][["domain_premise", "scorer", "accuracy"]].equals(grid[1][["domain_premise", "scorer", "accuracy"]])
 
 
+def test_channel_mcf_and_choices_on_the_server_equal_the_in_process_ones(remote_lm, real_lm, data_root):
+    arc = tasks.load("arc-challenge", source=data_root, limit=8)
+    a, b = (sl.evaluate(lm, arc, "channel,mcf,choices", progress=False, n_boot=0) for lm in (remote_lm, real_lm))
+    for s in ("channel", "mcf", "choices"):
+        assert np.isfinite(a.scores[s]).all()
+        np.testing.assert_allclose(a.scores[s], b.scores[s], atol=1e-3)
+    assert a.items[["pred_channel", "pred_mcf", "pred_choices"]].equals(b.items[["pred_channel", "pred_mcf",
+                                                                                  "pred_choices"]])
+
+
 def test_letter_distributions_match(remote_lm, real_lm):
     q, opts = "What is the capital of France?", ["Berlin", "Paris", "Rome", "Madrid"]
     a = letters.score(remote_lm, q, opts, gold=1, cache=False)

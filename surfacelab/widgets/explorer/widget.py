@@ -30,7 +30,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import psutil
 
-from ... import explore, tasks
+from ... import explore, rows, tasks
 from ..._checks import check_int
 from ...runs import EvalResult
 from ...explore import CHUNK, Progress
@@ -349,7 +349,7 @@ class Explorer(w.VBox):
     def _build_filters(self, runs: Mapping[str, EvalResult], cols: list[str]) -> None:
         if list(self._filters) != cols:
             old = {c: d.value for c, d in self._filters.items()}
-            self._filters = {c: w.Dropdown(options=[(ANY, ANY), *explore.filter_choices(c)], value=old.get(c, ANY),
+            self._filters = {c: w.Dropdown(options=[(ANY, ANY), *rows.filter_choices(c)], value=old.get(c, ANY),
                                            description=c, style={"description_width": "initial"},
                                            layout=w.Layout(width="auto")) for c in cols}
             for d in self._filters.values():
