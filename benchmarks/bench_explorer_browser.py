@@ -155,7 +155,7 @@ def measure_evaluate(page) -> float:
                               "ref = sl.evaluate(lm, ex.load_task(), ex.scorers, progress=False)\n"
                               "seconds = time.perf_counter() - t0\n"
                               "os.environ['SURFACELAB_CACHE'] = fresh['run']  # the ablation reads the run's cache\n"
-                              "same = ref.items['correct_dcpmi'].tolist() == ex.runs['code'].items['correct_dcpmi']"
+                              "same = ref.items['correct_dcpmi'].tolist() == ex.runs['paper'].items['correct_dcpmi']"
                               ".tolist()\n"
                               "print(seconds, same)")
     seconds, same = out.split()
@@ -211,10 +211,10 @@ def measure_clicks(page, box, clicks: int) -> dict:
 def measure_big_table(page, rounds: int, copies: int) -> dict:
     """Sort (header click) and search (typing) in a table of the run ``copies`` times over (ids made unique), until
     the frame after its last change."""
-    labkit.kernel(page, "r = ex.runs['code']\n"
+    labkit.kernel(page, "r = ex.runs['paper']\n"
                         "big_run = explore.combine([dataclasses.replace(r, items=r.items.assign(id=r.items['id']"
                         f".astype(str) + f'~{{k}}')) for k in range({copies})])\n"
-                        "big.children = [sl.Explorer(runs={'code': big_run})]")
+                        "big.children = [sl.Explorer(runs={'paper': big_run})]")
     box = page.locator(".sl-explorer").nth(1)
     box.locator(".sl-item-table tbody td.sl-c-premise").first.wait_for(timeout=120_000)
     box.locator(".sl-item-table").scroll_into_view_if_needed()
@@ -241,7 +241,7 @@ def measure_big_table(page, rounds: int, copies: int) -> dict:
 def screenshot(page, path: Path) -> None:
     """The explorer with its runs at the top of the screen, the rescue cell DC-PMI right / LM wrong set."""
     box = page.locator(".sl-explorer").first
-    box.locator(".sl-x-matrix button[title='list the items code:dcpmi gets right and code:lm wrong']").click()
+    box.locator(".sl-x-matrix button[title='list the items paper:dcpmi gets right and paper:lm wrong']").click()
     time.sleep(2)
     page.evaluate("document.querySelector('.sl-explorer').scrollIntoView({block: 'start'})")
     time.sleep(1.5)
@@ -252,7 +252,7 @@ def screenshot(page, path: Path) -> None:
 
 def report(out: dict, args: argparse.Namespace) -> str:
     run, click, table, abl = out["run"], out["clicks"], out["table"], out["ablation"]
-    first_tokens = abl["engine"]["code"]["tokens_forwarded"]
+    first_tokens = abl["engine"]["paper"]["tokens_forwarded"]
     domain_tokens = abl["engine"]["domain"]["tokens_forwarded"]
     ratios = [r / e for r, e in zip(run["run_all_s"], out["evaluate_all_s"])]
     pairs = len(ratios)
@@ -294,7 +294,7 @@ def report(out: dict, args: argparse.Namespace) -> str:
              "ablation run (a background run like the first), so that the first run's time is its own.", "",
              "| what | measured | target | notes |", "|---|---|---|---|"]
     lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
-    lines += ["", f"Engine counters: first run {abl['engine']['code']}; ablation {abl['engine']['domain']}.",
+    lines += ["", f"Engine counters: first run {abl['engine']['paper']}; ablation {abl['engine']['domain']}.",
               f"The {table['rows']:,}-row table ({table['info']}) is the {args.n}-item run "
               f"{table['rows'] // args.n} times over (ids made unique): real rows, more of them.", ""]
     return "\n".join(lines)

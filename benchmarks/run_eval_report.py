@@ -72,7 +72,7 @@ def _render(rows: list[dict], args: argparse.Namespace, command: str) -> str:
         command,
         "```",
         "",
-        "Setup: templates and domain premises of the paper's public code (`variant=\"code\"`), zero-shot, "
+        "Setup: templates and domain premises of the paper's public code (`variant=\"paper\"`), zero-shot, "
         f"scorers {', '.join(f'`{s}`' for s in SCORERS)} (definitions in `surfacelab.scorers`). "
         "Accuracy in %, with a 95% percentile bootstrap CI over items (1000 resamples, seed 0). "
         "A scorer predicts the option with the highest score (first option on an exact tie). "

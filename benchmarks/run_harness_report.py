@@ -1,6 +1,6 @@
 """The paper's prompts vs lm-evaluation-harness's, on the same items: a section of docs/results_eval.md.
 
-For every local split that has both a paper template (``variant="code"``) and an lm-eval template
+For every local split that has both a paper template (``variant="paper"``) and an lm-eval template
 (``variant="lm-eval"``), and for each default model, one ``surfacelab.ablate`` call scores the same
 seeded items under both templates (one engine call): accuracy per scorer with a 95% percentile
 bootstrap CI, and the exact McNemar test of the harness's prompt against the paper's on those items.
@@ -39,7 +39,7 @@ from report_kit import p_text, parse_caps, pct_ci  # noqa: E402
 SPLITS = [("arc-challenge", "test"), ("commonsenseqa", "dev"), ("mmlu", "test"), ("boolq", "dev"), ("sst-2", "test"),
           ("rte", "dev"), ("cb", "dev"), ("copa", "dev"), ("openbookqa", "test"), ("storycloze", "test")]
 SCORERS = ["lm", "per_char", "pmi_null"]
-FAMILIES = ["code", "lm-eval"]
+FAMILIES = ["paper", "lm-eval"]
 MODELS = ["smollm2-135m", "gemma-3-270m"]
 DEFAULT_CAPS = {"smollm2-135m": 500, "gemma-3-270m": 200}  # items per split
 START, END = "<!-- harness-vs-paper:start -->", "<!-- harness-vs-paper:end -->"
@@ -94,11 +94,11 @@ def _table(frame: pd.DataFrame, scorer: str) -> list[str]:
     metric = sub.loc[sub.template == "lm-eval", "lm_eval_metric"].iloc[0] if len(sub) else ""
     head = f"`{scorer}`" + (f" = lm-eval `{metric}`" if metric else "")
     out = [f"#### {head}", "",
-           "| split | n | paper (code) | lm-eval | Δ (points) | only paper right | only lm-eval right | McNemar p |"
+           "| split | n | paper | lm-eval | Δ (points) | only paper right | only lm-eval right | McNemar p |"
            + (" lm-eval reports it |" if metric else ""),
            "|---|---|---|---|---|---|---|---|" + ("---|" if metric else "")]
     for split, g in sub.groupby("split", sort=False):
-        paper = g[g.template == "code"].iloc[0]
+        paper = g[g.template == "paper"].iloc[0]
         harness = g[g.template == "lm-eval"].iloc[0]
         out.append(f"| {split} | {harness.n} | {_pct(paper)} | {_pct(harness)} | "
                    f"{100 * (harness.accuracy - paper.accuracy):+.1f} | {harness.only_ref} | {harness.only_this} | "
@@ -114,7 +114,7 @@ def _summary(frame: pd.DataFrame) -> list[str]:
             "median Δ (points) |", "|---|---|---|---|---|---|"]
     for s in SCORERS:
         g = h[h.scorer == s]
-        ref = frame[(frame.template == "code") & (frame.scorer == s)].set_index("split")["accuracy"]
+        ref = frame[(frame.template == "paper") & (frame.scorer == s)].set_index("split")["accuracy"]
         delta = 100 * (g.set_index("split")["accuracy"] - ref)
         sig = g.p_vs_ref < 0.05
         better = int((sig & (g.only_this > g.only_ref)).sum())
@@ -126,7 +126,7 @@ def _summary(frame: pd.DataFrame) -> list[str]:
 def _in_words(frame: pd.DataFrame) -> list[str]:
     """The significant changes under ``lm`` (the harness's ``acc``), named split by split."""
     h = frame[(frame.template == "lm-eval") & (frame.scorer == "lm")]
-    ref = frame[(frame.template == "code") & (frame.scorer == "lm")].set_index("split")["accuracy"]
+    ref = frame[(frame.template == "paper") & (frame.scorer == "lm")].set_index("split")["accuracy"]
 
     def names(rows: pd.DataFrame) -> str:
         return ", ".join(f"{r.split} ({100 * (r.accuracy - ref[r.split]):+.1f})" for r in rows.itertuples()) or "none"
@@ -162,8 +162,8 @@ def render(frame: pd.DataFrame, caps: dict[str, int], command: str, csv: str) ->
         command,
         "```",
         "",
-        "Per split and model, one `surfacelab.ablate(lm, task, templates=[\"code\", \"lm-eval\"], ...)` call: "
-        "the paper's public-code template (`variant=\"code\"`, the one in the tables above) and "
+        "Per split and model, one `surfacelab.ablate(lm, task, templates=[\"paper\", \"lm-eval\"], ...)` call: "
+        "the paper's public-code template (`variant=\"paper\"`, the one in the tables above) and "
         "lm-evaluation-harness 0.4.13's prompt for the same task (`variant=\"lm-eval\"`, "
         "`surfacelab.tasks.harness_table()` lists the YAML each follows) on the *same* seeded items "
         "(`tasks.load(sample=cap, seed=0)`; splits smaller than the cap are complete). Under the lm-eval template "
@@ -182,7 +182,7 @@ def render(frame: pd.DataFrame, caps: dict[str, int], command: str, csv: str) ->
         "",
         "What changes from one prompt to the other:",
         "",
-        "| split | paper (code) vs lm-eval |",
+        "| split | paper vs lm-eval |",
         "|---|---|",
         *["| " + k + " | " + v.replace("|", "\\|") + " |" for k, v in DIFFERENCES.items()],
         "",
@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
             out.write_text(splice(text, render(allf, caps, command, str(csv))))
             acc = frame.set_index(["template", "scorer"])["accuracy"]
             print(f"{model} {name}/{split} n={len(task)} {time.time() - t0:.0f}s "
-                  + " ".join(f"{s}={acc['code', s]:.3f}->{acc['lm-eval', s]:.3f}" for s in SCORERS), flush=True)
+                  + " ".join(f"{s}={acc['paper', s]:.3f}->{acc['lm-eval', s]:.3f}" for s in SCORERS), flush=True)
     print(f"wrote {out} and {csv}")
     return 0
 

@@ -44,7 +44,7 @@ they divide by the whole option string.
 
     >>> res = sl.evaluate(lm, sl.tasks.load("arc-challenge"), "lm,per_char", template="lm-eval")  # doctest: +SKIP
     >>> res.accuracy[["scorer", "lm_eval_metric", "accuracy"]]      # per_char | acc_norm | ...  # doctest: +SKIP
-    >>> sl.ablate(lm, "copa", templates=["code", "lm-eval", my_template])  # paper vs harness vs yours  # doctest: +SKIP
+    >>> sl.ablate(lm, "copa", templates=["paper", "lm-eval", my_template])  # paper, harness, yours  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -275,7 +275,7 @@ def evaluate(
         task: a loaded ``Task`` (``surfacelab.tasks.load``) or a task name (default split and data root).
         scorers: scorer names (list or comma-separated string); default: every registered scorer.
         limit: evaluate only the first ``limit`` items (``tasks.load(sample=..., seed=...)``: a seeded random subset).
-        template: re-render the task first: a template family (``"code"``, ``"paper_table"``, ``"lm-eval"``),
+        template: re-render the task first: a template family (``"paper"``, ``"paper_table"``, ``"lm-eval"``),
             a template name from ``tasks.templates(task.name)`` or a ``Template``; default: the task's own
             (the ``variant`` it was loaded with). Under ``"lm-eval"`` the accuracy table names the harness's
             metrics (see the module docstring).
@@ -392,11 +392,11 @@ def ablate(
     """Accuracy per (template, domain premise, scorer) with bootstrap CIs; one engine call for the whole grid.
 
     "The paper's prompt vs the harness's vs my own" is one call:
-    ``ablate(lm, task, templates=["code", "lm-eval", my_template])``.
+    ``ablate(lm, task, templates=["paper", "lm-eval", my_template])``.
 
     Args:
         task: the loaded task whose items are re-rendered (``Task.with_template``).
-        templates: template families (``"code"``, ``"paper_table"``, ``"lm-eval"``), names from
+        templates: template families (``"paper"``, ``"paper_table"``, ``"lm-eval"``), names from
             ``tasks.templates(task.name)`` or ``Template`` objects; default: the task's own.
         domain_premises: domain premises (format strings or callables) crossed with every template;
             default: each template's own.

@@ -2,7 +2,7 @@
 template edits and the comparison of a run with its baseline. No widgets here (``widgets.explorer`` shows these).
 
 A *run* is an :class:`~surfacelab.runs.EvalResult` (of ``evaluate``, of ``evaluate_in_chunks`` or of
-``logs.from_log``); several runs on the same items sit side by side under names ("code", "edited", "lm-eval").
+``logs.from_log``); several runs on the same items sit side by side under names ("paper", "edited", "lm-eval").
 Columns of the item table are named ``<run>:<scorer>``; a filter names them the same way.
 
 >>> task = sl.tasks.load("copa", "val", limit=6)                                      # doctest: +SKIP
@@ -33,6 +33,7 @@ from .rows import matching, shown_premises
 from .run_files import MAX_ROWS
 from .tasks import Task, Template
 from .tasks.core import check_pattern
+from .tasks.registry import FAMILIES, SPECS
 from .tasks.task import resolve_template
 from .why.verdicts import label_counts
 
@@ -371,10 +372,9 @@ def retemplate(task: Task, *, premise: str | None = None, options: str | None = 
 
 
 def presets(task: Task) -> dict[str, Template]:
-    """Templates a person can start an ablation from: the task's families (``code``, ``paper_table``,
+    """Templates a person can start an ablation from: the task's families (``paper``, ``paper_table``,
     ``lm-eval``, where defined) and its template set (``tasks.templates``), by name."""
     from .tasks import available_templates, templates
-    from .tasks.registry import FAMILIES, SPECS
 
     out: dict[str, Template] = {}
     spec = SPECS.get(task.name)
@@ -471,9 +471,20 @@ def load_session(folder: str | Path) -> tuple[dict[str, EvalResult], dict[str, d
     return runs, sources
 
 
+#: The template family's name in sessions saved before it was renamed (``FAMILIES``' "paper"): read as "paper".
+OLD_FAMILIES = {"code": "paper"}
+
+
 def _check_source(source: dict, where: str) -> dict:
-    """A run's source from a session file, its template patterns checked (``check_pattern``): the explorer renders
-    them as the session opens (a task's ``domain_premise`` too)."""
+    """A run's source from a session file, its template family and patterns checked (``check_pattern``): the
+    explorer renders them as the session opens (a task's ``domain_premise`` too)."""
+    if "variant" in source:
+        variant = source["variant"]
+        variant = OLD_FAMILIES.get(variant, variant) if isinstance(variant, str) else variant
+        if variant not in FAMILIES:
+            raise ValueError(f"{where}: variant {str(source['variant'])[:40]!r} is not a template family; one of "
+                             f"{list(FAMILIES)}")
+        source = {**source, "variant": variant}
     template = source.get("template") or {}
     if not isinstance(template, dict) or not set(template) <= {"premise", "options", "domain_premise"}:
         raise ValueError(f"{where}: template must map premise / options / domain_premise to patterns")

@@ -55,7 +55,7 @@ def hostile_task() -> Task:
     """Items whose ids, premises, options and domain premises start like spreadsheet formulas (or with a quote), and
     some plain text that a CSV reader would take for a missing value or a number ("None", "NA", "1.50")."""
     texts = HOSTILE + PLAIN
-    copa = sl.tasks.SPECS["copa"].templates["code"]
+    copa = sl.tasks.SPECS["copa"].templates["paper"]
     items = [Item(t, f"{t} The man took a bath in the", [texts[(k + 1) % len(texts)], " bathtub"], k % 2,
                   texts[(k + 2) % len(texts)]) for k, t in enumerate(texts)]
     return Task("hostile", "test", items, copa, "memory")

@@ -25,8 +25,11 @@ def sst(tiny_lm):
 
 
 def direct_logprob(lm, context: str, option: str) -> float:
-    """Σ log P(option | context): one forward of context+option, float32 log-softmax, the option's tokens summed."""
+    """Σ log P(option | context): one forward of context+option, float32 log-softmax, the option's tokens summed (the
+    context's trailing whitespace scored with the option, as lm-eval does)."""
     tok, model = lm.tokenizer, lm.model
+    stripped = context.rstrip()
+    context, option = stripped, context[len(stripped):] + option
     ctx = tok(context, add_special_tokens=False)["input_ids"]
     full = tok(context + option, add_special_tokens=False)["input_ids"]
     assert full[:len(ctx)] == ctx, "the context is not a token prefix here: pick other test strings"
@@ -59,9 +62,14 @@ def test_batch_cal_is_not_applicable_to_one_item(tiny_lm):
     with pytest.raises(ValueError, match="batch_cal.*not applicable to one item.*run's items"):
         r.winner("batch_cal")
     assert "batch_cal" not in r.winners() and "lm" in r.winners()
+    listed = sl.list_scorers().set_index("scorer")  # formula and paper of each
+    assert listed.loc["batch_cal", "formula"] == "log p(y|x) − log mean_i p(y|x_i)"
+    assert "Zhou et al. 2024" in listed.loc["batch_cal", "description"]
+    assert "Fei et al. 2023" in listed.loc["domain_cal", "description"] and listed.loc["domain_cal", "needs"] == \
+        "premise,domain_ctx"
 
 
-def test_batch_cal_is_not_applicable_where_options_differ(tiny_lm):
+def test_batch_cal_is_not_applicable_where_options_differ(tiny_lm, tmp_path):
     copa = tasks.load("copa", "val", limit=6)
     run = sl.evaluate(tiny_lm, copa, "lm,batch_cal", progress=False, n_boot=50)
     acc = run.accuracy.set_index("scorer")
@@ -73,6 +81,9 @@ def test_batch_cal_is_not_applicable_where_options_differ(tiny_lm):
     assert run.meta["not_applicable"] == {"batch_cal": "not applicable: options differ per item"}
     with pytest.raises(ValueError, match="options differ per item"):
         run.result(0).winner("batch_cal")
+    back = sl.EvalResult.load(run.save(tmp_path / "run"))  # the reason comes back with the run
+    assert back.accuracy["note"].tolist() == acc["note"].tolist() and back.meta["not_applicable"] == run.meta[
+        "not_applicable"] and back.result(0).not_applicable("batch_cal") == "not applicable: options differ per item"
 
 
 def test_the_calibrations_of_a_run_in_chunks_are_those_of_one_run(tiny_lm, sst):
@@ -150,3 +161,38 @@ def test_domain_cal_is_not_applicable_to_one_item_or_where_options_differ(tiny_l
     run = sl.evaluate(tiny_lm, copa, "lm,domain_cal", progress=False, n_boot=0)
     assert run.accuracy.set_index("scorer").loc["domain_cal", "note"] == "not applicable: options differ per item"
     assert run.meta["engine"]["requests"] == sum(len(it.options) for it in copa.items)  # no content-free requests
+
+
+def test_domain_cal_under_a_chat_template_renders_its_inputs_as_chat_turns(sst):
+    from tiny_models import tiny_causal
+
+    model, tok = tiny_causal()
+    tok.chat_template = ("{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}\n{% endfor %}"
+                         "{% if add_generation_prompt %}<assistant>\n{% endif %}")
+    lm = sl.load_lm((model, tok), device="cpu")
+    items = dataclasses.replace(sst, items=sst.items[:4])
+    run = sl.evaluate(lm, items, "lm,domain_cal", progress=False, n_boot=0, domain_samples=3, chat_template=True)
+
+    def turn(user: str) -> str:
+        return tok.apply_chat_template([{"role": "user", "content": user}], tokenize=False, add_generation_prompt=True)
+
+    cf = [turn(f"{t}:") for t in _draws([it.meta["fields"]["sentence"] for it in items.items], 3, 0)]
+    options = items.items[0].options
+    prior = np.array([logsumexp([direct_logprob(lm, c, o) for c in cf]) - np.log(3) for o in options])
+    lp = np.array([[direct_logprob(lm, turn(it.premise), o) for o in options] for it in items.items])
+    got = run.scores.pivot(index="item", columns="option_index", values="domain_cal").to_numpy()
+    np.testing.assert_allclose(got, lp - prior, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_both_calibrations_equal_their_formulas_on_the_real_model(real_lm):
+    sst = _short(tasks.load("sst-2", "test", sample=80), 8)
+    run = sl.evaluate(real_lm, sst, "lm,batch_cal,domain_cal", progress=False, n_boot=0, domain_samples=3)
+    options = sst.items[0].options
+    lp = np.array([[direct_logprob(real_lm, it.premise, o) for o in options] for it in sst.items])
+    p = np.exp(lp - logsumexp(lp, axis=1, keepdims=True))
+    cf = [f"{t}:" for t in _draws([it.meta["fields"]["sentence"] for it in sst.items], 3, 0)]
+    prior = np.array([logsumexp([direct_logprob(real_lm, c, o) for c in cf]) - np.log(3) for o in options])
+    for scorer, expected in (("batch_cal", np.log(p) - np.log(p.mean(axis=0))), ("domain_cal", lp - prior)):
+        got = run.scores.pivot(index="item", columns="option_index", values=scorer).to_numpy()
+        np.testing.assert_allclose(got, expected, atol=2e-3, err_msg=scorer)

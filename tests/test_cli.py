@@ -217,6 +217,16 @@ def test_eval_prints_accuracy_notes_and_writes_items(lm_dir, copa_file, tmp_path
     assert items.loc[items["id"] == "c4", "truncated"].item() > 0
 
 
+def test_eval_says_which_scorers_do_not_apply_to_the_task(lm_dir, tmp_path, capsys):
+    rc, out, err = run(capsys, ["eval", "--task", "copa", "--limit", "4", "--model", lm_dir, "--scorers",
+                                "lm,batch_cal,domain_cal", "--no-progress", "--out", str(tmp_path / "items.csv")])
+    assert rc == 0, err
+    assert "note: batch_cal is not applicable: options differ per item" in flat(out)
+    assert "note: domain_cal is not applicable: options differ per item" in flat(out)
+    row = next(line for line in out.splitlines() if line.startswith("batch_cal"))
+    assert row.split()[1:4] == ["0", "0", "–"]  # n, correct, accuracy: nothing scored, not 0%
+
+
 def test_eval_too_long_names_the_item_or_skips_it(lm_dir, tmp_path, capsys):
     recs = [dict(COPA, id="ok"), dict(COPA, id="huge", choice2=" ".join(["bathtub"] * 80))]
     data = tmp_path / "val.jsonl"

@@ -157,7 +157,7 @@ CASES = [
 
 def _constructed(cases, scorers, with_domain=True):
     items = [Item(str(i), "premise", opts, gold, " so") for i, (opts, gold, *_rest) in enumerate(cases)]
-    task = Task("constructed", "test", items, tasks.SPECS["copa"].templates["code"], "memory")
+    task = Task("constructed", "test", items, tasks.SPECS["copa"].templates["paper"], "memory")
     raw = pd.DataFrame({
         "item": [i for i, c in enumerate(cases) for _ in c[0]],
         "option_index": [j for c in cases for j in range(len(c[0]))],
@@ -350,7 +350,7 @@ def test_truncation_is_reported_in_the_frames(tiny_lm):
     premise = " ".join(["The man took a bath in the bathtub and"] * 6)  # longer than the 64-token window
     options = [[" tub.", " a very large bathtub full of soap."], [" sink.", " tub."]]
     items = [Item(f"i{k}", premise, opts, 0, " the") for k, opts in enumerate(options)]
-    task = Task("constructed", "test", items, tasks.SPECS["copa"].templates["code"], "memory")
+    task = Task("constructed", "test", items, tasks.SPECS["copa"].templates["paper"], "memory")
     with pytest.warns(UserWarning, match=r"window of 64 tokens: the context of 4 options \(2 items\).*the options of "
                                          r"1 items were cut by different amounts"):
         res = evaluate(tiny_lm, task, "lm,dcpmi", progress=False, n_boot=0)

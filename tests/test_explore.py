@@ -32,7 +32,7 @@ def whole(tiny_lm, copa):
 @pytest.fixture(scope="module")
 def runs(tiny_lm, copa, whole):
     other = evaluate(tiny_lm, explore.retemplate(copa, domain_premise=" then"), SCORERS, progress=False)
-    return {"code": whole, "then": other}
+    return {"paper": whole, "then": other}
 
 
 def test_a_run_in_chunks_equals_one_run_and_reports_each_chunk(tiny_lm, copa, whole):
@@ -108,7 +108,7 @@ def test_a_domain_premise_edit_sends_only_the_domain_requests(tiny_lm, copa):
 
 def test_the_item_table_reads_the_runs_own_columns(runs):
     table = explore.item_table(runs)
-    assert len(table) == 12 and table["id"].tolist() == runs["code"].items["id"].astype(str).tolist()
+    assert len(table) == 12 and table["id"].tolist() == runs["paper"].items["id"].astype(str).tolist()
     for name, run in runs.items():
         for s in SCORERS:
             right = run.items[f"correct_{s}"].to_numpy()
@@ -152,33 +152,33 @@ def test_a_run_of_many_tasks_shows_each_items_task_and_question():
 
 
 def test_the_task_filter_of_a_run_of_one_task_is_refused(runs):
-    assert explore.group_column(runs["code"].items) is None and "task" not in explore.item_table(runs)
-    with pytest.raises(ValueError, match="group: run 'code' holds one task"):
+    assert explore.group_column(runs["paper"].items) is None and "task" not in explore.item_table(runs)
+    with pytest.raises(ValueError, match="group: run 'paper' holds one task"):
         explore.select(runs, group="copa")
 
 
 def test_filters_and_the_rescue_matrix_count_the_same_items(runs):
-    lm, dc = runs["code"].items["correct_lm"].to_numpy(), runs["code"].items["correct_dcpmi"].to_numpy()
-    picked = explore.select(runs, right=["code:dcpmi"], wrong=["code:lm"])
+    lm, dc = runs["paper"].items["correct_lm"].to_numpy(), runs["paper"].items["correct_dcpmi"].to_numpy()
+    picked = explore.select(runs, right=["paper:dcpmi"], wrong=["paper:lm"])
     assert picked.tolist() == np.flatnonzero(dc & ~lm).tolist()
     matrix = explore.rescues(runs)
-    assert matrix.loc["code:dcpmi", "code:lm"] == len(picked)
+    assert matrix.loc["paper:dcpmi", "paper:lm"] == len(picked)
     assert all(matrix.loc[c, c] == 0 for c in matrix.index)
-    flips = explore.select(runs, flipped=("code:lm", "then:lm"))
+    flips = explore.select(runs, flipped=("paper:lm", "then:lm"))
     assert len(flips) == 0  # the domain premise does not touch LM
-    assert explore.select(runs, disagree=["code:lm", "code:dcpmi"]).tolist() == np.flatnonzero(lm != dc).tolist()
-    first = runs["code"].items.iloc[3]
+    assert explore.select(runs, disagree=["paper:lm", "paper:dcpmi"]).tolist() == np.flatnonzero(lm != dc).tolist()
+    first = runs["paper"].items.iloc[3]
     assert 3 in explore.select(runs, text=first["premise"].split()[-1].upper())
     label = first["why"]
-    assert explore.select(runs, label=label).tolist() == np.flatnonzero(runs["code"].items["why"] == label).tolist()
-    with pytest.raises(ValueError, match="column: unknown 'code:nope'"):
-        explore.select(runs, right=["code:nope"])
+    assert explore.select(runs, label=label).tolist() == np.flatnonzero(runs["paper"].items["why"] == label).tolist()
+    with pytest.raises(ValueError, match="column: unknown 'paper:nope'"):
+        explore.select(runs, right=["paper:nope"])
 
 
 def test_compare_gives_mcnemar_and_the_flipped_ids(runs):
-    table = explore.compare(runs["code"], runs["then"]).set_index("scorer")
-    before, after = runs["code"].items["correct_dcpmi"].to_numpy(), runs["then"].items["correct_dcpmi"].to_numpy()
-    ids = runs["code"].items["id"].astype(str).to_numpy()
+    table = explore.compare(runs["paper"], runs["then"]).set_index("scorer")
+    before, after = runs["paper"].items["correct_dcpmi"].to_numpy(), runs["then"].items["correct_dcpmi"].to_numpy()
+    ids = runs["paper"].items["id"].astype(str).to_numpy()
     assert table.loc["dcpmi", "fixed"] == list(ids[~before & after])
     assert table.loc["dcpmi", "broken"] == list(ids[before & ~after])
     assert table.loc["dcpmi", "p_value"] == mcnemar(after, before)[2]
@@ -191,7 +191,7 @@ def test_a_pattern_naming_a_missing_field_is_one_message(copa):
         explore.retemplate(copa, premise="{stem}?")
     edited = explore.retemplate(copa, premise=" {premise} so", domain_premise=" so")
     assert edited[0].premise.endswith(" so") and edited[0].domain_premise == " so"
-    assert {"code", "paper_table", "lm-eval"} <= set(explore.presets(copa))
+    assert {"paper", "paper_table", "lm-eval"} <= set(explore.presets(copa))
 
 
 #: Patterns that must be refused before any item is rendered: (part, pattern, what the message says is wrong). The
@@ -230,7 +230,7 @@ def test_a_pattern_keeps_its_brace_escapes(copa):
 
 
 def _session(runs, folder, template: dict) -> None:
-    explore.save_session(folder, runs, {"code": {"task": "copa", "n": 12}, "then": {"task": "copa", "n": 12}})
+    explore.save_session(folder, runs, {"paper": {"task": "copa", "n": 12}, "then": {"task": "copa", "n": 12}})
     doc = json.loads((folder / "session.json").read_text())
     doc["runs"][1]["source"]["template"] = template
     (folder / "session.json").write_text(json.dumps(doc))
@@ -256,9 +256,9 @@ def test_a_session_whose_template_has_more_than_field_names_is_refused(runs, tmp
 
 
 def test_a_session_round_trips_and_a_tampered_one_is_refused(runs, tmp_path):
-    explore.save_session(tmp_path / "s", runs, {"code": {"task": "copa", "n": 12}})
+    explore.save_session(tmp_path / "s", runs, {"paper": {"task": "copa", "n": 12}})
     back, sources = explore.load_session(tmp_path / "s")
-    assert list(back) == ["code", "then"] and sources["code"] == {"task": "copa", "n": 12}
+    assert list(back) == ["paper", "then"] and sources["paper"] == {"task": "copa", "n": 12}
     cols = ["id", "correct_dcpmi"]
     pd.testing.assert_frame_equal(back["then"].items[cols], runs["then"].items[cols])
     doc = json.loads((tmp_path / "s" / "session.json").read_text())
@@ -303,3 +303,23 @@ def test_the_explorer_filters_the_items_right_without_the_question(tmp_path, tin
         assert list(ex.item_frame()["item"]) == list(res.items["item"].iloc[right])
     finally:
         ex.close()
+
+
+def test_a_session_saved_when_the_paper_family_was_named_code_opens_under_paper(runs, tmp_path):
+    explore.save_session(tmp_path / "s", runs, {"paper": {"task": "copa", "n": 12, "variant": "paper"}})
+    doc = json.loads((tmp_path / "s" / "session.json").read_text())
+    doc["runs"][0].update(name="code", source={"task": "copa", "n": 12, "variant": "code"})  # as saved before
+    (tmp_path / "s" / "session.json").write_text(json.dumps(doc))
+    back, sources = explore.load_session(tmp_path / "s")
+    assert list(back) == ["code", "then"]  # a run keeps the name it was saved under
+    assert sources["code"]["variant"] == "paper"
+    assert tasks.load(sources["code"]["task"], limit=2, variant=sources["code"]["variant"]).variant == "paper"
+
+
+@pytest.mark.parametrize("variant", ["nonsense", 3, ["paper"]])
+def test_a_session_naming_an_unknown_template_family_is_refused_naming_the_field(runs, tmp_path, variant):
+    explore.save_session(tmp_path / "s", runs, {"paper": {"task": "copa", "n": 12, "variant": variant}})
+    with pytest.raises(ValueError) as err:
+        explore.load_session(tmp_path / "s")
+    assert "session.json: run 'paper'" in str(err.value) and "variant" in str(err.value)
+    assert "'paper', 'paper_table', 'lm-eval'" in str(err.value)

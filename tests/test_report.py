@@ -72,14 +72,14 @@ def run(tiny_lm) -> EvalResult:
 def test_the_report_holds_the_runs_numbers(run, tmp_path):
     other = EvalResult(**{**run.__dict__, "template": "other", "items": run.items.copy()})
     other.items["correct_lm"] = ~other.items["correct_lm"]  # a second run whose LM flips every item
-    path = sl.report({"code": run, "edited": other}, tmp_path / "r" / "report.html")
+    path = sl.report({"paper": run, "edited": other}, tmp_path / "r" / "report.html")
     page, data = _parse(path)
     text = html.unescape(" ".join(page.text))
     for r in run.accuracy.itertuples():  # accuracy with its CI, as the run has them
         assert f"{r.accuracy:.3f}" in text and f"[{r.ci_low:.3f}, {r.ci_high:.3f}]" in text
-    cols = [f"{n}:{s}" for n in ("code", "edited") for s in SCORERS]
+    cols = [f"{n}:{s}" for n in ("paper", "edited") for s in SCORERS]
     assert data["columns"] == cols
-    right = {f"{n}:{s}": r.items[f"correct_{s}"].to_numpy() for n, r in (("code", run), ("edited", other))
+    right = {f"{n}:{s}": r.items[f"correct_{s}"].to_numpy() for n, r in (("paper", run), ("edited", other))
              for s in SCORERS}
     for c in data["items"]["columns"]:
         assert c["right"] == "".join("1" if v else "0" for v in right[c["name"]])
@@ -91,7 +91,7 @@ def test_the_report_holds_the_runs_numbers(run, tmp_path):
     disagree = np.flatnonzero(got.any(axis=0) & ~got.all(axis=0))
     assert [f["item"] for f in data["flipped"]] == disagree.tolist() and len(disagree) == len(run.items)
     for f in data["flipped"]:  # each flipped item's verdict in words, for both runs
-        for name in ("code", "edited"):
+        for name in ("paper", "edited"):
             assert f["why"][name].startswith(f"Verdict: {run.items['why'].iloc[f['item']]} — ")
     per_task = run.items.groupby("task")["correct_dcpmi"].mean()  # accuracy per task, counted here
     task_rows = path.read_text().split("id='per-task'")[1].split("</table>")[0]
@@ -143,6 +143,19 @@ def test_bad_arguments_are_refused_by_name(run, tmp_path):
     with pytest.raises(TypeError, match="title: expected a string"):
         sl.report(run, tmp_path / "r.html", title=3)
     assert not list(tmp_path.iterdir())  # nothing written for a refused call
+
+
+def test_a_page_over_the_size_limit_is_written_whole_and_says_what_fills_it(run, tmp_path, monkeypatch):
+    from surfacelab.report import page as report_page
+    small = sl.report(run, tmp_path / "small.html")
+    monkeypatch.setattr(report_page, "WARN_BYTES", small.stat().st_size - 1)
+    with pytest.warns(UserWarning) as caught:
+        path = sl.report(run, tmp_path / "big.html")
+    assert len(caught) == 1 and caught[0].filename == __file__  # pointed at the caller's line
+    said = str(caught[0].message)
+    assert f"{path.stat().st_size / 2**20:.1f} MB" in said and f"{len(run.items):,} items x {len(SCORERS)}" in said
+    assert path.read_text(encoding="utf-8").rstrip().endswith("</html>")  # written whole, not cut to the limit
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.html", "small.html"]  # no partial file left beside it
 
 
 def test_a_logs_run_reports_the_frameworks_numbers(tmp_path):

@@ -66,7 +66,7 @@ def test_evaluate_maps_every_row_to_its_own_request(tiny_lm):
     # a flipped-style item: each option has its own context, the continuation is shared
     items.append(Item("flip", "", [" it rained", " it rained"], 1, " so",
                       premise_per_option=["The grass is wet because", "The sun is out, so"]))
-    task = Task("constructed", "test", items, tasks.SPECS["copa"].templates["code"], "memory")
+    task = Task("constructed", "test", items, tasks.SPECS["copa"].templates["paper"], "memory")
     res = evaluate(tiny_lm, task, "lm,dcpmi,pmi_null", progress=False, n_boot=0)
     assert len(res.scores) == sum(len(it.options) for it in items)
     for row in res.scores.itertuples():

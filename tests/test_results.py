@@ -58,7 +58,7 @@ def test_mass_pll_letter_round_trips(tiny_lm, tiny_mlm, tmp_path):
 
 
 def _task() -> Task:
-    copa = sl.tasks.SPECS["copa"].templates["code"]
+    copa = sl.tasks.SPECS["copa"].templates["paper"]
     items = [Item(str(k), p, [" bathtub", " stove"], gold, " so") for k, (p, gold) in
              enumerate([("The man took a bath in the", 0), ("She cooked dinner on the", 1), ("He washed in the", 0)])]
     return Task("constructed", "test", items, copa, "memory")
@@ -67,14 +67,14 @@ def _task() -> Task:
 def test_evalresult_round_trip_meta_show_and_result(tiny_lm, tmp_path):
     res = sl.evaluate(tiny_lm, _task(), "lm,dcpmi", n_boot=50, seed=3, progress=False)
     assert res.meta["fingerprint"] == tiny_lm.fingerprint and res.meta["backend"] == "transformers"
-    assert res.meta["seed"] == 3 and res.template == "copa/code" and res.scorers == ["lm", "dcpmi"]
+    assert res.meta["seed"] == 3 and res.template == "copa/paper" and res.scorers == ["lm", "dcpmi"]
     back = EvalResult.load(res.save(tmp_path / "run"))
     for name in ("accuracy", "paired"):
         pd.testing.assert_frame_equal(getattr(res, name), getattr(back, name), check_dtype=False)
     pd.testing.assert_frame_equal(res.scores[["item", "option", "logprob", "dcpmi"]],
                                   back.scores[["item", "option", "logprob", "dcpmi"]], check_dtype=False)
     assert ((back.task, back.template, back.scorers, back.meta["seed"])
-            == ("constructed", "copa/code", ["lm", "dcpmi"], 3))
+            == ("constructed", "copa/paper", ["lm", "dcpmi"], 3))
     assert len(res.show().data) == 2  # one bar trace per scorer
     # result(i): the item's MCResult from the run's own rows, equal to scoring it alone
     one = res.result(1)

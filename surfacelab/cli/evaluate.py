@@ -31,7 +31,7 @@ def _views(res: Any) -> list[_output.TableSpec]:
 
 
 def _notes(res: Any) -> list[str]:
-    """What the numbers above leave out: skipped items and truncated contexts."""
+    """What the numbers above leave out: skipped items, truncated contexts, scorers that do not apply to the task."""
     out = []
     skipped = res.meta.get("skipped_too_long", [])
     if skipped:
@@ -44,6 +44,7 @@ def _notes(res: Any) -> list[str]:
                    f"the model's window (up to {int(cut['truncated'].max())} tokens); in "
                    f"{int(cut['truncation_differs'].sum())} of them the options were cut by different amounts "
                    "(columns truncated, truncation_differs of the per-item CSV)")
+    out += [f"note: {s} is {why}" for s, why in res.meta.get("not_applicable", {}).items()]
     return out
 
 
@@ -126,8 +127,9 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
     subset.add_argument("--sample", type=int, default=None, metavar="N",
                         help="evaluate a random sample of N items (see --seed)")
     p.add_argument("--seed", type=int, default=0, help="seed of the --sample draw")
-    p.add_argument("--variant", default="code", choices=list(FAMILIES),
-                   help="template family (default: code, the paper's public code; paper_table: its Table 7)")
+    p.add_argument("--variant", default="paper", choices=list(FAMILIES),
+                   help="template family (default: paper, the templates of the paper's public code; "
+                        "paper_table: its Table 7)")
     p.add_argument("--n-shot", type=int, default=0, help="few-shot examples prepended to every premise")
     p.add_argument("--shot-seed", type=int, default=0, help="seed of the few-shot draw")
     p.add_argument("--too-long", default="error", choices=["error", "skip"],

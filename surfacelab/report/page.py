@@ -11,16 +11,20 @@ fetched: no link, font or script leaves the file."""
 from __future__ import annotations
 
 import json
+import warnings
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from .._html import esc, inline, safe_json
+from ..paths import write_atomic
 
 HERE = Path(__file__).parent
 #: Width and row height of the accuracy figure (an inline SVG), in pixels.
 SVG_WIDTH, SVG_ROW = 640, 22
 SVG_LABEL = 190
+#: A page larger than this is written with a warning that says what fills it (mail and chat tools refuse larger files).
+WARN_BYTES = 10 * 2**20
 #: The page's content security policy: nothing may be fetched; only the page's own inline script and styles run.
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
 
@@ -167,5 +171,11 @@ LM's pick is what it is, in words.</p>
 </body></html>
 """
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page, encoding="utf-8")
+    write_atomic(path, lambda tmp: tmp.write_text(page, encoding="utf-8"))
+    size = len(page.encode("utf-8"))
+    if size > WARN_BYTES:
+        warnings.warn(f"report: {path.name} is {size / 2**20:.1f} MB (over {WARN_BYTES / 2**20:.0f} MB, which mail and "
+                      f"chat tools often refuse); its data is {len(data.encode('utf-8')) / 2**20:.1f} MB: {n_items:,} "
+                      f"items x {len(c['items']['columns'])} run:scorer columns and {len(c['flipped']):,} flipped "
+                      f"items with their verdicts; fewer runs or scorers make it smaller", stacklevel=3)
     return path

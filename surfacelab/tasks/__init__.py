@@ -6,7 +6,7 @@
 >>> copa[0].premise, copa[0].options, copa[0].domain_premise            # doctest: +SKIP
 (' The man turned on the faucet so', [' the toilet filled with water.', ' water flowed from the spout.'], ' so')
 
-Templates follow the paper's public code (``variant="code"``, default); ``variant="paper_table"``
+Templates follow the paper's public code (``variant="paper"``, default); ``variant="paper_table"``
 gives its Table 7 where the two differ (HellaSwag, RTE, BoolQ, AG News domain premises);
 ``variant="lm-eval"`` gives lm-evaluation-harness 0.4.13's prompt for the tasks the harness has
 (:mod:`surfacelab.tasks.harness`; ``harness_table()`` lists them with the YAML each follows).  Each

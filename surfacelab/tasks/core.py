@@ -134,7 +134,7 @@ class Template:
     before any item is rendered).
 
     Attributes:
-        name: short identifier, e.g. ``"copa/code"`` or ``"sst2-movie-review"``.
+        name: short identifier, e.g. ``"copa/paper"`` or ``"sst2-movie-review"``.
         premise: format string or callable giving the conditional premise (the context).
         options: a format string applied per choice, a fixed list of verbalisers (classification
             tasks, index = label), or a callable returning the option strings.

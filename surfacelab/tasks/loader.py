@@ -188,7 +188,7 @@ def load(
     limit: int | None = None,
     sample: int | None = None,
     seed: int = 0,
-    variant: str = "code",
+    variant: str = "paper",
     n_shot: int = 0,
     shot_seed: int = 0,
     shot_split: str | None = None,
@@ -203,7 +203,7 @@ def load(
         sample: keep a random sample of this many items, drawn with ``seed``, in original order
             (not with ``limit``).
         seed: seed of the ``sample`` draw.
-        variant: the template family: ``"code"`` (the paper's public code, default), ``"paper_table"``
+        variant: the template family: ``"paper"`` (the paper's public code, default), ``"paper_table"``
             (its Table 7) or ``"lm-eval"`` (lm-evaluation-harness 0.4.13's prompt, for the tasks the
             harness has; see :mod:`surfacelab.tasks.harness`).
         n_shot: prepend this many labelled examples (see :func:`fewshot`).
@@ -327,7 +327,7 @@ def list_tasks() -> pd.DataFrame:
     and whether it has an lm-eval template (``variant="lm-eval"``)."""
     rows = []
     for s in SPECS.values():
-        t = s.templates["code"]
+        t = s.templates["paper"]
         dp = _DP_DISPLAY.get(s.name, t.domain_premise if isinstance(t.domain_premise, str) else "(per item)")
         rows.append({
             "task": s.name,

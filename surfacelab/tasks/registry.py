@@ -50,7 +50,7 @@ class TaskSpec:
 
 
 COPA = Template(
-    name="copa/code",
+    name="copa/paper",
     premise=" {premise_trim}{bridge}",
     options=" {choice_lc}",
     domain_premise="{bridge}",
@@ -61,7 +61,7 @@ COPA = Template(
 # each option (first letter lower-cased, final period dropped) plus the reversed bridge is the
 # context; the premise (first letter lower-cased) is the shared continuation.
 COPA_FLIPPED = Template(
-    name="copa-flipped/code",
+    name="copa-flipped/paper",
     premise="",
     options=" {premise_lc}",
     domain_premise="{flip_bridge}",
@@ -74,7 +74,7 @@ COPA_FLIPPED = Template(
 
 
 STORYCLOZE = Template(
-    name="storycloze/code",
+    name="storycloze/paper",
     premise="{story}",
     options=" {choice}",
     domain_premise=" The story continues:",
@@ -86,7 +86,7 @@ STORYCLOZE = Template(
 
 
 ARC = Template(
-    name="arc/code",
+    name="arc/paper",
     premise="{stem}",
     options=" {choice}",
     domain_premise=" the answer is:",
@@ -95,7 +95,7 @@ ARC = Template(
 
 
 OBQA = Template(
-    name="openbookqa/code",
+    name="openbookqa/paper",
     premise="{stem}",
     options=" {choice}",
     domain_premise=" the answer is:",
@@ -116,7 +116,7 @@ MMLU = Template(
 
 
 CQA = Template(
-    name="commonsenseqa/code",
+    name="commonsenseqa/paper",
     premise=" {stem_trim}? the answer is:",
     options=' "{choice_lower}"',
     domain_premise=" the answer is:",
@@ -135,7 +135,7 @@ def _boolq_premise(f: Fields) -> str:
 
 
 BOOLQ = Template(
-    name="boolq/code",
+    name="boolq/paper",
     premise=_boolq_premise,
     options=[" yes", " no"],
     domain_premise="\n answer:",
@@ -147,7 +147,7 @@ BOOLQ = Template(
 
 
 RTE = Template(
-    name="rte/code",
+    name="rte/paper",
     premise=" {premise}\n question: {hypothesis} true or false?\n answer:",
     options=[" true", " false"],
     domain_premise=" true or false?\n answer:",
@@ -156,7 +156,7 @@ RTE = Template(
 
 
 CB = Template(
-    name="cb/code",
+    name="cb/paper",
     premise=' question: Given that "{premise}" Is "{hypothesis}" true, false, or neither?\n answer:',
     options=[" true", " false", " neither"],
     domain_premise=" the answer is:",
@@ -168,7 +168,7 @@ CB = Template(
 
 
 SST2 = Template(
-    name="sst-2/code",
+    name="sst-2/paper",
     premise="{sentence}:",
     options=[" negative\n", " positive\n"],
     domain_premise=" The quote has a tone that is",
@@ -179,7 +179,7 @@ SST2 = Template(
 
 SST5_OPTIONS = [" very negative.", " somewhat negative.", " neutral.", " somewhat positive.", " very positive."]
 SST5 = Template(
-    name="sst-5/code",
+    name="sst-5/paper",
     premise='"{sentence}" has a tone that is',
     # The code appends GPT-2's end-of-text marker to every option (literally '<|endoftext|>').
     options=[o + "<|endoftext|>" for o in SST5_OPTIONS],
@@ -203,7 +203,7 @@ AGN_OBTAIN = (
     "JSON Lines with those three keys, as ag_news/test.jsonl under $SURFACELAB_DATA, or pass source=<file.jsonl>")
 
 AGN = Template(
-    name="ag_news/code",
+    name="ag_news/paper",
     premise=" title: {title}\n summary: {description}\n topic:",
     options=[" world", " sports", " business", " science"],
     domain_premise="\n topic:",
@@ -212,7 +212,7 @@ AGN = Template(
 
 
 TREC = Template(
-    name="trec/code",
+    name="trec/paper",
     premise=" {question} The answer to this question will be",
     options=[" a description.", " an entity.", " a location.", " a number.", " an abbreviation.", " a person."],
     domain_premise=" The answer to this question will be",
@@ -224,7 +224,7 @@ TREC = Template(
 
 
 HELLASWAG = Template(
-    name="hellaswag/code",
+    name="hellaswag/paper",
     premise="{ctx}",
     options=" {choice}",
     domain_premise="{last_word}",
@@ -249,7 +249,7 @@ def _race_options(f: Fields) -> list[str]:
 
 
 RACE = Template(
-    name="race/code",
+    name="race/paper",
     premise=_race_premise,
     options=_race_options,
     domain_premise="?",
@@ -262,16 +262,17 @@ RACE = Template(
 def _paper(t: Template, **changes: Any) -> Template:
     from dataclasses import replace
 
-    return replace(t, name=t.name.replace("/code", "/paper_table"), **changes)
+    return replace(t, name=t.name.replace("/paper", "/paper_table"), **changes)
 
 
-FAMILIES = ("code", "paper_table", "lm-eval")
+FAMILIES = ("paper", "paper_table", "lm-eval")
 
 
-def _variants(code: Template, paper: Template | None = None, harness: str | None = None) -> dict[str, Template]:
-    """``code`` is the default; ``paper_table`` is the same template unless the paper's table differs;
-    ``lm-eval`` is the harness's prompt for the task ``harness`` names, where it has one."""
-    out = {"code": code, "paper_table": paper or code}
+def _variants(paper: Template, table: Template | None = None, harness: str | None = None) -> dict[str, Template]:
+    """``paper`` (the templates of the paper's public code) is the default; ``paper_table`` is the same template
+    unless the paper's Table 7 differs; ``lm-eval`` is the harness's prompt for the task ``harness`` names, where it
+    has one."""
+    out = {"paper": paper, "paper_table": table or paper}
     if harness is not None:
         out["lm-eval"] = LM_EVAL_TEMPLATES[harness]
     return out
@@ -284,7 +285,7 @@ SPECS: Registry[TaskSpec] = Registry("task", argument="name",
 
 def register_task(spec: TaskSpec, *, overwrite: bool = False) -> TaskSpec:
     """Add a task: ``tasks.load(spec.name, source=...)`` then reads its JSON Lines with ``spec.parse`` and renders
-    them with ``spec.templates`` (at least the ``"code"`` family).
+    them with ``spec.templates`` (at least the ``"paper"`` family).
 
     Args:
         spec: the ``TaskSpec``; its name must be new unless ``overwrite``.
@@ -292,8 +293,8 @@ def register_task(spec: TaskSpec, *, overwrite: bool = False) -> TaskSpec:
     """
     if not isinstance(spec, TaskSpec):
         raise TypeError(f"spec: expected a TaskSpec, got {type(spec).__name__}")
-    if not isinstance(spec.templates.get("code"), Template):
-        raise ValueError(f"spec: task {spec.name!r} needs a Template under templates['code'] (the default family)")
+    if not isinstance(spec.templates.get("paper"), Template):
+        raise ValueError(f"spec: task {spec.name!r} needs a Template under templates['paper'] (the default family)")
     return SPECS.register(spec.name, spec, overwrite=overwrite)
 
 

@@ -28,7 +28,7 @@ class Task:
     items: list[Item]
     template: Template
     source: str
-    variant: str = "code"
+    variant: str = "paper"
     n_shot: int = 0
     source_arg: str | None = None
 
@@ -71,7 +71,7 @@ class Task:
         """Re-render every item (and its few-shot examples) under another template and/or domain premise.
 
         Args:
-            template: a Template; a template family of the task (``"code"``, ``"paper_table"``,
+            template: a Template; a template family of the task (``"paper"``, ``"paper_table"``,
                 ``"lm-eval"``: the ``variant`` of :func:`surfacelab.tasks.load`); the name of a
                 template from ``surfacelab.tasks.templates(self.name)``; or None to keep the current one.
             domain_premise: replaces the template's domain premise (format string or callable).
@@ -88,7 +88,7 @@ def resolve_template(task: str, template: Template | str) -> tuple[Template, str
 
     Args:
         task: the task name (see ``surfacelab.tasks.list_tasks()``).
-        template: a Template (returned as is), a family such as ``"code"``, ``"paper_table"`` or
+        template: a Template (returned as is), a family such as ``"paper"``, ``"paper_table"`` or
             ``"lm-eval"``, or the name of a template in ``surfacelab.tasks.templates(task)``.
 
     Returns:

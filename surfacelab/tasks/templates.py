@@ -9,7 +9,7 @@ File format (``data/templates/<task>.json``)::
 ``premise``, ``domain_premise``, ``shot`` and a string ``options`` are ``str.format`` patterns
 over the task's fields (see :mod:`surfacelab.tasks.core`); a list ``options`` is a fixed set of
 verbalisers indexed by the label.  A key left out is inherited from the task's default
-("code") template, so a domain-premise variant only needs ``name`` and ``domain_premise``.
+("paper") template, so a domain-premise variant only needs ``name`` and ``domain_premise``.
 The folder is ``$SURFACELAB_TEMPLATES`` if set, else ``data/templates`` in the repository.
 """
 
@@ -45,7 +45,7 @@ def _parse(path: Path, task: str) -> list[Template]:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: line {exc.lineno}: malformed JSON ({exc.msg})") from None
-    base = SPECS[task].templates["code"] if task in SPECS else None
+    base = SPECS[task].templates["paper"] if task in SPECS else None
     out = []
     for i, entry in enumerate(doc.get("templates", [])):
         if "name" not in entry:

@@ -95,15 +95,15 @@ def test_run_fills_the_table(session):
     box.locator(".sl-item-table tbody tr td.sl-c-premise").first.wait_for(timeout=300_000)
     page.wait_for_function("document.querySelector('.sl-explorer .sl-x-progress-line').innerText.includes('done')",
                            timeout=300_000)
-    items = kernel_json(page, "ex.runs['code'].items[['id', 'correct_lm']].astype(str).to_dict('list')")
+    items = kernel_json(page, "ex.runs['paper'].items[['id', 'correct_lm']].astype(str).to_dict('list')")
     assert len(items["id"]) == N
     box.locator(".sl-x-count").filter(has_text=f"{N} of {N} items").wait_for(timeout=30_000)
     assert shown_ids(box) == items["id"][:10]  # the first page, in the run's order
-    assert "code:dcpmi" in box.locator(".sl-x-columns").inner_text()  # a filter per run and scorer
+    assert "paper:dcpmi" in box.locator(".sl-x-columns").inner_text()  # a filter per run and scorer
     assert box.locator(".sl-x-plot .main-svg").count() >= 1  # the accuracy figure
     # the table's search box finds a word that the shortened premise cuts off (of the longest premise, the word
     # found in the fewest premises)
-    premises = kernel_json(page, "ex.runs['code'].items['premise'].tolist()")
+    premises = kernel_json(page, "ex.runs['paper'].items['premise'].tolist()")
     cut = kernel_json(page, "sl.explore.PREMISE_CHARS") - 1
     k = max(range(N), key=lambda i: len(premises[i]))
     words = {w.strip(".,?!:;()\"'") for w in premises[k][cut:].split()} - set(premises[k][:cut].split())
@@ -127,23 +127,23 @@ def test_the_rescue_cell_filters_and_a_row_click_shows_the_item_in_the_workbench
     box = explorer(page, 0)
     # the expected rows, from the run's frames: DC-PMI right and the LM wrong (else the other way round)
     right, wrong = "dcpmi", "lm"
-    expected = kernel_json(page, "ex.runs['code'].items.query('correct_dcpmi and not correct_lm')['item'].tolist()")
+    expected = kernel_json(page, "ex.runs['paper'].items.query('correct_dcpmi and not correct_lm')['item'].tolist()")
     if not expected:  # not on these items: the pair that has items, said in the output
         right, wrong = wrong, right
-        expected = kernel_json(page, "ex.runs['code'].items.query('correct_lm and not correct_dcpmi')['item']"
+        expected = kernel_json(page, "ex.runs['paper'].items.query('correct_lm and not correct_dcpmi')['item']"
                                      ".tolist()")
         print(f"\nno item with DC-PMI right and the LM wrong among these {N}: testing LM right, DC-PMI wrong")
     assert expected, "neither scorer rescues the other on these items"
-    cell = box.locator(f".sl-x-matrix button[title='list the items code:{right} gets right and code:{wrong} wrong']")
+    cell = box.locator(f".sl-x-matrix button[title='list the items paper:{right} gets right and paper:{wrong} wrong']")
     assert cell.inner_text().strip() == str(len(expected))
     cell.click()
     box.locator(".sl-x-count").filter(has_text=f"{len(expected)} of {N} items").wait_for(timeout=30_000)
-    assert box.locator(f".sl-x-columns .widget-dropdown:has-text('code:{right}') select").input_value() == "right"
-    assert box.locator(f".sl-x-columns .widget-dropdown:has-text('code:{wrong}') select").input_value() == "wrong"
+    assert box.locator(f".sl-x-columns .widget-dropdown:has-text('paper:{right}') select").input_value() == "right"
+    assert box.locator(f".sl-x-columns .widget-dropdown:has-text('paper:{wrong}') select").input_value() == "wrong"
     frames = kernel_json(page, f"(lambda r: [{{'id': str(r.items['id'][i]), 'premise': r.items['premise'][i], "
                                f"'context': r.scores.query('item == @i')['context'].iloc[0], "
                                f"'options': r.scores.query('item == @i').sort_values('option_index')['option']"
-                               f".tolist()}} for i in {expected}])(ex.runs['code'])")
+                               f".tolist()}} for i in {expected}])(ex.runs['paper'])")
     assert shown_ids(box) == [f["id"] for f in frames][:10]
     # the first click makes the workbench (below the explorer), which the browser scrolls into view when it comes
     box.locator(".sl-item-table tbody tr").first.click()
@@ -193,14 +193,14 @@ def test_an_ablation_of_the_domain_premise_adds_a_run_and_its_flips(session):
     box.locator(".sl-x-ablate").click()
     box.locator(".sl-x-comparison table.sl-comparison").wait_for(timeout=300_000)
     runs = kernel_json(page, "list(ex.runs)")
-    assert runs == ["code", "edited"]
+    assert runs == ["paper", "edited"]
     domains = kernel_json(page, "ex.runs['edited'].items['domain_premise'].unique().tolist()")
     assert domains == [DOMAIN]
-    assert kernel_json(page, "ex.runs['code'].items['id'].tolist() == ex.runs['edited'].items['id'].tolist()")
+    assert kernel_json(page, "ex.runs['paper'].items['id'].tolist() == ex.runs['edited'].items['id'].tolist()")
     # the flips, from the two runs' frames: per scorer, the items the edit fixed (wrong, then right) or broke
     flips = kernel_json(page, "(lambda a, b: sorted(f\"{'fixed' if y else 'broken'}: {i}\" for s in ('lm', "
                               "'per_char', 'dcpmi') for i, x, y in zip(a['id'].astype(str), a[f'correct_{s}'], "
-                              "b[f'correct_{s}']) if x != y))(ex.runs['code'].items, ex.runs['edited'].items)")
+                              "b[f'correct_{s}']) if x != y))(ex.runs['paper'].items, ex.runs['edited'].items)")
     table = box.locator(".sl-x-comparison").inner_text()
     assert "McNemar" in table and all(s in table for s in ("lm", "per_char", "dcpmi"))
     buttons = box.locator(".sl-x-flips button.sl-opens-item")

@@ -23,7 +23,7 @@ def test_wrong_split_lists_valid():
 
 def test_bad_variant():
     with pytest.raises(ValueError, match="variant"):
-        tasks.load("copa", "val", variant="paper")
+        tasks.load("copa", "val", variant="code")
 
 
 def test_missing_file_names_path_and_origin(tmp_path):

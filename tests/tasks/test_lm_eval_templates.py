@@ -180,8 +180,8 @@ def test_with_template_switches_family_and_back(data_root):
     harness = code.with_template("lm-eval")
     assert harness.variant == "lm-eval" and harness.template.name == "arc-challenge/lm-eval"
     assert [it.premise for it in harness] == [f"Question: {it.premise}\nAnswer:" for it in code]
-    back = harness.with_template("code")
-    assert [it.premise for it in back] == [it.premise for it in code] and back.variant == "code"
+    back = harness.with_template("paper")
+    assert [it.premise for it in back] == [it.premise for it in code] and back.variant == "paper"
 
 
 # --------------------------------------------------------------------------- metric names in evaluate / ablate
@@ -225,10 +225,10 @@ def test_ablate_families_and_own_template_in_one_frame(tiny_lm, data_root):
     copa = tasks.load("copa", "val", source=data_root, limit=12)
     mine = tasks.Template(name="mine", premise="{premise_trim}, so what happened?", options=" {choice}",
                           domain_premise=" so what happened?")
-    frame = ablate(tiny_lm, copa, templates=["code", "lm-eval", mine], scorers="lm,per_char", progress=False,
+    frame = ablate(tiny_lm, copa, templates=["paper", "lm-eval", mine], scorers="lm,per_char", progress=False,
                    n_boot=0)
-    assert list(frame["template"]) == ["code", "code", "lm-eval", "lm-eval", "mine", "mine"]
-    assert list(frame["template_name"]) == ["copa/code"] * 2 + ["copa/lm-eval"] * 2 + ["mine"] * 2
+    assert list(frame["template"]) == ["paper", "paper", "lm-eval", "lm-eval", "mine", "mine"]
+    assert list(frame["template_name"]) == ["copa/paper"] * 2 + ["copa/lm-eval"] * 2 + ["mine"] * 2
     assert list(frame["lm_eval_metric"]) == ["", "", "acc", "acc_norm", "", ""]
     assert list(frame["lm_eval_reports"]) == [False, False, True, False, False, False]
     ref = evaluate(tiny_lm, copa, "lm,per_char", progress=False, n_boot=0)
@@ -240,5 +240,5 @@ def test_ablate_families_and_own_template_in_one_frame(tiny_lm, data_root):
             assert (rows.loc[s, "only_this"], rows.loc[s, "only_ref"]) == (only_this, only_ref)
             assert rows.loc[s, "p_vs_ref"] == pytest.approx(p)
             assert rows.loc[s, "accuracy"] == pytest.approx(other.items[f"correct_{s}"].mean())
-    first = frame[frame.template == "code"]
+    first = frame[frame.template == "paper"]
     assert (first["only_this"] == 0).all() and (first["p_vs_ref"] == 1.0).all()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import html
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -51,8 +52,8 @@ def ran(tiny_lm, bench, tmp_path):
 
 
 def test_run_fills_the_table_in_chunks_and_finishes(ran, tiny_lm):
-    assert list(ran.runs) == ["code"]
-    res = ran.runs["code"]
+    assert list(ran.runs) == ["paper"]
+    res = ran.runs["paper"]
     assert len(res.items) == N and "stopped_at" not in res.meta
     # rows after the first (small) chunk, then after REDRAW_S and longer waits, and all of them at the end
     assert ran.seen[0] == explore.FIRST_CHUNK and ran.seen[-1] == N and ran.seen == sorted(ran.seen)
@@ -64,11 +65,11 @@ def test_run_fills_the_table_in_chunks_and_finishes(ran, tiny_lm):
     ref = sl.evaluate(tiny_lm, sl.tasks.load("copa", limit=N), ["lm", "per_char", "dcpmi"], progress=False)
     assert res.items["correct_dcpmi"].tolist() == ref.items["correct_dcpmi"].tolist()
     counts = explore.rescues(ran.runs)
-    assert ran.summary._cells[("code:dcpmi", "code:lm")].description == str(counts.loc["code:dcpmi", "code:lm"])
+    assert ran.summary._cells[("paper:dcpmi", "paper:lm")].description == str(counts.loc["paper:dcpmi", "paper:lm"])
 
 
 def test_a_redraw_keeps_the_label_buttons_and_their_counts_follow_the_run(ran):
-    counts = ran.runs["code"].items["why"].astype(str).value_counts()
+    counts = ran.runs["paper"].items["why"].astype(str).value_counts()
     shown = {b.description: b.model_id for b in ran.summary.labels.children}
     # the reasons the LM missed, then (not among them: "right (52)" read as one) the items it got right
     assert "right" in counts and list(shown) == [f"{label} ({k})" for label, k in counts.items() if label != "right"
@@ -78,7 +79,7 @@ def test_a_redraw_keeps_the_label_buttons_and_their_counts_follow_the_run(ran):
     assert {b.description: b.model_id for b in ran.summary.labels.children} == shown
     assert [c.model_id for c in ran.summary.matrix.children] == matrix
     before = list(ran.summary.labels.children)
-    ran.runs["code"] = sl.evaluate(ran.lm, sl.tasks.load("copa", limit=1), ran.scorers, progress=False)
+    ran.runs["paper"] = sl.evaluate(ran.lm, sl.tasks.load("copa", limit=1), ran.scorers, progress=False)
     ran.refresh()  # one item: one label
     assert len(before) > 1 and len(ran.summary.labels.children) == 1
     assert all(b.comm is None for b in before if b not in ran.summary.labels.children)  # the labels gone are closed
@@ -89,7 +90,7 @@ def test_cancel_keeps_the_finished_chunks(tiny_lm, bench):
     ex.table.widget.observe(lambda ch: ex.cancel() if len(ex.table.rows) else None, "total")  # on the first rows
     run = ex.run()
     assert ex.wait(300) and run.error is None
-    res = ex.runs["code"]
+    res = ex.runs["paper"]
     assert explore.FIRST_CHUNK <= len(res.items) < N and res.meta["stopped_at"] == len(res.items)
     assert "cancelled" in ex.progress_line.value and len(ex.item_frame()) == len(res.items)
     ex.close()
@@ -97,7 +98,7 @@ def test_cancel_keeps_the_finished_chunks(tiny_lm, bench):
 
 def test_filter_then_click_loads_the_item_into_the_workbench(ran, bench):
     runs = ran.runs
-    right, wrong = ["code:dcpmi"], ["code:lm"]
+    right, wrong = ["paper:dcpmi"], ["paper:lm"]
     if not len(explore.select(runs, right=right, wrong=wrong)):  # the tiny model is random: take the pair it has
         right, wrong = wrong, right
     rows = ran.filter(right=right, wrong=wrong)
@@ -105,8 +106,8 @@ def test_filter_then_click_loads_the_item_into_the_workbench(ran, bench):
     assert len(ran.item_frame()) == len(rows) and f"<b>{len(rows)}</b>" in ran.table.count.value
     click(ran, 0)
     bench.wait()
-    item = runs["code"].items.iloc[rows[0]]
-    scored = runs["code"].scores[runs["code"].scores["item"] == item["item"]]
+    item = runs["paper"].items.iloc[rows[0]]
+    scored = runs["paper"].scores[runs["paper"].scores["item"] == item["item"]]
     assert bench.premise_box.value == item["premise"] == scored["context"].iloc[0]
     assert bench.options == scored["option"].tolist() and bench.gold == item["gold"]
     assert bench.domain_box.value == (item["domain_premise"] or "")
@@ -118,14 +119,14 @@ def test_filter_then_click_loads_the_item_into_the_workbench(ran, bench):
     if len(rows) > 1:
         bench.step_item(1)
         bench.wait()
-        assert bench.premise_box.value == runs["code"].items["premise"].iloc[rows[1]]
+        assert bench.premise_box.value == runs["paper"].items["premise"].iloc[rows[1]]
 
 
 def test_a_click_on_another_row_opens_only_that_row(ran, bench):
     """A click is one message from the browser; the kernel alone marks the row open (the browser never sets it), so a
     click on another row opens that row once, and a click on the open row opens it again (an edit made to it
     undone)."""
-    res = ran.runs["code"]
+    res = ran.runs["paper"]
     click(ran, 0)
     bench.wait()
     loaded = []
@@ -148,7 +149,7 @@ def test_the_first_rows_are_scored_ahead_of_a_click(ran, bench, monkeypatch):
     from surfacelab.widgets.explorer.prefetch import ROWS
 
     assert ran.opener.prefetch.runner.wait(120)
-    res = ran.runs["code"]
+    res = ran.runs["paper"]
     calls = []
     real = bench.lm.backend.score
     monkeypatch.setattr(bench.lm.backend, "score", lambda encs, **kw: calls.append(len(encs)) or real(encs, **kw))
@@ -163,7 +164,7 @@ def test_the_first_rows_are_scored_ahead_of_a_click(ran, bench, monkeypatch):
 def test_ablation_adds_a_run_and_a_flip_list(ran, tmp_path):
     run = ran.ablate(domain_premise=" then", name="then")
     assert run is not None and ran.wait(300) and run.error is None
-    assert list(ran.runs) == ["code", "then"]
+    assert list(ran.runs) == ["paper", "then"]
     assert (ran.runs["then"].items["domain_premise"] == " then").all()
     engine = ran.runs["then"].meta["engine"]
     assert engine["cached"] > 0 and "from the cache" in ran.run_lines.value  # premise requests came from the cache
@@ -171,19 +172,19 @@ def test_ablation_adds_a_run_and_a_flip_list(ran, tmp_path):
     assert "McNemar" in ran.ablation.comparison_html.value
     flips = sum(len(r.fixed) + len(r.broken) for r in table.itertuples())
     assert len(ran.ablation.flip_buttons) == flips
-    assert "code:lm" in ran._filters and "then:dcpmi" in ran._filters
+    assert "paper:lm" in ran._filters and "then:dcpmi" in ran._filters
     # files: the comparison as CSV / markdown, the figure as HTML, the session round trip
     assert ran.export(tmp_path / "c.csv").read_text().startswith("scorer,")
     assert "McNemar" in ran.export(tmp_path / "c.md").read_text()
     assert ran.export(tmp_path / "fig.html").exists()
     ran.save_session(tmp_path / "s")
     ran.load_session(tmp_path / "s")
-    assert list(ran.runs) == ["code", "then"] and "code" in ran.tasks
+    assert list(ran.runs) == ["paper", "then"] and "paper" in ran.tasks
 
 
 def test_a_pattern_naming_a_missing_field_is_one_message(ran):
     assert ran.ablate(premise="{nonexistent} because", name="bad") is None
-    assert "nonexistent" in ran.message.value and list(ran.runs) == ["code"]
+    assert "nonexistent" in ran.message.value and list(ran.runs) == ["paper"]
 
 
 @pytest.mark.parametrize("part, pattern, what", [("premise", "{premise:>2000000}", "has a format spec"),
@@ -192,7 +193,7 @@ def test_a_pattern_naming_a_missing_field_is_one_message(ran):
 def test_an_ablation_field_takes_field_names_only_and_renders_nothing(ran, part, pattern, what, peak_bytes):
     got = []
     peak = peak_bytes(lambda: got.append(ran.ablate(**{part: pattern}, name="wide")))
-    assert got == [None] and list(ran.runs) == ["code"] and "wide" not in ran.tasks
+    assert got == [None] and list(ran.runs) == ["paper"] and "wide" not in ran.tasks
     assert f"{part}: the field" in ran.message.value and what in ran.message.value, ran.message.value
     assert peak < 2_000_000, peak  # 30 items under the width would hold 60 MB
 
@@ -214,7 +215,7 @@ def test_a_session_with_a_format_spec_in_its_template_is_refused_at_the_load_but
     peak = peak_bytes(lambda: _click_load(ran, tmp_path / "s"))
     assert "⚠" in ran.files.note.value and "template premise: the field" in ran.files.note.value
     assert "has a format spec" in ran.files.note.value and "session.json" in ran.files.note.value
-    assert list(ran.runs) == ["code"] and "code" in ran.tasks  # the open run stays, nothing rendered
+    assert list(ran.runs) == ["paper"] and "paper" in ran.tasks  # the open run stays, nothing rendered
     assert peak < 20_000_000, peak
 
 
@@ -226,8 +227,8 @@ def test_a_session_with_a_broken_run_is_one_message_at_the_load_button_and_the_o
     _click_load(ran, tmp_path / "s")
     assert ran.files.note.value.count("⚠") == 1 and "Traceback" not in ran.files.note.value
     assert "items.csv: row 1: gold is not an index into its options" in ran.files.note.value
-    assert list(ran.runs) == ["code"]
-    assert len(ran.filter(right=["code:lm"])) == ran.runs["code"].items["correct_lm"].sum()
+    assert list(ran.runs) == ["paper"]
+    assert len(ran.filter(right=["paper:lm"])) == ran.runs["paper"].items["correct_lm"].sum()
 
 
 def test_the_report_button_writes_the_open_runs_as_one_page(ran, tmp_path):
@@ -242,9 +243,9 @@ def test_the_report_button_writes_the_open_runs_as_one_page(ran, tmp_path):
     assert "saved <code>report.html</code>" in ran.files.note.value and "class='sl-download'" in ran.files.note.value
     page = path.read_text(encoding="utf-8")
     data = json.loads(page.split('id="sl-r-data">')[1].split("</script>")[0])
-    run = ran.runs["code"]
+    run = ran.runs["paper"]
     assert data["items"]["id"] == run.items["id"].astype(str).tolist() and len(data["items"]["id"]) == N
-    assert data["columns"] == [f"code:{s}" for s in run.scorers]
+    assert data["columns"] == [f"paper:{s}" for s in run.scorers]
     assert "explorer: task" in page and html.escape(run.model) in page  # the run's source, as the explorer has it
 
 
@@ -353,6 +354,40 @@ def test_run_on_a_log_scores_its_items_beside_the_log_run_and_a_run_of_other_ite
     ex.close()
 
 
+@pytest.mark.filterwarnings("ignore:.*passed over", "ignore:.*differs from the log", "ignore:Truncated to fit")
+def test_a_saved_log_session_loads_with_run_scoring_the_log_again(tiny_lm, bench, tmp_path):
+    # a loaded log session kept the fields of a new explorer ("arc-challenge" / 200): Run closed the log's run
+    ex = Explorer(tiny_lm, workbench=bench, log=LOGS)
+    ex.save_session(tmp_path / "s")
+    fields = (ex.task_box.value, ex.n_box.value)
+    ex.close()
+    ex = Explorer(tiny_lm, workbench=bench)
+    ex.load_session(tmp_path / "s")
+    assert (ex.task_box.value, ex.n_box.value) == fields
+    job = ex.run()
+    assert job is not None and ex.wait(300) and job.error is None, job.error
+    assert list(ex.runs) == ["lm-eval", "rescored"] and ex.message.value == ""
+    assert "max_abs_diff" in ex.runs["rescored"].meta["logprob_check"]
+    ex.close()
+
+
+@pytest.mark.filterwarnings("ignore:.*passed over")
+def test_run_on_a_log_session_whose_log_is_gone_says_so_and_keeps_the_run(tiny_lm, bench, tmp_path):
+    folder = tmp_path / "out"
+    shutil.copytree(LOGS, folder)
+    ex = Explorer(tiny_lm, workbench=bench, log=folder)
+    ex.save_session(tmp_path / "s")
+    ex.close()
+    shutil.rmtree(folder)
+    ex = Explorer(tiny_lm, workbench=bench)
+    ex.load_session(tmp_path / "s")
+    assert ex.run() is None and list(ex.runs) == ["lm-eval"]
+    message = html.unescape(ex.message.value)
+    assert f"the log {str(folder)!r} of run 'lm-eval' is not there" in message, message
+    assert "Run scores the log's own strings again" in message
+    ex.close()
+
+
 def test_bad_sources_give_one_message(tiny_lm, tmp_path):
     bad = tmp_path / "samples_x.jsonl"
     bad.write_text("not json\n")
@@ -395,9 +430,9 @@ def test_the_calibrations_are_columns_with_a_filter_each(tiny_lm, bench, task):
     ex = Explorer(tiny_lm, workbench=bench, task=task, n=12, chunk=4, scorers=scorers)
     run = ex.run()
     assert run is not None and ex.wait(300) and run.error is None, run.error
-    res = ex.runs["code"]
-    assert {"code:batch_cal", "code:domain_cal"} <= set(ex._filters) and "code:batch_cal" in ex.item_frame()
-    ex._filters["code:batch_cal"].value = "right"
+    res = ex.runs["paper"]
+    assert {"paper:batch_cal", "paper:domain_cal"} <= set(ex._filters) and "paper:batch_cal" in ex.item_frame()
+    ex._filters["paper:batch_cal"].value = "right"
     assert list(ex.table.rows) == np.flatnonzero(res.items["correct_batch_cal"]).tolist()
     notes = res.accuracy.set_index("scorer")["note"]
     if task == "copa":

@@ -157,7 +157,7 @@ def test_an_explorer_run_under_a_chat_template_opens_its_rows_as_scored(chat_lm,
     try:
         run = ex.run()
         assert run is not None and ex.wait(300) and run.error is None
-        res = ex.runs["code"]
+        res = ex.runs["paper"]
         task = sl.tasks.load("copa", "val", limit=3)
         tok = chat_lm.tokenizer
         assert res.meta["chat_template"]["template"] == TINY

@@ -5,6 +5,7 @@ flipped items (each opens in the workbench)."""
 from __future__ import annotations
 
 import html
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
@@ -48,6 +49,7 @@ class AblationPanel:
         self.flips = w.VBox([])
         self._template: Any = None  # the preset chosen last (None: the baseline's template)
         self._shown: tuple[str, ...] | None = None  # what the fields showed for it
+        self._log_fields: tuple[str, int] | None = None  # (task, n) the source fields show for a log run's items
         classed([(self.preset_picker, "sl-x-preset"), (self.premise_pattern, "sl-x-premise-pattern"),
                  (self.option_pattern, "sl-x-option-pattern"), (self.domain_pattern, "sl-x-domain-pattern"),
                  (self.name_box, "sl-x-ablation-name"), (self.button, "sl-x-ablate"),
@@ -125,17 +127,43 @@ class AblationPanel:
                                                           ("domain_premise", task.template.domain_premise))})
         return host.submit(name, task, source, then=self.show_comparison)
 
-    def _ablate_log(self, name: str, base_name: str) -> Job:
+    def _ablate_log(self, name: str, base_name: str) -> Job | None:
         domain = self.domain_pattern.value
         if not domain.strip() or domain == CODE:
             raise ValueError("domain premise: a log is re-scored under a domain premise: type one")
         return self.rescore_log(name, base_name, domain)
 
-    def rescore_log(self, name: str, base_name: str, domain: str | None = None) -> Job:
+    def name_log(self, name: str | None) -> None:
+        """Make the explorer's source fields name the items of the log run ``name`` (opened, or of a session; None:
+        no log run): Run then scores the log's own strings again beside it (``log_run``)."""
+        host = self.host
+        if name is None:
+            self._log_fields = None
+            return
+        run = host.runs[name]
+        host.task_box.value = f"{host.sources[name].get('reader', 'the')} log: {run.meta.get('log_task', run.task)}"
+        host.n_box.value = len(run.items)
+        self._log_fields = (host.task_box.value, host.n_box.value)
+
+    def log_run(self) -> str | None:
+        """The log run that Run scores again: the first run, when it is a log's and the source fields still name its
+        items (``name_log``); None otherwise."""
+        host = self.host
+        base = next(iter(host.runs), None)
+        if base is None or "log" not in host.sources.get(base, {}):
+            return None
+        return base if (host.task_box.value, host.n_box.value) == self._log_fields else None
+
+    def rescore_log(self, name: str, base_name: str, domain: str | None = None) -> Job | None:
         """Score the strings of the log run ``base_name`` again with the explorer's LM (under the domain premise
-        ``domain`` when given), as run ``name`` beside it."""
+        ``domain`` when given), as run ``name`` beside it; None when its log is not there (the message says so)."""
         host = self.host
         path, reader = host.sources[base_name]["log"], host.sources[base_name].get("reader")
+        if not Path(path).exists():
+            host.show_error(ValueError(
+                f"log: the log {path!r} of run {base_name!r} is not there: Run scores the log's own strings again and "
+                "needs that file (open it with Explorer(log=...) where it is now, or name a task in the fields)"))
+            return None
         host.message.value = ""
         how = f"under {domain}" if domain is not None else "with the LM"
         host.progress_line.value = f"<i>scoring {html.escape(name)} {html.escape(how)}…</i>"

@@ -98,7 +98,7 @@ class ExplorerFiles:
                 if "task" in source:
                     try:
                         task = tasks.load(source["task"], source.get("split"), limit=source.get("n"),
-                                          variant=source.get("variant", "code"))
+                                          variant=source.get("variant", "paper"))
                         parts = {k: v for k, v in (source.get("template") or {}).items() if v and v != CODE}
                         if source.get("domain_premise") and "domain_premise" not in parts:
                             parts["domain_premise"] = explore.as_pattern(source["domain_premise"])
@@ -107,6 +107,8 @@ class ExplorerFiles:
                         pass  # the run opens; its template cannot be edited
             host.runs.update(runs)
             host.sources.update(sources)
+            first = next(iter(sources))
+            host.ablation.name_log(first if "log" in sources[first] else None)
             host.refresh()
         return Path(folder)
 

@@ -11,7 +11,7 @@ each an object with its own widgets and state that reads the explorer: ``ablatio
 
 >>> ex = Explorer(lm, task="arc-challenge", n=200)     # doctest: +SKIP
 >>> ex.run(); ex.wait()                                 # doctest: +SKIP
->>> ex.filter(right=["code:dcpmi"], wrong=["code:lm"]); ex.open_row(0)   # doctest: +SKIP
+>>> ex.filter(right=["paper:dcpmi"], wrong=["paper:lm"]); ex.open_row(0)   # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -113,10 +113,9 @@ class Explorer(w.VBox):
         self._filters: dict[str, w.Dropdown] = {}
         self._hold = False
         self._template = template if template is not None and not isinstance(template, str) else None
-        self._log_fields: tuple[str, int] | None = None  # (task, n) the fields show for an opened log's items
         self.runner = Runner("explorer", on_error=self._failed)
         self.running = False  # a run is scoring (the rows it shows are not the ones to prefetch yet)
-        self._build(task, split, n, template if isinstance(template, str) else "code", domain_premise)
+        self._build(task, split, n, template if isinstance(template, str) else "paper", domain_premise)
         self.table = ItemTable(self)
         self.summary = Summary(self)
         self.ablation = AblationPanel(self)
@@ -128,10 +127,7 @@ class Explorer(w.VBox):
             if log is not None:
                 run = from_log(log)
                 self.put(run.meta["reader"], run, {"log": str(log), "reader": run.meta["reader"]})
-                # the source fields name the log's items: Run scores them again beside the log's run
-                self.task_box.value = f"{run.meta['reader']} log: {run.meta.get('log_task', '')}"
-                self.n_box.value = len(run.items)
-                self._log_fields = (self.task_box.value, self.n_box.value)
+                self.ablation.name_log(run.meta["reader"])
             elif runs is not None:
                 opened = {"run": runs} if isinstance(runs, EvalResult) else dict(runs)
                 explore.columns(opened)
@@ -147,7 +143,7 @@ class Explorer(w.VBox):
         self.task_box = w.Text(value=task, description="task", style=wide)
         self.split_box = w.Text(value=split or "", description="split", placeholder="default", style=wide)
         self.n_box = w.IntText(value=n, description="items", style=wide)
-        self.family_picker = w.Dropdown(options=["code", "paper_table", "lm-eval"], value=family,
+        self.family_picker = w.Dropdown(options=list(tasks.registry.FAMILIES), value=family,
                                         description="template", style=wide)
         self.domain_box = w.Text(value=domain or "", description="domain premise", placeholder="the template's",
                                  style=wide, tooltip="the same text before every option's prior, as typed (the "
@@ -229,9 +225,8 @@ class Explorer(w.VBox):
         """Run the source fields' task in the background (beside the open runs when it has their items, otherwise
         in their place, which the message names); None when the source is refused (the message says why). While
         the fields name an opened log's items, the log's own strings are scored again with the LM, beside its run."""
-        base = next(iter(self.runs), None)
-        if base is not None and "log" in self.sources.get(base, {}) and \
-                (self.task_box.value, self.n_box.value) == self._log_fields:
+        base = self.ablation.log_run()
+        if base is not None:
             name = name or self.name_box.value.strip() or "rescored"
             if name == base:
                 self.show_error(ValueError(f"run name: {name!r} is the log's run; choose another"))
