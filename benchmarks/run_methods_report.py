@@ -303,8 +303,26 @@ def split_table(items: pd.DataFrame, methods: Sequence[Method]) -> list[str]:
     return out
 
 
-def overview(frames: dict[tuple[str, str], pd.DataFrame], model: str, methods: Sequence[Method]) -> list[str]:
-    """One row per split of ``model``: every method's accuracy (bold: the best of the row; blank: not applicable)."""
+def not_applicable(task) -> set[str]:
+    """The keys of the methods that do not apply to ``task``: a scorer that ``scorers.not_applicable`` refuses on its
+    option lists (a calibration of fixed label sets where options differ per item), the letter methods where its items
+    carry no raw question and choices."""
+    from surfacelab import letters, scorers
+
+    table = pd.DataFrame([{"item": i, "option": o} for i, it in enumerate(task.items) for o in it.options])
+    out = {m.key for m in METHODS if m.kind == "scorer"
+           and scorers.not_applicable(scorers.get_scorer(m.name), table)}
+    try:
+        letters.as_items(task)
+    except ValueError:
+        out |= {m.key for m in METHODS if m.kind == "letters"}
+    return out
+
+
+def overview(frames: dict[tuple[str, str], pd.DataFrame], model: str, methods: Sequence[Method],
+             na: dict[str, set[str]] | None = None) -> list[str]:
+    """One row per split of ``model``: every method's accuracy (bold: the best of the row; "n/a": the method does not
+    apply to the split, by ``na``: split -> keys; blank: not run)."""
     out = ["| split | n | " + " | ".join(m.label for m in methods) + " |",
            "|---|---:|" + "---:|" * len(methods)]
     for (mod, split), items in frames.items():
@@ -312,8 +330,9 @@ def overview(frames: dict[tuple[str, str], pd.DataFrame], model: str, methods: S
             continue
         acc = {m.key: items[f"correct_{m.key}"].mean() for m in methods if f"correct_{m.key}" in items}
         top = max(acc.values())
-        cells = [("" if m.key not in acc else f"**{100 * acc[m.key]:.1f}**" if acc[m.key] == top
-                  else f"{100 * acc[m.key]:.1f}") for m in methods]
+        cells = [(("n/a" if m.key in (na or {}).get(split, ()) else "") if m.key not in acc
+                  else f"**{100 * acc[m.key]:.1f}**" if acc[m.key] == top else f"{100 * acc[m.key]:.1f}")
+                 for m in methods]
         out.append(f"| {split} | {len(items)} | " + " | ".join(cells) + " |")
     return out
 
@@ -331,8 +350,8 @@ def read_frames(runs: Path) -> dict[tuple[str, str], pd.DataFrame]:
 
 
 def render(frames: dict[tuple[str, str], pd.DataFrame], caps: dict[str, int], commands: Sequence[str],
-           notes: Sequence[str] = ()) -> str:
-    """The whole report as markdown."""
+           notes: Sequence[str] = (), na: dict[str, set[str]] | None = None) -> str:
+    """The whole report as markdown (``na``: split -> the keys of the methods that do not apply to it)."""
     out = [
         "# Issue #38's methods beside the baselines (measured)",
         "",
@@ -351,7 +370,10 @@ def render(frames: dict[tuple[str, str], pd.DataFrame], caps: dict[str, int], co
         "the better of the most accurate cloze scorer and MCF (`runs.olmes_rows`), so it is at least LM by "
         "construction. The letter methods run through `surfacelab.letters.evaluate` with PriDe's prompt "
         "(`Question: ...` / `A. ...` / `Answer:`, the letters' \" A\" and \"A\" summed), only on splits whose items "
-        "carry a raw question and choices (blank cells elsewhere); domain-context calibration averages 20 random "
+        "carry a raw question and choices. In the overview \"n/a\" marks a method that does not apply to a split "
+        "(a letter method where items carry no raw question, a cloze calibration of fixed label sets where the "
+        "options differ per item) and "
+        "a blank cell one that was not run; domain-context calibration averages 20 random "
         "in-domain texts (seed 0). Choices-only is tested against chance (the mean of 1 / options; exact binomial "
         "test) in the sentences below. Accuracy in % with a 95% percentile bootstrap CI over items "
         "(1000 resamples, seed 0). McNemar: the exact two-sided binomial test on the items where the method and the "
@@ -382,7 +404,7 @@ def render(frames: dict[tuple[str, str], pd.DataFrame], caps: dict[str, int], co
             out += ["(not run)"]
             continue
         out += ["Accuracy % per split and method (bold: best of the row):", ""]
-        out += overview(frames, model, METHODS)
+        out += overview(frames, model, METHODS, na)
         for (mod, split), items in frames.items():
             if mod == model:
                 out += ["", f"### {model} · {split} ({len(items)} items)", ""] + split_table(items, METHODS)
@@ -436,7 +458,10 @@ def render_cmd(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Non
     kept = [a for k, a in enumerate(given) if a != "--note" and (k == 0 or given[k - 1] != "--note")]
     commands = [*run_commands(frames, caps), "python benchmarks/run_methods_report.py render " + shlex.join(kept)]
     out = Path(args.out)
-    out.write_text(render(frames, caps, commands, args.note))
+    from surfacelab import tasks
+
+    na = {f"{name}/{split}": not_applicable(tasks.load(name, split, source=args.data_dir)) for name, split in SPLITS}
+    out.write_text(render(frames, caps, commands, args.note, na))
     print(f"wrote {out} ({len(frames)} model x split frames)")
 
 
@@ -457,6 +482,7 @@ def main(argv: list[str] | None = None) -> int:
                            help="run the scorers only (the letter methods cost 24 forwards per item)")
         else:
             p.add_argument("--out", default="docs/results_methods.md")
+            p.add_argument("--data-dir", default="data/eval", help="where the splits are (to say which methods apply)")
             p.add_argument("--note", action="append", default=[],
                            help="a paragraph to add under the setup (not repeated in the recorded command)")
     args = parser.parse_args(argv)

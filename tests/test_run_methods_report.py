@@ -122,6 +122,17 @@ def test_first_option_share_per_model():
     assert rep.first_option_share(frames, "letters") == ""
 
 
+def test_which_methods_do_not_apply_to_a_split():
+    letter_keys = {m.key for m in rep.METHODS if m.kind == "letters"}
+    assert rep.not_applicable(tasks.load("copa", "val")) == {"batch_cal", "domain_cal"} | letter_keys
+    assert rep.not_applicable(tasks.load("sst-2", "test", limit=20)) == letter_keys  # a fixed label set
+    assert rep.not_applicable(tasks.load("arc-challenge", "test", limit=20)) == {"batch_cal", "domain_cal"}
+    frames = {("m", "copa/val"): _items(lm=LM)}
+    line = rep.overview(frames, "m", [rep.method("lm"), rep.method("batch_cal"), rep.method("mcf")],
+                        {"copa/val": {"batch_cal"}})[2]
+    assert line == "| copa/val | 12 | **50.0** | n/a |  |"  # n/a: does not apply; blank: not run
+
+
 def test_overview_blank_where_a_method_does_not_apply():
     frames = {("m", "copa/dev"): _items(lm=LM, dcpmi=DCPMI),
               ("m", "arc-challenge/test"): _items(lm=LM, dcpmi=DCPMI, mcf=AVG),
