@@ -10,7 +10,12 @@ warm-up on its first requests, the prefix cache emptied after the warm-up:
   * ``mmlu5``: 5-shot MMLU in lm-eval's layout (the subject line, then five worked examples of the subject's dev
     split, ``Question\\nA. ..\\nB. ..\\nC. ..\\nD. ..\\nAnswer: <gold text>``, then the question), every option scored
     as text (`` <option>``) after ``Answer:`` and under the domain premise ``Answer:`` alone;
-  * ``arc``: ARC-Challenge 0-shot, every option under the question and under " the answer is:" (``bench_engine``).
+  * ``arc``: ARC-Challenge 0-shot, every option under the question and under " the answer is:" (``bench_engine``);
+  * ``explorer``: the explorer's default Run (``widgets.Explorer``: ARC-Challenge's first ``--explorer-items`` test
+    items, template "paper", scorers lm / per_char / dcpmi, scored chunk by chunk with the verdict labels:
+    ``explore.evaluate_in_chunks``). surfacelab times that whole run (its labels' extra next-token call included);
+    lm-eval, which has no such run, scores the run's own requests (each option under the question and under the
+    domain premise), and its numbers are compared with the run's raw log-probs.
 
 Tools: surfacelab's server backend as it loads (the token route), the same with the token route turned off
 (``/v1/completions``, every prompt computed whole), lm-eval 0.4.13 ``local-completions`` (token-id prompts,
@@ -22,15 +27,17 @@ Reported per workload and tool: requests/s, wall seconds, prompt tokens sent and
 ``vllm:prompt_tokens_total`` minus ``vllm:prompt_tokens_cached_total`` over the timed call), the ratios to lm-eval,
 and max |Δ| of per-request summed log-probs against the in-process model.
 
-Run from the repository root (needs the ``bench`` extra and the vLLM environment, ``make vllm``):
+Run from the repository root (needs the ``bench`` extra and the vLLM environment, ``make vllm``); ``--workloads``
+runs some of them (each run of the lock's length), and ``--out`` keeps the rows of the workloads not run this time:
 
     VLLM_PYTHON=.vllm-venv/bin/python SURFACELAB_CACHE=/tmp/slcache flock /tmp/surfacelab-cpu.lock \\
-        .venv/bin/python benchmarks/bench_server.py --out benchmarks/results_server.md
+        .venv/bin/python benchmarks/bench_server.py --workloads mmlu5 --out benchmarks/results_server.md
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -47,6 +54,8 @@ from bench_engine import DATA, WARMUP, _run_child, requests_for  # noqa: E402
 
 #: Server flags of the token route (``vllm_tokens.FLAGS``) and the cache block the CPU build can use.
 ROUTE_FLAGS = ["--enable-scale-out", "--enable-prompt-tokens-details", "--block-size", "32"]
+#: The explorer's default scorers (``widgets.Explorer``).
+EXPLORER_SCORERS = ["lm", "per_char", "dcpmi"]
 LETTERS = "ABCD"
 
 
@@ -79,8 +88,21 @@ def mmlu5_requests(subjects: int, per_subject: int) -> list[tuple[str, str]]:
     return reqs
 
 
+def explorer_task(items: int):
+    """The task of the explorer's default Run (``widgets.Explorer``'s source fields) with ``items`` items."""
+    from surfacelab import tasks
+
+    return tasks.load("arc-challenge", None, limit=items, variant="paper")
+
+
+def explorer_requests(items: int) -> list[tuple[str, str]]:
+    """The scoring requests of the explorer's run: each option under the question, then under the domain premise."""
+    return [r for it in explorer_task(items).items for r in it.requests() + it.domain_requests()]
+
+
 def _server_child(spec: dict) -> dict:
-    """Time one tool scoring ``spec['requests']`` through the server at ``spec['url']``."""
+    """Time one tool scoring ``spec['requests']`` (``spec['explorer']``: the explorer's run of that many items)
+    through the server at ``spec['url']``."""
     import httpx
 
     from surfacelab.backends.vllm_tokens import prompt_tokens
@@ -99,6 +121,19 @@ def _server_child(spec: dict) -> dict:
         def run(rs):
             got = engine.logprobs(lm, rs, progress=False, cache=False)
             return [s.total for s in got], got.stats.paths
+
+        if spec.get("explorer"):  # the explorer's Run (warmed up on two items after those it times)
+            from surfacelab import explore
+
+            task = explorer_task(spec["explorer"] + 2)
+
+            def run(rs):
+                items = task.items[:spec["explorer"]] if rs is reqs else task.items[spec["explorer"]:]
+                done = explore.evaluate_in_chunks(lm, dataclasses.replace(task, items=items), EXPLORER_SCORERS)
+                scores = done.scores.sort_values(["item", "option_index"])
+                totals = [v for _, g in scores.groupby("item") for v in [*g["logprob"], *g["domain_logprob"]]]
+                return totals, {"why labels": int(done.items["why"].notna().sum()),
+                                "labels' next-token prompts": done.meta["why_cost"]["prompts"]}
     else:
         from lm_eval.api.instance import Instance
         from lm_eval.models.openai_completions import LocalCompletionsAPI
@@ -128,7 +163,8 @@ def _child_process(spec: dict) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         src, dst = Path(tmp) / "spec.json", Path(tmp) / "out.json"
         src.write_text(json.dumps(spec))
-        env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+        env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1",
+               "SURFACELAB_NO_CACHE": "1"}  # the explorer's run scores through the engine's default cache
         proc = subprocess.run([sys.executable, __file__, "--child", str(src), str(dst)], env=env,
                               capture_output=True, text=True)
         if proc.returncode:
@@ -137,7 +173,7 @@ def _child_process(spec: dict) -> dict:
 
 
 def bench(model: str, workloads: dict[str, list], lm_eval_config: tuple[int, int], python: str,
-          log=print) -> list[dict]:
+          explorer_items: int = 0, log=print) -> list[dict]:
     """Start the servers, run every tool on every workload; one row per (workload, server, tool)."""
     from surfacelab.backends.vllm_server import LocalServer
     from surfacelab.models import PRESETS
@@ -149,7 +185,7 @@ def bench(model: str, workloads: dict[str, list], lm_eval_config: tuple[int, int
     def run(server, flags: str, name: str, tool: str, reset: bool) -> None:
         spec = {"url": server.url, "served": model, "model": model, "folder": folder, "tool": tool,
                 "requests": workloads[name], "reset": reset, "batch_size": lm_eval_config[0],
-                "concurrency": lm_eval_config[1]}
+                "concurrency": lm_eval_config[1], "explorer": explorer_items if name == "explorer" else 0}
         t = time.time()
         res = _child_process(spec)
         log(f"{name} {flags} {tool} ({res['path']}): {res['seconds']:.1f}s, {res['computed']:,} of {res['sent']:,} "
@@ -174,17 +210,15 @@ def bench(model: str, workloads: dict[str, list], lm_eval_config: tuple[int, int
         log(f"{name} surfacelab in-process: {local['seconds']:.1f}s ({time.time() - t:.0f}s with load)")
         rows.append({"workload": name, "server": "-", "tool": "surfacelab-in-process", "path": "in-process",
                      "seconds": local["seconds"], "totals": local["totals"], "sent": None, "computed": None})
-    for r in rows:
-        r["requests_per_s"] = len(workloads[r["workload"]]) / r["seconds"]
     return rows
 
 
-def markdown(rows: list[dict], workloads: dict[str, list], command: str, started: str, wall: float) -> str:
-    """The results as a markdown section of their own."""
+def markdown(rows: list[dict], runs: dict[str, dict]) -> str:
+    """The results as a markdown section of their own (``runs``: per workload, its request count and the run that
+    measured it: command, start, minutes)."""
     lines = [
         "# Server benchmark: surfacelab's token route vs /v1/completions vs lm-evaluation-harness, one vLLM server",
-        "", f"Command (run {started}, {wall / 60:.1f} min in all, under the shared CPU lock of a 2-core machine):", "",
-        "```", command, "```", "",
+        "",
         "One vLLM 0.32.0 CPU server (fp32, `--enforce-eager`, `--max-model-len 2048`, its compute bound to one core) "
         "started with `--enable-scale-out --enable-prompt-tokens-details --block-size 32`; every tool runs in a fresh "
         f"process, is timed over one call after a {WARMUP}-request warm-up, the server's prefix cache emptied after "
@@ -192,11 +226,13 @@ def markdown(rows: list[dict], workloads: dict[str, list], command: str, started
         "(its `/metrics`: `vllm:prompt_tokens` less `vllm:prompt_tokens_cached`). *plain*: a server started without "
         "the flags. max |Δ|: per-request summed log-probs against surfacelab in-process (transformers, one thread).",
         ""]
-    for name, reqs in workloads.items():
+    for name, run in runs.items():
         sub = [r for r in rows if r["workload"] == name]
         le = next(r for r in sub if r["tool"] == "lm-eval")
         local = next(r for r in sub if r["tool"] == "surfacelab-in-process")
-        lines += [f"## {name} ({len(reqs)} requests)", "",
+        lines += [f"## {name} ({run['requests']} requests)", "",
+                  f"Run {run['started']} ({run['minutes']:.1f} min, under the shared CPU lock of a 2-core machine):",
+                  "", "```", run["command"], "```", "",
                   "| tool | server | route | requests/s | wall s | prompt tokens sent | computed by the server "
                   "| computed ÷ lm-eval's | speed ÷ lm-eval | max \\|Δ\\| vs in-process |",
                   "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
@@ -207,7 +243,8 @@ def markdown(rows: list[dict], workloads: dict[str, list], command: str, started
             lines.append(f"| {r['tool']} | {r['server']} | {r['path']} | {r['requests_per_s']:.1f} | "
                          f"{r['seconds']:.1f} | {tokens} | {r['requests_per_s'] / le['requests_per_s']:.2f}x | "
                          f"{delta:.1e} |")
-        lines.append("")
+        lines += ["", "surfacelab's paths: " + "; ".join(f"{r['tool']} ({r['server']}): {r['paths']}" for r in sub
+                                                         if r.get("paths")), ""]
     return "\n".join(lines)
 
 
@@ -218,8 +255,11 @@ def main() -> None:
     ap.add_argument("--items", type=int, default=50, help="ARC-Challenge questions (x options x 2 requests)")
     ap.add_argument("--mmlu-subjects", type=int, default=4, help="MMLU subjects of the 5-shot workload")
     ap.add_argument("--mmlu-questions", type=int, default=5, help="test questions per MMLU subject")
+    ap.add_argument("--explorer-items", type=int, default=200, help="items of the explorer's run (its default)")
+    ap.add_argument("--workloads", default="mmlu5,arc,explorer", help="the workloads to run, comma-separated")
     ap.add_argument("--lm-eval", default="32x1", help="lm-eval's BATCHxCONCURRENCY (prompts per call x calls)")
-    ap.add_argument("--out", default=None, help="write the markdown section here (and the rows as .json)")
+    ap.add_argument("--out", default=None, help="write the markdown here and the rows as .json (the rows of the "
+                                                "workloads not run this time are kept from that .json)")
     args = ap.parse_args()
     if args.child:
         spec = json.loads(Path(args.child[0]).read_text())
@@ -229,14 +269,30 @@ def main() -> None:
     started, t0 = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), time.time()
     command = ("VLLM_PYTHON=.vllm-venv/bin/python SURFACELAB_CACHE=/tmp/slcache flock /tmp/surfacelab-cpu.lock "
                ".venv/bin/python " + " ".join(["benchmarks/bench_server.py"] + sys.argv[1:]))
-    workloads = {"mmlu5": mmlu5_requests(args.mmlu_subjects, args.mmlu_questions),
-                 "arc": requests_for("a", args.items)[0]}
+    build = {"mmlu5": lambda: mmlu5_requests(args.mmlu_subjects, args.mmlu_questions),
+             "arc": lambda: requests_for("a", args.items)[0],
+             "explorer": lambda: explorer_requests(args.explorer_items)}
+    names = [w.strip() for w in args.workloads.split(",") if w.strip()]
+    unknown = [w for w in names if w not in build]
+    if unknown or not names:
+        ap.error(f"--workloads: {', '.join(unknown) or 'none given'}; choose among {', '.join(build)}")
+    workloads = {name: build[name]() for name in names}
     lm_eval = tuple(int(x) for x in args.lm_eval.split("x"))
-    rows = bench(args.model, workloads, lm_eval, python, log=lambda m: print(m, flush=True))
-    md = markdown(rows, workloads, command, started, time.time() - t0)
+    rows = bench(args.model, workloads, lm_eval, python, args.explorer_items, log=lambda m: print(m, flush=True))
+    for r in rows:
+        r["requests_per_s"] = len(workloads[r["workload"]]) / r["seconds"]
+    runs = {name: {"requests": len(reqs), "command": command, "started": started, "minutes": (time.time() - t0) / 60}
+            for name, reqs in workloads.items()}
+    if args.out and Path(args.out).with_suffix(".json").exists():  # the workloads not run this time stay
+        kept = json.loads(Path(args.out).with_suffix(".json").read_text())
+        runs = {**{k: v for k, v in kept.get("runs", {}).items() if k not in workloads}, **runs}
+        rows += [r for r in kept["rows"] if r["workload"] in runs and r["workload"] not in workloads]
+    order = [w for w in build if w in runs]
+    rows.sort(key=lambda r: order.index(r["workload"]))
+    md = markdown(rows, {w: runs[w] for w in order})
     if args.out:
         Path(args.out).write_text(md)
-        Path(args.out).with_suffix(".json").write_text(json.dumps({"rows": rows}, indent=1))
+        Path(args.out).with_suffix(".json").write_text(json.dumps({"rows": rows, "runs": runs}, indent=1))
     print(md)
 
 

@@ -362,7 +362,8 @@ def render(frames: dict[tuple[str, str], pd.DataFrame], caps: dict[str, int], co
         *commands,
         "```",
         "",
-        "Setup: zero-shot, the tasks' own templates and domain premises (the paper's public code, `variant=\"code\"`). "
+        "Setup: zero-shot, the tasks' own templates and domain premises (the paper's public code, "
+        "`variant=\"paper\"`). "
         "The scorers run through one `surfacelab.evaluate` call per split: the cloze ones (LM ... PMI-null) on the "
         "task's prompt, the noisy channel, MCF and choices-only on the texts `surfacelab/formats.py` writes per task "
         "(channel: the input after each option or its label word; MCF: the option's letter after the lettered "

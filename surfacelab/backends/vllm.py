@@ -53,6 +53,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import threading
 import warnings
 from typing import Any, Callable, Sequence
 
@@ -63,7 +64,7 @@ from .base import NextTokenScores, OnDone, TokenScores
 from .credentials import api_key_from, normalize_url
 from .transport import CONCURRENCY, ServerError, Transport
 from .vllm_checks import REASON_CHARS, ImpossibleAnswer, one_line, read_logprob, read_prompt_logprobs, request_view
-from .vllm_tokens import IN_FLIGHT, PROBE_TOKENS, Capabilities, TokenRoute, probe
+from .vllm_tokens import IN_FLIGHT, PROBE_TOKENS, Capabilities, TokenRoute, probe, started_at
 
 #: Text whose server-side tokenization and log-prob identify the served model.
 PROBE = "The quick brown fox jumps over the lazy dog. Naïve café, 東京 2+2=4\n(probe)"
@@ -72,6 +73,11 @@ BATCH_PROMPTS = 32
 BATCH_TOKENS = 8192
 #: vLLM's default ``--max-logprobs`` (most alternatives or asked ids per position).
 MAX_LOGPROBS = 20
+#: What each server offered when a backend first connected in this process, by (URL, served model, the server's start
+#: time): its token route's ``Capabilities`` and the next-token mode. A later load of the same server reuses them: it
+#: sends no probe and does not warn again.
+PROBED: dict[tuple[str, str, str], tuple[Capabilities, str]] = {}
+PROBED_LOCK = threading.Lock()
 
 
 def _token_key(key: str) -> int:
@@ -310,7 +316,6 @@ class VLLMBackend:
         except (ValueError, KeyError, TypeError, AttributeError) as err:
             raise ServerError(f"server {self.url} does not return vLLM's prompt_logprobs by token id ({err}); "
                               "surfacelab's server backend needs vLLM") from None
-        self.next_token_mode = self._probe_next_token_mode(local)
         self._probe_route(local)
         vocab_hash = hashlib.sha256(json.dumps(sorted(tokenizer.get_vocab().items())).encode()).hexdigest()
         total = float(probe.logprob.astype(np.float64).sum())
@@ -318,15 +323,32 @@ class VLLMBackend:
             f"vllm|{self.served_model}|{vocab_hash}|{vocab_size}|{total:.2f}".encode()).hexdigest()[:32]
 
     def _probe_route(self, ids: list[int]) -> None:
-        """Find whether scoring can read the server's prefix cache (``vllm_tokens.probe``, on the probe's tokens
-        repeated to ``PROBE_TOKENS``); warn, naming the server flags, where it cannot."""
-        size = min(PROBE_TOKENS, (self.max_model_len or PROBE_TOKENS + 1) - 1)
-        self.capabilities = probe(self.http, self.served_model, (ids * (size // len(ids) + 1))[:size])
+        """Find what the server offers, once per server and process (``PROBED``): whether scoring can read its
+        prefix cache (``vllm_tokens.probe``, on the probe's tokens repeated to ``PROBE_TOKENS``) and the next-token
+        mode; warn, naming the server flags, where it cannot read the cache (once: a later load reuses the probe)."""
+        key = (self.url, self.served_model, self._started())
+        with PROBED_LOCK:
+            known = PROBED.get(key)
+        if known is None:
+            size = min(PROBE_TOKENS, (self.max_model_len or PROBE_TOKENS + 1) - 1)
+            found = (probe(self.http, self.served_model, (ids * (size // len(ids) + 1))[:size]),
+                     self._probe_next_token_mode(ids))
+            with PROBED_LOCK:
+                known = PROBED.setdefault(key, found)
+            if known is found and not found[0].reads_cache:
+                warnings.warn(f"server {self.url}: scoring computes every prompt whole through /v1/completions: "
+                              f"{found[0].note} (docs/server.md)", stacklevel=6)
+        self.capabilities, self.next_token_mode = known
         if self.capabilities.reads_cache:
             self.route = TokenRoute(self.http, self.served_model, self.capabilities, in_flight=self.in_flight)
-        else:
-            warnings.warn(f"server {self.url}: scoring computes every prompt whole through /v1/completions: "
-                          f"{self.capabilities.note} (docs/server.md)", stacklevel=6)
+
+    def _started(self) -> str:
+        """When the server's process started (its ``/metrics``' ``process_start_time_seconds``; "" where it does
+        not say), so that a server restarted at the same URL, perhaps with other flags, is probed again."""
+        try:
+            return started_at(self.http.request("GET", "/metrics", at_root=True, text=True))
+        except ServerError:
+            return ""
 
     def _check_vocab(self, vocab_size: int) -> None:
         """The server must accept token id ``vocab_size - 1`` and refuse ``vocab_size``."""

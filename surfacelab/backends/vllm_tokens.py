@@ -21,7 +21,10 @@ sent with the cache off. The cache is no longer read after
 ``UNTRUSTED_LIMIT`` answers that did not check out, or that many refusals if they are half the requests or more.
 
 A request goes once the request it shares the most whole blocks with has been answered (``cache_order``), so its
-shared context is computed once and read from the cache by the rest. What a server offers is probed once, when the
+shared context is computed once and read from the cache by the rest. Where options begin alike, a hit can reach past
+the context into rows the request needs (row p depends only on the tokens up to p): those rows are taken from an
+answered request of the same call that shares the tokens up to the hit's last row (``Answered``), the rest read past
+the hit as above. What a server offers is probed once, when the
 backend connects (``probe``): the route, the cached-token count, a cache hit on a repeated prompt whose rows equal
 those of the same prompt computed whole, and the block size (from ``/metrics``, else from the hit).
 """
@@ -34,6 +37,8 @@ import threading
 import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
+
+import numpy as np
 
 from .base import OnDone, TokenScores
 from .packing import lcp
@@ -151,11 +156,13 @@ def cache_order(seqs: Sequence[Sequence[int]], starts: Sequence[int],
     Returns:
         ``order``: the requests sorted by token ids. ``after[k]``: the position (in ``order``) of the earliest request
         sharing the longest prefix with request ``order[k]``, to be answered first; None where it would share no
-        whole block. ``whole[k]``: that shared prefix would cover rows the request needs (the first continuation
-        token's row needs the context's last position computed), so it goes at once with the cache off. ``hits[k]``:
-        the prompt tokens it is expected to find in the cache (0 where it goes whole).
+        whole block. ``hits[k]``: the prompt tokens it is expected to find in the cache (0 where it goes whole). A
+        hit that reaches the continuation covers rows the request needs (row p needs position p - 1 computed); their
+        rows are taken from the request it waits for, which shares their tokens, unless the hit ends exactly where
+        the two part (the row at the hit is then neither computed nor shared): ``whole[k]``, it goes at once with the
+        cache off.
 
-    >>> cache_order([(1, 2, 3, 4, 9), (1, 2, 3, 4, 5), (1, 2, 3, 4, 5, 6)], [4, 4, 5], block=2)
+    >>> cache_order([(1, 2, 3, 4, 9), (1, 2, 3, 4, 5), (1, 2, 3, 4, 5, 6)], [4, 4, 4], block=2)
     ([1, 2, 0], [None, 0, None], [False, False, True], [0, 4, 0])
     """
     order = sorted(range(len(seqs)), key=lambda i: tuple(seqs[i]))
@@ -170,10 +177,50 @@ def cache_order(seqs: Sequence[Sequence[int]], starts: Sequence[int],
         first = below[-1][1] if below else None  # every request between it and this one shares >= `shared`
         below.append((shared, k))
         hit = (max(0, min(shared, len(seqs[i]) - 1)) // block) * block
-        after.append(first if 0 < hit < starts[i] else None)
-        whole.append(0 < hit and hit >= starts[i])
-        hits.append(hit if hit < starts[i] else 0)
+        unusable = 0 < hit and starts[i] <= hit == shared
+        after.append(first if 0 < hit and not unusable else None)
+        whole.append(unusable)
+        hits.append(0 if unusable else hit)
     return order, after, whole, hits
+
+
+class Answered:
+    """The answered requests of one scoring call, by position in ``cache_order``'s order (``seqs``, ``starts``: their
+    token ids and first scored positions in that order), for a request whose cache hit covers rows it needs: the
+    same rows of an answered request that shares the tokens up to them (row p depends only on ``ids[:p + 1]``)."""
+
+    def __init__(self, seqs: Sequence[Sequence[int]], starts: Sequence[int]) -> None:
+        self.seqs, self.starts = seqs, starts
+        self.scores: dict[int, TokenScores] = {}
+        self._lock = threading.Lock()
+
+    def add(self, k: int, scores: TokenScores) -> None:
+        """Request ``k`` was answered with ``scores`` (checked)."""
+        with self._lock:
+            self.scores[k] = scores
+
+    def rows(self, k: int, first: int, stop: int) -> TokenScores | None:
+        """Rows ``first .. stop - 1`` of request ``k``, from an answered request that shares its first ``stop``
+        tokens and was scored from ``first`` or before; None where none has been answered. Sorted by token ids,
+        the requests sharing at least ``stop`` tokens with ``k`` are its neighbours on either side."""
+        seq = self.seqs[k]
+        for step in (-1, 1):
+            j = k + step
+            while 0 <= j < len(self.seqs) and lcp(self.seqs[j], seq) >= stop:
+                with self._lock:
+                    got = self.scores.get(j)
+                if got is not None and self.starts[j] <= first:
+                    a, b = first - self.starts[j], stop - self.starts[j]
+                    return TokenScores(got.logprob[a:b], got.rank[a:b], got.entropy[a:b], got.top_ids[a:b],
+                                       got.top_logprobs[a:b])
+                j += step
+        return None
+
+
+def joined(head: TokenScores, tail: TokenScores) -> TokenScores:
+    """The rows of ``head`` followed by those of ``tail``."""
+    return TokenScores(*(np.concatenate([getattr(head, f), getattr(tail, f)])
+                         for f in ("logprob", "rank", "entropy", "top_ids", "top_logprobs")))
 
 
 def block_from_metrics(text: str) -> int:
@@ -194,6 +241,16 @@ def prompt_tokens(metrics: str) -> tuple[int, int]:
         return int(sum(float(v) for v in re.findall(rf"^vllm:{name}_total(?:{{[^}}]*}})? (\S+)$", metrics, re.M)))
 
     return total("prompt_tokens"), total("prompt_tokens_cached")
+
+
+def started_at(metrics: str) -> str:
+    """The ``process_start_time_seconds`` of a server's ``/metrics`` ("" where it has none).
+
+    >>> started_at('# TYPE process_start_time_seconds gauge\\nprocess_start_time_seconds 1.7649e+09')
+    '1.7649e+09'
+    """
+    found = re.search(r"^process_start_time_seconds(?:\{[^}]*\})? (\S+)$", metrics, re.M)
+    return found.group(1) if found else ""
 
 
 def probe(http: Transport, served_model: str, ids: Sequence[int]) -> Capabilities:
@@ -259,6 +316,7 @@ class TokenRoute:
         self.read = 0  # requests sent to read the cache
         self.untrusted = 0  # answers read past the cache that did not check out
         self.refusals = 0  # requests to read the cache that the server refused
+        self.shared = 0  # requests whose rows under their hit were taken from a request sharing them
         self._lock = threading.Lock()
 
     def __getstate__(self) -> dict:
@@ -284,10 +342,15 @@ class TokenRoute:
                                                 max(self.block_size, 1))
         if not (read_cache and self.trusted):
             after, whole = [None] * len(items), [True] * len(items)
+        answered = Answered([items[i][0] for i in order], [items[i][1] for i in order])
 
         def run(batch: list[int]) -> list[tuple[TokenScores, str, int]]:
-            return [self._one(order[k], items[order[k]], top_k, hits[k], not whole[k] and self.trusted, refused)
-                    for k in batch]
+            out = []
+            for k in batch:
+                out.append(self._one(order[k], k, items[order[k]], top_k, hits[k], not whole[k] and self.trusted,
+                                     refused, answered))
+                answered.add(k, out[-1][0])
+            return out
 
         def done(batch: list[int], results: list[tuple[TokenScores, str, int]]) -> None:
             if on_done is not None:
@@ -304,11 +367,12 @@ class TokenRoute:
         stats.tokens_scored += sum(len(ids) - s for ids, s in items)
         return out
 
-    def _one(self, i: int, item: tuple[tuple[int, ...], int], top_k: int, hit: int, read: bool,
-             refused: Callable[[int, Exception], Exception]) -> tuple[TokenScores, str, int]:
-        """One request: read past the cache where ``read`` (``hit``: the cached tokens it is expected to find; tried
-        again where refused); sent again with the cache off if that does not check out or stays refused. Returns its
-        scores, its path and the prompt tokens the server computed for it."""
+    def _one(self, i: int, k: int, item: tuple[tuple[int, ...], int], top_k: int, hit: int, read: bool,
+             refused: Callable[[int, Exception], Exception], answered: Answered) -> tuple[TokenScores, str, int]:
+        """Request ``i`` (``k`` in ``answered``): read past the cache where ``read`` (``hit``: the cached tokens it is
+        expected to find; tried again where refused), the rows a hit covers taken from ``answered``; sent again with
+        the cache off if that does not check out or stays refused. Returns its scores, its path and the prompt
+        tokens the server computed for it."""
         ids, start = item
         computed = 0
         for tries in range(READ_TRIES if read else 0):
@@ -316,8 +380,14 @@ class TokenRoute:
                 self.read += 1
             try:
                 answer = self._send(ids, top_k, read_cache=True)
-                computed += len(ids) - (cached_of(answer) or 0)
-                scores, cached = read_rows(answer, ids, start, top_k)
+                cached = cached_of(answer) or 0
+                computed += len(ids) - cached
+                shared = answered.rows(k, start, cached + 1) if cached >= start else None
+                scores, cached = read_rows(answer, ids, start if shared is None else cached + 1, top_k)
+                if shared is not None:
+                    scores = joined(shared, scores)
+                    with self._lock:
+                        self.shared += 1
                 self._saw_hit(cached)
                 return scores, "server-cache" if cached else "server", computed
             except Untrusted as err:

@@ -5,7 +5,12 @@ rows do not check out sent again, and servers without the route scoring whole th
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
 import threading
+import warnings
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
@@ -57,19 +62,27 @@ def metrics(url: str) -> tuple[int, int]:
     return prompt_tokens(httpx.get(url.removesuffix("/v1") + "/metrics", timeout=30).text)
 
 
+def scored_through(lm, url: str, requests, reference) -> tuple[object, int, int]:
+    """``requests`` scored by ``lm`` through the server at ``url``, checked against ``reference``; the results and
+    the prompt tokens the server was sent and computed meanwhile (its ``/metrics``), which its answers' cached-token
+    counts must agree with."""
+    sent_before, cached_before = metrics(url)
+    got = engine.logprobs(lm, requests, cache=False, progress=False, top_k=5)
+    sent_after, cached_after = metrics(url)
+    assert_same_numbers(got, reference)
+    sent, computed = sent_after - sent_before, (sent_after - sent_before) - (cached_after - cached_before)
+    print(f"server: {sent} prompt tokens sent, {computed} computed ({got.stats.paths})")
+    assert computed == got.stats.tokens_forwarded  # what the answers' cached_tokens said == the server's counters
+    return got, sent, computed
+
+
 @pytest.mark.parametrize("read_cache", [True, False], ids=["cache-read", "cache-off"])
 def test_prefix_reuse_gives_the_in_process_numbers_and_the_server_counts_agree(prefix_server, fewshot_requests,
                                                                                reference, read_cache):
     lm = sl.load_lm(SERVED, server=prefix_server.url)
     assert lm.backend.capabilities.reads_cache and lm.backend.capabilities.block_size == 32
     lm.backend.read_cache = read_cache
-    sent_before, cached_before = metrics(prefix_server.url)
-    got = engine.logprobs(lm, fewshot_requests, cache=False, progress=False, top_k=5)
-    sent_after, cached_after = metrics(prefix_server.url)
-    assert_same_numbers(got, reference)
-    sent, computed = sent_after - sent_before, (sent_after - sent_before) - (cached_after - cached_before)
-    print(f"server: {sent} prompt tokens sent, {computed} computed ({got.stats.paths})")
-    assert computed == got.stats.tokens_forwarded  # what the answers' cached_tokens said == the server's counters
+    got, sent, computed = scored_through(lm, prefix_server.url, fewshot_requests, reference)
     if read_cache:  # all but the first read the shots from the cache (or were refused doing so and resent)
         paths = got.stats.paths
         assert paths.get("server-cache", 0) + paths.get("server-resent", 0) >= shot_requests(fewshot_requests) - 1
@@ -78,6 +91,25 @@ def test_prefix_reuse_gives_the_in_process_numbers_and_the_server_counts_agree(p
     else:
         assert got.stats.paths == {"server": got.stats.unique}
         assert computed == sent
+
+
+def test_a_hit_that_covers_the_first_continuation_rows_takes_them_from_the_sibling_that_computed_them(
+        prefix_server, real_lm):
+    # the options share their first 20-odd tokens, so a sibling's cache hit (whole 32-token blocks) reaches past the
+    # context into rows the request needs; the same tokens before and at a position give the same row
+    common = (" the old mill by the river, where the miller's daughter kept bees and sold honey at the market in the"
+              " square")
+    requests = [("Question: where did the long summer of the story begin?\nAnswer:", common + end)
+                for end in (" every Saturday", " on Sunday mornings", " all week")]
+    reference = engine.logprobs(real_lm, requests, cache=False, progress=False, top_k=5)
+    start = reference[0].encoding.start
+    assert all(len(r.encoding.input_ids) - start > 20 for r in reference)
+    lm = sl.load_lm(SERVED, server=prefix_server.url)
+    got, sent, computed = scored_through(lm, prefix_server.url, requests, reference)
+    resent = got.stats.paths.get("server-resent", 0)
+    assert got.stats.paths.get("server-cache", 0) + resent == 2 and resent <= lm.backend.route.refusals
+    if not resent:  # neither sibling computed the context again
+        assert computed <= sent - 2 * start
 
 
 class TamperingProxy:
@@ -186,16 +218,59 @@ def test_the_layout_of_only_the_computed_rows_is_read(proxy, fewshot_requests, r
 
 def test_a_server_without_the_route_scores_whole_through_completions(vllm_server, api_key, fewshot_requests,
                                                                      reference):
-    # vLLM 0.32 answers 403 on the route of a server started without it; not an API-key problem
-    with pytest.warns(UserWarning, match=r"computes every prompt whole through /v1/completions: no token route "
-                                         r"\(refused POST /inference/v1/generate \(HTTP 403\): Scale-out endpoints "
-                                         r"are disabled.*start vLLM with --enable-scale-out "
-                                         r"--enable-prompt-tokens-details"):
+    with warnings.catch_warnings():  # said once per server and process (the next test), perhaps by an earlier test
+        warnings.simplefilter("ignore")
         lm = sl.load_lm(SERVED, server=vllm_server.url, api_key=api_key)
     assert lm.backend.route is None and not lm.backend.capabilities.route
     got = engine.logprobs(lm, fewshot_requests, cache=False, progress=False, top_k=5)
     assert got.stats.paths == {"server": got.stats.unique}
     assert_same_numbers(got, reference)
+
+
+def route_calls(url: str) -> int:
+    """POSTs the server has answered on its token route (its ``/metrics``: ``http_requests_total``), any status."""
+    text = httpx.get(url.removesuffix("/v1") + "/metrics", timeout=30).text
+    return int(sum(float(v) for v in re.findall(rf'^http_requests_total{{[^}}]*handler="{ROUTE}"[^}}]*}} (\S+)$',
+                                               text, re.M)))
+
+
+def test_a_second_load_of_the_same_server_sends_no_probe(prefix_server, fewshot_requests, reference):
+    first = sl.load_lm(SERVED, server=prefix_server.url)
+    before = route_calls(prefix_server.url)
+    second = sl.load_lm(SERVED, server=prefix_server.url)
+    assert route_calls(prefix_server.url) == before  # neither the route's probe nor anything else on the route
+    assert second.backend.capabilities == first.backend.capabilities and second.backend.capabilities.reads_cache
+    assert second.backend.route is not first.backend.route  # its own counters, its own read_cache
+    got = engine.logprobs(second, fewshot_requests[:8], cache=False, progress=False, top_k=5)
+    assert_same_numbers(got, reference[:8])
+    assert route_calls(prefix_server.url) > before
+
+
+LOAD_TWICE = """
+import json, sys, warnings
+import surfacelab as sl
+with warnings.catch_warnings(record=True) as seen:
+    warnings.simplefilter("always")
+    for _ in range(2):
+        lm = sl.load_lm(sys.argv[1], server=sys.argv[2])
+print(json.dumps([str(w.message) for w in seen if "computes every prompt whole" in str(w.message)]))
+"""
+
+
+def test_a_plain_server_is_warned_about_once_per_process(vllm_server, api_key):
+    # a process of its own: this one may have loaded the server before; the key as a user gives it, for that server
+    env = {**os.environ, "SURFACELAB_SERVER": vllm_server.url, "SURFACELAB_API_KEY": api_key}
+    before = route_calls(vllm_server.url)
+    done = subprocess.run([sys.executable, "-c", LOAD_TWICE, SERVED, vllm_server.url], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    warned = json.loads(done.stdout.strip().splitlines()[-1])
+    # vLLM 0.32 answers 403 on the route of a server started without it; not an API-key problem
+    assert len(warned) == 1 and re.search(
+        r"computes every prompt whole through /v1/completions: no token route \(refused POST "
+        r"/inference/v1/generate \(HTTP 403\): Scale-out endpoints are disabled.*start vLLM with "
+        r"--enable-scale-out --enable-prompt-tokens-details", warned[0]), warned
+    assert route_calls(vllm_server.url) == before + 1  # the first load's probe; the second sent none
 
 
 def test_a_route_without_cached_token_counts_is_not_read(proxy, fewshot_requests, reference):
