@@ -18,8 +18,6 @@ skips a model: two processes, one per model, can fill the shared cache in parall
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
 import shlex
 import sys
 import time
@@ -33,6 +31,7 @@ from surfacelab.evaluate import evaluate
 from surfacelab.runs import mcnemar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from report_kit import cpu_lock, parse_caps, pct_ci  # noqa: E402
 from run_harness_report import keep_section  # noqa: E402 - the section that script owns is kept
 
 SPLITS = [("copa", "dev"), ("storycloze", "test"), ("arc-challenge", "test"), ("openbookqa", "test"),
@@ -43,19 +42,6 @@ PAPER_SCORERS = ["lm", "avg", "unc", "dcpmi"]  # the four the paper's tables com
 MODELS = ["smollm2-135m", "gemma-3-270m"]
 
 
-@contextlib.contextmanager
-def _lock(path: str | None):
-    if not path:
-        yield
-        return
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
 def _dcpmi_status(items: pd.DataFrame, acc: pd.Series, among: list[str]) -> tuple[bool, bool]:
     """(best or tied: DC-PMI accuracy equals the max among ``among``; not significantly worse than every best
     scorer: exact McNemar p >= 0.05 against each)."""
@@ -64,11 +50,6 @@ def _dcpmi_status(items: pd.DataFrame, acc: pd.Series, among: list[str]) -> tupl
     tied = "dcpmi" in best
     not_worse = tied or all(mcnemar(items["correct_dcpmi"], items[f"correct_{b}"])[2] >= 0.05 for b in best)
     return tied, not_worse
-
-
-def _cell(r: pd.Series, bold: bool) -> str:
-    s = f"{100 * r.accuracy:.1f} [{100 * r.ci_low:.1f}, {100 * r.ci_high:.1f}]"
-    return f"**{s}**" if bold else s
 
 
 def _ci_sentence(frame: pd.DataFrame) -> str:
@@ -113,7 +94,8 @@ def _render(rows: list[dict], args: argparse.Namespace, command: str) -> str:
         for r in sub.itertuples():
             acc = r.accuracy.set_index("scorer")
             top = acc.loc[SCORERS, "accuracy"].max()
-            cells = [_cell(acc.loc[s], acc.loc[s, "accuracy"] == top) for s in SCORERS]
+            cells = [pct_ci(*acc.loc[s, ["accuracy", "ci_low", "ci_high"]], acc.loc[s, "accuracy"] == top)
+                     for s in SCORERS]
             out.append(f"| {r.task}/{r.split} | {r.n} | " + " | ".join(cells) + " |")
         n = len(sub)
         out += [
@@ -168,13 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", default=None, help="comma-separated task names to run (default: all)")
     p.add_argument("--lock", default="/tmp/surfacelab-cpu.lock", help="flock file held for the whole run ('' = none)")
     args = p.parse_args(argv)
-    caps = {m: 1000 for m in MODELS}
-    for c in args.cap:
-        model, _, n = c.partition("=")
-        if model not in caps or not n.isdigit():
-            p.error(f"--cap: expected MODEL=N with MODEL in {MODELS}, got {c!r}")
-        caps[model] = int(n)
-    args.caps = caps
+    args.caps = caps = parse_caps(p, args.cap, {m: 1000 for m in MODELS})
     only = set(args.only.split(",")) if args.only else None
     given = list(argv if argv is not None else sys.argv[1:])
     if "--lock" in given:  # scheduling only: the numbers do not depend on it
@@ -185,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
-    with _lock(args.lock):
+    with cpu_lock(args.lock):
         print(f"lock acquired after {time.time() - t0:.0f}s", flush=True)
         for model, cap in caps.items():
             if cap == 0:

@@ -31,6 +31,9 @@ import pandas as pd
 import surfacelab as sl
 from surfacelab import tasks
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from report_kit import p_text, parse_caps, pct_ci  # noqa: E402
+
 # the splits whose two prompts differ most come first (a partial run covers them); OpenBookQA (identical
 # requests) and StoryCloze (identical but for an added period) last
 SPLITS = [("arc-challenge", "test"), ("commonsenseqa", "dev"), ("mmlu", "test"), ("boolq", "dev"), ("sst-2", "test"),
@@ -82,12 +85,7 @@ def keep_section(new: str, old: str) -> str:
 
 
 def _pct(r: pd.Series) -> str:
-    return f"{100 * r.accuracy:.1f} [{100 * r.ci_low:.1f}, {100 * r.ci_high:.1f}]"
-
-
-def _p(p: float) -> str:
-    text = "<0.001" if p < 0.001 else f"{p:.3f}"
-    return f"**{text}**" if p < 0.05 else text
+    return pct_ci(r.accuracy, r.ci_low, r.ci_high)
 
 
 def _table(frame: pd.DataFrame, scorer: str) -> list[str]:
@@ -104,7 +102,8 @@ def _table(frame: pd.DataFrame, scorer: str) -> list[str]:
         harness = g[g.template == "lm-eval"].iloc[0]
         out.append(f"| {split} | {harness.n} | {_pct(paper)} | {_pct(harness)} | "
                    f"{100 * (harness.accuracy - paper.accuracy):+.1f} | {harness.only_ref} | {harness.only_this} | "
-                   f"{_p(harness.p_vs_ref)} |" + (f" {'yes' if harness.lm_eval_reports else 'no'} |" if metric else ""))
+                   f"{p_text(harness.p_vs_ref)} |"
+                   + (f" {'yes' if harness.lm_eval_reports else 'no'} |" if metric else ""))
     return out + [""]
 
 
@@ -213,12 +212,7 @@ def main(argv: list[str] | None = None) -> int:
                    + ", ".join(f"{m}={c}" for m, c in DEFAULT_CAPS.items()) + "; N=0 skips)")
     p.add_argument("--only", default=None, help="comma-separated task names (default: all)")
     args = p.parse_args(argv)
-    caps = dict(DEFAULT_CAPS)
-    for c in args.cap:
-        model, _, n = c.partition("=")
-        if model not in caps or not n.isdigit():
-            p.error(f"--cap: expected MODEL=N with MODEL in {MODELS}, got {c!r}")
-        caps[model] = int(n)
+    caps = parse_caps(p, args.cap, DEFAULT_CAPS)
     only = set(args.only.split(",")) if args.only else None
     command = ("SURFACELAB_CACHE=/tmp/harness-cache OMP_NUM_THREADS=1 nice -n 10 "
                "python benchmarks/run_harness_report.py "

@@ -165,6 +165,18 @@ def items_frame(tasks: str | Sequence[str], ids: Sequence[Any], golds: Sequence[
     return items
 
 
+def accuracy_ci(correct: np.ndarray, n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Accuracy per column of an (items x methods) boolean array, with a seeded 95% percentile bootstrap CI (the
+    items resampled with replacement, the same resamples for every column); NaN bounds for ``n_boot=0``."""
+    n = len(correct)
+    if n_boot:
+        idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+        low, high = np.percentile(correct[idx].mean(axis=1), [2.5, 97.5], axis=0)
+    else:
+        low = high = np.full(correct.shape[1], np.nan)
+    return correct.mean(axis=0), low, high
+
+
 def _predict(items: pd.DataFrame, scores: pd.DataFrame, scorer: str) -> None:
     """``pred_<scorer>``, ``correct_<scorer>`` and ``tie_<scorer>`` of ``items`` from the ranks in ``scores``."""
     n_items, by_item = len(items), scores["item"].to_numpy()
@@ -222,19 +234,12 @@ def accuracy_table(items: pd.DataFrame, scorers: list[str], n_boot: int, seed: i
     ``formulation`` (``scorers.FORMULATIONS``) and ``olmes`` (``olmes_rows``); NaN, with ``n`` 0, for a scorer that
     scored no item (one that does not apply to the task: ``scorers.not_applicable``)."""
     correct = items[[f"correct_{s}" for s in scorers]].to_numpy(dtype=bool)
-    n = len(correct)
-    acc = correct.mean(axis=0)
-    if n_boot:
-        idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
-        boot = correct[idx].mean(axis=1)
-        low, high = np.percentile(boot, [2.5, 97.5], axis=0)
-    else:
-        low = high = np.full(len(scorers), np.nan)
+    acc, low, high = accuracy_ci(correct, n_boot, seed)
     scored = (items[[f"pred_{s}" for s in scorers]].to_numpy() >= 0).any(axis=0)
     acc, low, high = (np.where(scored, v, np.nan) for v in (acc, low, high))
     return pd.DataFrame({
         "scorer": scorers,
-        "n": np.where(scored, n, 0),
+        "n": np.where(scored, len(correct), 0),
         "correct": correct.sum(axis=0),
         "accuracy": acc,
         "ci_low": low,
