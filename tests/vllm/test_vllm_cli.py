@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from surfacelab.backends import vllm
 from surfacelab.backends.vllm_server import free_port
 
 from vllm_env import SERVED
@@ -17,6 +18,7 @@ pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 def test_score_and_eval_through_the_server(vllm_server, api_key, capsys, monkeypatch, tmp_path, data_root):
     monkeypatch.setenv("SURFACELAB_API_KEY", api_key)
     monkeypatch.setenv("SURFACELAB_SERVER", vllm_server.url)  # the server the key is for
+    monkeypatch.setattr(vllm, "PROBED", {})  # as a fresh command's process: no server probed (and warned of) yet
     argv = ["score", "--premise", "The man took a bath in the", "--option", " bathtub", "--option", " xylophone",
             "--domain", " the", "--model", SERVED]
     rc, out, err = _run(capsys, argv + ["--server", vllm_server.url, "--json", str(tmp_path / "remote.json")])
