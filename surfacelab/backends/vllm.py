@@ -333,9 +333,13 @@ class VLLMBackend:
             size = min(PROBE_TOKENS, (self.max_model_len or PROBE_TOKENS + 1) - 1)
             found = (probe(self.http, self.served_model, (ids * (size // len(ids) + 1))[:size]),
                      self._probe_next_token_mode(ids))
+            caps = found[0]
             with PROBED_LOCK:
-                known = PROBED.setdefault(key, found)
-            if known is found and not found[0].reads_cache:
+                # a server that has the route and counts cached tokens but refused the probe's cache reads (its CPU
+                # build sometimes cannot write its uninitialised rows as JSON) is probed again at the next load
+                refused = caps.route and caps.cached_tokens and not caps.reads_cache
+                known = found if refused else PROBED.setdefault(key, found)
+            if known is found and not caps.reads_cache:
                 warnings.warn(f"server {self.url}: scoring computes every prompt whole through /v1/completions: "
                               f"{found[0].note} (docs/server.md)", stacklevel=6)
         self.capabilities, self.next_token_mode = known
