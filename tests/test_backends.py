@@ -94,3 +94,40 @@ def test_a_registered_backend_runs_every_forward_pass_of_the_model_loaded_on_it(
     want = engine.masked_logprobs(tiny_mlm, copies, cache=False, progress=False)
     assert CountingMasked.scored == [2]
     assert [list(s.logprob) for s in got] == [pytest.approx(list(s.logprob), abs=1e-6) for s in want]
+
+
+def test_the_load_ends_with_the_backends_own_warm_up(tiny_lm):
+    # the warm-up is the backend's: a backend that is not the transformers one (or a subclass) gets its own call
+    from surfacelab.models.progress import WARM_UP
+
+    class Wrapped:
+        """A backend of its own that hands the forward passes to the transformers backend and records its warm-up."""
+
+        def __init__(self, *args, **kwargs):
+            self.inner = TransformersBackend(*args, **kwargs)
+            self.kind, self.vocab_size, self.has_entropy = "wrapped", self.inner.vocab_size, True
+            self.warmed: list[str] = []
+
+        def identity(self):
+            return self.inner.identity()
+
+        def warm_up(self):
+            self.warmed.append(steps[-1])
+
+        def score(self, encodings, **kwargs):
+            return self.inner.score(encodings, **kwargs)
+
+        def next_token(self, prompts, **kwargs):
+            return self.inner.next_token(prompts, **kwargs)
+
+    steps: list[str] = []
+    register_backend(BackendSpec("wrapped", "causal", "in-process", Wrapped, "a test backend"))
+    try:
+        lm = sl.load_lm(tiny_causal(), device="cpu", backend="wrapped",
+                        progress=lambda fraction, step: steps.append(step))
+    finally:
+        BACKENDS.unregister("wrapped")
+    assert lm.backend.warmed == [WARM_UP] and steps[-1] == WARM_UP
+    got = engine.logprobs(lm, [("The cat sat on the", " mat")], cache=False, progress=False)
+    want = engine.logprobs(tiny_lm, [("The cat sat on the", " mat")], cache=False, progress=False)
+    assert got[0].total == pytest.approx(want[0].total, abs=1e-6)

@@ -214,6 +214,11 @@ class Backend(Protocol):
     def identity(self) -> str:
         """What the model fingerprint must include so that other weights never reuse cached numbers."""
 
+    def warm_up(self) -> None:
+        """The backend's first-use work (the transformers backend's self-check of its shortcuts), run by ``load_lm``
+        as the load's last step ("first forwards (warm-up)") so that no first score pays for it; nothing where
+        there is none."""
+
     def score(self, encodings: Sequence[Any], *, top_k: int, batch_size: int | None, progress: bool,
               stats: EngineStats, on_done: OnDone | None = None) -> list[TokenScores]:
         """Per-token scores of every encoded request, in the order given."""

@@ -410,6 +410,12 @@ class TransformersBackend:
 
     # ------------------------------------------------------------------ self-check
 
+    def warm_up(self) -> None:
+        """The self-check, on one torch thread: its probes are short, and a second thread only waits for a core."""
+        with openmp.torch_threads(1, torch.get_num_threads()):
+            self.selfcheck()
+        openmp.release()
+
     def selfcheck(self) -> None:
         """Check the shortcuts against a plain forward of the whole model on a short probe, once."""
         with self._check_lock:

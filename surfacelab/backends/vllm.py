@@ -270,6 +270,9 @@ class VLLMBackend:
         """Served model, tokenizer, vocabulary and the probe's log-prob (never the URL or the key)."""
         return self._identity
 
+    def warm_up(self) -> None:
+        """Nothing: connecting probed the server already."""
+
     def check(self, tokenizer: Any, vocab_size: int) -> None:
         """Find the served model and check that it is the one ``tokenizer`` belongs to; set ``identity``.
 

@@ -14,7 +14,6 @@ import torch
 from .._checks import is_int
 from ..backends import BACKENDS, BackendSpec, openmp
 from ..backends.arch import TABLE_KEYS, position_table
-from ..backends.transformers import TransformersBackend
 from ..fingerprint import Fingerprint
 from ..paths import cache_dir
 from .devices import auto_device, resolve_dtype
@@ -197,11 +196,8 @@ def load_lm(
     report_step(0.97, "fingerprinting the weights")
     fingerprint = Fingerprint(model, tokenizer, dt)
     runner = spec.make(model, tokenizer, dev, dt, name=name, identity=fingerprint.current)
-    if isinstance(runner, TransformersBackend):
-        report_step(0.98, WARM_UP)
-        with openmp.torch_threads(1, torch.get_num_threads()):  # short probes: a second thread only waits for a core
-            runner.selfcheck()
-        openmp.release()
+    report_step(0.98, WARM_UP)
+    runner.warm_up()
     return LM(name=name, model=model, tokenizer=tokenizer, device=dev, dtype=dt, fingerprint=runner.identity(),
               max_length=_window(model, max_length), source=source, note=note, identity=fingerprint, add_bos=add_bos,
               prefix_id=int(prefix), backend=runner)
