@@ -141,14 +141,19 @@ def run_split(lm, task, methods: Sequence[Method]) -> tuple[pd.DataFrame, list[s
     from surfacelab.evaluate import evaluate
 
     scorers = [m for m in methods if m.kind == "scorer"]
-    res = evaluate(lm, task, [m.name for m in scorers], progress=False, n_boot=0)
-    skipped = [m.key for m in scorers if (res.items[f"pred_{m.name}"] < 0).all()]  # does not apply to the task
-    scorers = [m for m in scorers if m.key not in skipped]
-    cols = ["id", "gold", "n_options"]
-    for m in scorers:
-        cols += [f"{p}_{m.name}" for p in ("pred", "correct", "tie")]
-    items = res.items[cols].rename(columns={f"{p}_{m.name}": f"{p}_{m.key}" for m in scorers
-                                            for p in ("pred", "correct", "tie")})
+    skipped = []
+    if scorers:
+        res = evaluate(lm, task, [m.name for m in scorers], progress=False, n_boot=0)
+        skipped = [m.key for m in scorers if (res.items[f"pred_{m.name}"] < 0).all()]  # does not apply to the task
+        scorers = [m for m in scorers if m.key not in skipped]
+        cols = ["id", "gold", "n_options"]
+        for m in scorers:
+            cols += [f"{p}_{m.name}" for p in ("pred", "correct", "tie")]
+        items = res.items[cols].rename(columns={f"{p}_{m.name}": f"{p}_{m.key}" for m in scorers
+                                                for p in ("pred", "correct", "tie")})
+    else:
+        items = pd.DataFrame({"id": [it.id for it in task.items], "gold": [it.gold for it in task.items],
+                              "n_options": [len(it.options) for it in task.items]})
     items["id"] = items["id"].astype(str)
     by_letters = [(m.key, m.name) for m in methods if m.kind == "letters"]
     if by_letters:
@@ -162,6 +167,21 @@ def run_split(lm, task, methods: Sequence[Method]) -> tuple[pd.DataFrame, list[s
                 raise RuntimeError(f"{task.name}: the letter methods' items are not the scorers' items")
             items = pd.concat([items.reset_index(drop=True), frame], axis=1)
     return items, skipped
+
+
+def add_to_frame(path: Path, new: pd.DataFrame) -> pd.DataFrame:
+    """The split's frame at ``path`` with the method columns of ``new`` put in (replacing those it had), for a run
+    of some methods only (``run --letters-only``); refused, naming the file, where the frame is missing or holds
+    other items (another cap or sample) than ``new``."""
+    if not path.is_file():
+        raise SystemExit(f"{path}: no frame to add the letter methods to; run the scorers first (run --no-letters)")
+    old = pd.read_csv(path, dtype={"id": str})
+    for col in ("id", "gold"):
+        if list(old[col].astype(str)) != list(new[col].astype(str)):
+            raise SystemExit(f"{path}: its items ({len(old)}) are not this run's items ({len(new)}): the {col!r} "
+                             "columns differ; rerun the scorers with the same --cap")
+    added = [c for c in new.columns if c not in ("id", "gold", "n_options")]
+    return pd.concat([old.drop(columns=[c for c in added if c in old.columns]), new[added]], axis=1)
 
 
 def summarise(items: pd.DataFrame, keys: Sequence[str], n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
@@ -414,10 +434,14 @@ def render(frames: dict[tuple[str, str], pd.DataFrame], caps: dict[str, int], co
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     import surfacelab as sl
+    from surfacelab.paths import write_atomic
 
     caps = parse_caps(parser, args.cap, DEFAULT_CAPS)
     only = set(args.only.split(",")) if args.only else None
-    methods = [m for m in METHODS if not (args.no_letters and m.kind == "letters")]
+    if args.no_letters and args.letters_only:
+        parser.error("--no-letters and --letters-only leave no method to run; give one of them")
+    methods = [m for m in METHODS if not (args.no_letters and m.kind == "letters")
+               and not (args.letters_only and m.kind != "letters")]
     runs = Path(args.runs)
     for model, cap in caps.items():
         if not cap:
@@ -429,8 +453,13 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
             t0 = time.time()
             items, skipped = run_split(lm, sample(name, split, cap, args.data_dir), methods)
             path = runs / model / f"{name}--{split}.csv"
+            if args.letters_only:
+                if set(skipped) >= {m.key for m in methods}:
+                    print(f"{model} {name}/{split}: the letter methods do not apply", flush=True)
+                    continue
+                items = add_to_frame(path, items)
             path.parent.mkdir(parents=True, exist_ok=True)
-            items.to_csv(path, index=False)
+            write_atomic(path, lambda tmp: items.to_csv(tmp, index=False))
             acc = " ".join(f"{m.key}={items[f'correct_{m.key}'].mean():.3f}" for m in METHODS
                            if f"correct_{m.key}" in items)
             print(f"{model} {name}/{split} n={len(items)} {time.time() - t0:.0f}s {acc}"
@@ -481,6 +510,8 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--only", default=None, help="comma-separated task names (default: all)")
             p.add_argument("--no-letters", action="store_true",
                            help="run the scorers only (the letter methods cost 24 forwards per item)")
+            p.add_argument("--letters-only", action="store_true",
+                           help="run the letter methods only and add their columns to the frames the scorers wrote")
         else:
             p.add_argument("--out", default="docs/results_methods.md")
             p.add_argument("--data-dir", default="data/eval", help="where the splits are (to say which methods apply)")

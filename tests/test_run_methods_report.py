@@ -222,3 +222,32 @@ def test_one_split_on_the_tiny_model(tiny_lm, tmp_path):
     assert "### smollm2-135m · arc-challenge/test (4 items)" in text and "## gemma-3-270m\n\n(not run)" in text
     arc_section = text.split("### smollm2-135m · arc-challenge/test")[1]
     assert f"| DC-PMI | {100 * np.mean(items['correct_dcpmi']):.1f} [" in arc_section.replace("**", "")
+
+
+@pytest.mark.filterwarnings("ignore:.*window:UserWarning")
+def test_a_letters_only_run_adds_its_columns_to_the_scorers_frame(tiny_lm, tmp_path):
+    arc = tasks.load("arc-challenge", "test")
+    arc = dataclasses.replace(arc, items=[it for it in arc.items if len(it.premise) < 60][:3])
+    scorers = [m for m in rep.METHODS if m.key in ("lm", "dcpmi")]
+    letters = [m for m in rep.METHODS if m.kind == "letters"]
+    path = tmp_path / "arc-challenge--test.csv"
+    with pytest.raises(SystemExit, match="arc-challenge--test.csv: no frame"):
+        rep.add_to_frame(path, rep.run_split(tiny_lm, arc, letters)[0])
+    rep.run_split(tiny_lm, arc, scorers)[0].to_csv(path, index=False)
+    stale = pd.read_csv(path).assign(correct_letters=True)  # a letter column from an earlier run is replaced
+    stale.to_csv(path, index=False)
+    only, skipped = rep.run_split(tiny_lm, arc, letters)
+    assert skipped == [] and list(only.columns[:3]) == ["id", "gold", "n_options"]
+    merged = rep.add_to_frame(path, only)
+    whole = rep.run_split(tiny_lm, arc, scorers + letters)[0]
+    assert sorted(merged.columns) == sorted(whole.columns)
+    pd.testing.assert_frame_equal(merged[whole.columns].astype(str), whole.astype(str))
+    other = dataclasses.replace(arc, items=arc.items[1:] + arc.items[:1])  # the same items in another order
+    with pytest.raises(SystemExit, match="are not this run's items"):
+        rep.add_to_frame(path, rep.run_split(tiny_lm, other, letters)[0])
+
+
+def test_letters_only_and_no_letters_together_are_refused(capsys):
+    with pytest.raises(SystemExit):
+        rep.main(["run", "--no-letters", "--letters-only", "--cap", "smollm2-135m=0", "--cap", "gemma-3-270m=0"])
+    assert "--no-letters and --letters-only" in capsys.readouterr().err
