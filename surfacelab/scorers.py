@@ -65,10 +65,11 @@ class Scorer:
 
 
 #: How a scorer puts an item to the model: ``cloze`` (each option as text after the question, OLMES's cloze
-#: formulation, with or without a normalisation), ``prior`` (the option without the question), ``channel`` (the
-#: question after the option), ``mcf`` (the option's letter after the lettered question, OLMES's multiple-choice
-#: formulation) and ``choices-only`` (the letter after the lettered options, no question).
-FORMULATIONS = ("cloze", "prior", "channel", "mcf", "choices-only")
+#: formulation, with or without a normalisation), ``calibrated`` (the cloze score of a fixed label set with a prior
+#: estimated from other inputs divided out: not one of OLMES's normalisations), ``prior`` (the option without the
+#: question), ``channel`` (the question after the option), ``mcf`` (the option's letter after the lettered question,
+#: OLMES's multiple-choice formulation) and ``choices-only`` (the letter after the lettered options, no question).
+FORMULATIONS = ("cloze", "calibrated", "prior", "channel", "mcf", "choices-only")
 
 
 #: Top scores closer than this are a tie in ``explain`` (float noise of separately batched requests, not a preference).
@@ -169,7 +170,7 @@ def batch_calibrated(table: pd.DataFrame) -> pd.Series:
 register_scorer(Scorer(
     "batch_cal", "batch_cal", ("premise",), "log p(y|x) − log mean_i p(y|x_i)",
     "Batch Calibration (Zhou et al. 2024): the run's mean label distribution divided out; p normalised over the "
-    "label set; fixed label sets only", batch_calibrated, "BC", fixed_labels=True,
+    "label set; fixed label sets only", batch_calibrated, "BC", fixed_labels=True, formulation="calibrated",
     batch="Batch Calibration divides by the mean label distribution of a run's items"))
 
 _DCTX = LOGPROB_COLUMNS["domain_ctx"]
@@ -177,6 +178,7 @@ register_scorer(Scorer(
     "domain_cal", "domain_cal", ("premise", "domain_ctx"), "lm − log mean_s P(y|x̃_s)",
     "domain-context calibration (Fei et al. 2023): the prior of random in-domain words through the task's template "
     "divided out; fixed label sets only", lambda t: t[_LP] - t[_DCTX], "DomainCal", fixed_labels=True,
+    formulation="calibrated",
     batch="domain-context calibration's content-free inputs are random words of a task's items through its template"))
 
 #: Live views for figures: scorer column -> display label, scorer column -> its rank column.

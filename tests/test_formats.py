@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
 import surfacelab as sl
-from surfacelab import formats, tasks
+from surfacelab import formats, runs, tasks
 from surfacelab.engine.requests import Entry
 
 SST2 = [{"sentence": "a fine film", "label": 1}, {"sentence": "dull and long", "label": 0}]
@@ -114,6 +115,14 @@ def test_evaluate_reports_each_scorers_formulation_and_the_one_olmes_reports(tmp
     assert set(acc.index[acc["olmes"]]) == marked
     without_mcf = sl.evaluate(tiny_lm, _load(tmp_path, "arc-challenge", ARC), "lm,choices", n_boot=0, progress=False)
     assert not without_mcf.accuracy["olmes"].any()
+
+
+def test_olmes_takes_the_cloze_normalisations_not_the_calibrations():
+    table = pd.DataFrame({"formulation": [sl.scorers.SCORERS[s].formulation for s in ("lm", "batch_cal", "domain_cal",
+                                                                                      "mcf")],
+                          "accuracy": [0.40, 0.70, 0.65, 0.45]})
+    assert table["formulation"].tolist() == ["cloze", "calibrated", "calibrated", "mcf"]
+    assert runs.olmes_rows(table).tolist() == [False, False, False, True]
 
 
 def test_a_run_saved_and_loaded_keeps_the_new_columns_and_an_old_run_without_them_loads(tmp_path, tiny_lm):

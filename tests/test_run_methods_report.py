@@ -97,6 +97,8 @@ def test_olmes_reports_the_better_formulation():
     assert rep.with_olmes(cloze_wins)["correct_olmes"].tolist() == AVG
     assert rep.olmes_pick(_items(lm=LM, mcf=DCPMI)) == "mcf"  # MCF 67% against LM's 50%
     assert rep.olmes_pick(_items(lm=LM, dcpmi=DCPMI)) is None  # no MCF run: nothing to report
+    # a calibration of fixed label sets is not one of OLMES's cloze normalisations, however accurate
+    assert rep.olmes_pick(_items(lm=LM, batch_cal=AVG, domain_cal=AVG, mcf=DCPMI)) == "mcf"
     assert "correct_olmes" not in rep.with_olmes(_items(lm=LM, dcpmi=DCPMI))
     frames = {("m", "a"): cloze_wins, ("m", "b"): _items(lm=LM, mcf=DCPMI), ("n", "a"): cloze_wins}
     text = rep.olmes_sentence(rep.method("olmes"), frames)
