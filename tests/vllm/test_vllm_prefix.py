@@ -20,7 +20,7 @@ import pytest
 import surfacelab as sl
 from surfacelab import engine, tasks
 from surfacelab.backends.transport import ServerError
-from surfacelab.backends.vllm_tokens import ROUTE, prompt_tokens
+from surfacelab.backends.vllm_tokens import PROBE_TRIES, ROUTE, prompt_tokens
 from surfacelab.engine.cache import ScoreCache
 
 from vllm_env import SERVED
@@ -112,12 +112,18 @@ def test_a_hit_that_covers_the_first_continuation_rows_takes_them_from_the_sibli
         assert computed <= sent - 2 * start
 
 
+#: the answer vLLM's CPU build sometimes gives a request that reads its prefix cache (a row it cannot write as JSON)
+REFUSED = {"error": {"message": "Out of range float values are not JSON compliant", "type": "BadRequestError",
+                     "param": None, "code": 400}}
+
+
 class TamperingProxy:
     """A proxy on 127.0.0.1 in front of a real server that rewrites the token route's answers: ``mode`` "shuffle"
     (the rows past the hit in reverse order), "shorten" (the last row dropped), "v2" (vLLM's GPU V2 layout: only the
     computed rows, after one placeholder) for answers that read the cache; "no-counts" (no ``prompt_tokens_details``)
-    or "positive" (the last token's log-prob +5.0) for every answer; None passes answers through. ``tampered`` counts
-    rewritten answers."""
+    or "positive" (the last token's log-prob +5.0) for every answer; "refuse-reads" answers every request that reads
+    the cache as vLLM's CPU build sometimes does (``REFUSED``), without passing it on; None passes answers through.
+    ``tampered`` counts rewritten or refused answers."""
 
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream.removesuffix("/v1")
@@ -131,13 +137,20 @@ class TamperingProxy:
 
             def _relay(self, method: str) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0)) if method == "POST" else None
+                if proxy.mode == "refuse-reads" and self.path == ROUTE and body and \
+                        not json.loads(body)["sampling_params"]["skip_reading_prefix_cache"]:
+                    proxy.tampered += 1
+                    return self._answer(400, json.dumps(REFUSED).encode(), "application/json")
                 resp = httpx.request(method, proxy.upstream + self.path, content=body, timeout=300,
                                      headers={"Content-Type": "application/json"} if body else {})
                 data = resp.content
                 if self.path == ROUTE and resp.status_code == 200:
                     data = json.dumps(proxy.rewrite(resp.json(), json.loads(body)["token_ids"])).encode()
-                self.send_response(resp.status_code)
-                self.send_header("Content-Type", resp.headers.get("content-type", "application/json"))
+                self._answer(resp.status_code, data, resp.headers.get("content-type", "application/json"))
+
+            def _answer(self, status: int, data: bytes, kind: str) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -283,3 +296,18 @@ def test_a_route_without_cached_token_counts_is_not_read(proxy, fewshot_requests
     got = engine.logprobs(lm, fewshot_requests, cache=False, progress=False, top_k=5)
     assert got.stats.paths == {"server": got.stats.unique}
     assert_same_numbers(got, reference)
+
+
+def test_a_probe_whose_cache_reads_were_refused_is_made_again_at_the_next_load(proxy, fewshot_requests, reference):
+    # a refused probe was remembered for the process: every later load of the server scored every prompt whole
+    proxy.mode = "refuse-reads"
+    with pytest.warns(UserWarning, match=rf"refused a request that reads its prefix cache {PROBE_TRIES} times "
+                                         r"\(.*Out of range float values"):
+        first = sl.load_lm(SERVED, server=proxy.url)
+    assert first.backend.route is None and proxy.tampered == PROBE_TRIES
+    proxy.mode = None
+    second = sl.load_lm(SERVED, server=proxy.url)
+    assert second.backend.capabilities.reads_cache and second.backend.route is not None
+    got = engine.logprobs(second, fewshot_requests[:8], cache=False, progress=False, top_k=5)
+    assert got.stats.paths.get("server-cache", 0) > 0
+    assert_same_numbers(got, reference[:8])
