@@ -73,7 +73,7 @@ def lm(request):
 def _run(lm, requests, *, paths=None, **kwargs):
     """``engine.logprobs`` with the shortcut paths limited to ``paths`` ("packed", "kv"; () = plain rows only)."""
     backend = lm.backend
-    backend.selfcheck()
+    backend.warm_up()
     saved = backend.pack, backend.kv
     if paths is not None:
         backend.pack, backend.kv = saved[0] and "packed" in paths, saved[1] and "kv" in paths

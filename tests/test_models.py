@@ -194,7 +194,7 @@ def test_the_first_forwards_are_a_step_of_the_load_not_of_the_first_score(monkey
     from surfacelab.models.progress import WARM_UP
 
     steps, checks, threads, before = [], [], [], torch.get_num_threads()
-    probe = TransformersBackend._check_shortcuts  # the self-check's forwards (selfcheck runs them once)
+    probe = TransformersBackend._check_shortcuts  # the self-check's forwards (warm_up runs them once)
 
     def spy(self):
         checks.append(steps[-1] if steps else None)

@@ -24,7 +24,7 @@ the smallest window or the table (some models slice a mask buffer of that size b
 coordinates, GPT-Neo applies its window that way), and a request longer than a window never goes
 into a packed row. The kv path needs a ``DynamicCache`` made of attention layers only; ALiBi and
 sliding windows are fine there. ``TransformersBackend`` also checks both shortcuts against a plain
-forward on a short probe before first use (``selfcheck``), so a family this rule does not know
+forward on a short probe before first use (``warm_up``), so a family this rule does not know
 falls back to plain rows instead of giving other numbers.
 """
 

@@ -79,7 +79,7 @@ class TransformersBackend:
         caps = [c for c in (packing.ROW_MAX, self.traits.window, self.traits.table) if c]
         self.row_cap = min(caps)
         self.span = 4 * int(getattr(model.config, "hidden_size", 0) or getattr(model.config, "n_embd", 0) or 512)
-        self.features = "hidden"  # or "logits" when the head is not a plain projection (see selfcheck)
+        self.features = "hidden"  # or "logits" when the head is not a plain projection (see warm_up)
         self._failed = ""  # how the last self-check probe failed
         self._checked = False
         self._check_lock = threading.Lock()
@@ -364,7 +364,7 @@ class TransformersBackend:
         each batch's jobs, the feature row of each one's first scored position and the features."""
         from tqdm.auto import tqdm
 
-        self.selfcheck()
+        self.warm_up()
         stats.backend, stats.rule = self.kind, self.rule
         budget = token_budget(TOKEN_BUDGET, self.device, self.model.config)
         results: list[Any] = [None] * len(jobs)
@@ -411,19 +411,16 @@ class TransformersBackend:
     # ------------------------------------------------------------------ self-check
 
     def warm_up(self) -> None:
-        """The self-check, on one torch thread: its probes are short, and a second thread only waits for a core."""
-        with openmp.torch_threads(1, torch.get_num_threads()):
-            self.selfcheck()
-        openmp.release()
-
-    def selfcheck(self) -> None:
-        """Check the shortcuts against a plain forward of the whole model on a short probe, once."""
+        """The self-check: the shortcuts against a plain forward of the whole model on a short probe, once, on one
+        torch thread (the probes are short: a second thread only waits for a core)."""
         with self._check_lock:
             if self._checked:
                 return
             self._checked = True
-            with torch.inference_mode(), cancelled_when(None):  # a cancelled probe would read as a failed shortcut
+            # a cancelled probe would read as a failed shortcut
+            with torch.inference_mode(), cancelled_when(None), openmp.torch_threads(1, torch.get_num_threads()):
                 self._check_shortcuts()
+            openmp.release()
 
     def _check_shortcuts(self) -> None:
         g = torch.Generator().manual_seed(0)
