@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -274,6 +275,23 @@ def test_png_exports_after_the_first_reuse_one_renderer(tmp_path):
     first, *later = [float(line) for line in done.stdout.split()]
     assert all(t < first / 2 for t in later), (first, later)
     assert all((tmp_path / f"x{i}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for i in range(3))
+
+
+@pytest.mark.process
+def test_a_png_without_a_browser_is_refused_at_once_saying_what_to_install(tmp_path):
+    # kaleido's renderer waited forever for a browser it could not start: the export (and a kernel) hung
+    script = "\n".join([
+        "import sys", "import plotly.graph_objects as go", "from surfacelab import viz",
+        "fig = go.Figure(go.Bar(x=['a'], y=[1]))",
+        "try:", "    viz.save(fig, sys.argv[1] + '/x.png', scale=1)",
+        "except RuntimeError as err:", "    print(err)",
+        "viz.save(fig, sys.argv[1] + '/x.html')"])
+    missing = str(tmp_path / "no-such-chromium")  # where the browser is said to be: found nowhere, on any machine
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "BROWSER_PATH": missing})
+    assert done.returncode == 0, done.stderr
+    assert f"$BROWSER_PATH={missing!r} is no program" in done.stdout and "apt install chromium" in done.stdout
+    assert not (tmp_path / "x.png").exists() and (tmp_path / "x.html").stat().st_size > 0  # HTML needs no browser
 
 
 def test_figures_use_the_white_template():

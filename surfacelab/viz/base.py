@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import os
 import threading
 import warnings
 from pathlib import Path
@@ -155,7 +156,14 @@ def _png_renderer() -> None:
     """Keep one kaleido renderer (a headless Chromium) for the process's PNGs: without it kaleido starts a browser
     for every image, 6-9 s each (``docs/benchmarks.md``). It closes when the process exits."""
     import kaleido
+    from choreographer.browsers.chromium import Chromium
 
+    browser = Chromium.find_browser(skip_local=False)  # $BROWSER_PATH as set, else PATH, typical places, a download
+    if browser is None or not os.access(browser, os.X_OK):  # kaleido's renderer would wait for it forever
+        where = f"$BROWSER_PATH={browser!r} is no program" if os.environ.get("BROWSER_PATH") else \
+            "none was found on PATH or in kaleido's own download"
+        raise RuntimeError(f"a PNG is drawn in a headless Chrome or Chromium (kaleido), and {where}: install one "
+                           "(Debian: apt install chromium; or run kaleido_get_chrome); HTML needs none")
     options = {"plotlyjs": pio.defaults.plotlyjs, "mathjax": pio.defaults.mathjax, "headers": pio.defaults.headers}
     with _RENDERER_LOCK:  # opened with the options plotly gives each image: the renderer keeps them for all
         kaleido.start_sync_server(silence_warnings=True, **{k: v for k, v in options.items() if v})
