@@ -298,3 +298,12 @@ def test_an_items_box_over_the_cap_starts_nothing(tiny_lm):
     ex.n_box.value = 1000
     assert ex.load_task() is not None  # at the cap: fine
     ex.close()
+
+
+def test_the_explorer_page_of_the_app_runs_only_the_cell_that_shows_the_explorer():
+    # the notebook's section on the methods beyond the four fixes ran in every visitor's kernel (make app drops the
+    # cells tagged not-in-app): three evaluations nobody asked for, ahead of the visitor's own Run
+    nb = json.loads((Path(__file__).resolve().parents[2] / "notebooks" / "06_explore_a_dataset.ipynb").read_text())
+    kept = ["".join(c["source"]) for c in nb["cells"]
+            if c["cell_type"] == "code" and "not-in-app" not in c.get("metadata", {}).get("tags", [])]
+    assert len(kept) == 1 and "sl.Explorer(" in kept[0] and "display(ex, wb)" in kept[0], kept
