@@ -7,6 +7,7 @@ top-k, or an answer trickled one byte per second. No real vLLM runs here (no ``v
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import threading
@@ -125,13 +126,15 @@ class _Handler(BaseHTTPRequestHandler):
         if any(t >= len(fake.tokenizer) for p in prompts for t in p):
             return self._send(400, {"error": {"message": "Token id is out of vocabulary"}})
         k = body.get("prompt_logprobs")
-        choices = [{"index": i, "text": "", "prompt_token_ids": p,
-                    "prompt_logprobs": fake.prompt_logprobs(p, k) if k else None} for i, p in enumerate(prompts)]
         scoring = bool(k) and not isinstance(body["prompt"][0], str)
-        if scoring and fake.fault == "slow":
-            with fake.busy:
-                time.sleep(sum(map(len, prompts)) / SLOW_RATE)
-        elif scoring and fake.fault not in (None, "trickle"):
+        slow = scoring and fake.fault == "slow"
+        with fake.busy if slow else contextlib.nullcontext():  # a slow server's own forwards count in its rate
+            start = time.monotonic()
+            choices = [{"index": i, "text": "", "prompt_token_ids": p,
+                        "prompt_logprobs": fake.prompt_logprobs(p, k) if k else None} for i, p in enumerate(prompts)]
+            if slow:
+                time.sleep(max(0.0, sum(map(len, prompts)) / SLOW_RATE - (time.monotonic() - start)))
+        if scoring and fake.fault not in (None, "trickle", "slow"):
             fake.corrupt(choices)
         self._send(200, {"choices": choices}, trickle=scoring and fake.fault == "trickle")
 
