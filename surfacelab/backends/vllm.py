@@ -344,7 +344,7 @@ class VLLMBackend:
                 known = found if refused else PROBED.setdefault(key, found)
             if known is found and not caps.reads_cache:
                 warnings.warn(f"server {self.url}: scoring computes every prompt whole through /v1/completions: "
-                              f"{found[0].note} (docs/server.md)", stacklevel=6)
+                              f"{caps.note} (docs/server.md)", stacklevel=6)
         self.capabilities, self.next_token_mode = known
         if self.capabilities.reads_cache:
             self.route = TokenRoute(self.http, self.served_model, self.capabilities, in_flight=self.in_flight)
